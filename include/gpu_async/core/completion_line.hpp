@@ -1,0 +1,111 @@
+//
+// gpu_async/core/completion_line.hpp: the completion line, its slots and the memory descriptor.
+//
+// A GPU stream stores an increasing 64-bit sequence number into one word of a completion line
+// behind its work. A memory descriptor names (line, slot, target) and is complete once the word
+// has reached the target in wrapping order. Standard library only.
+//
+#ifndef GPU_ASYNC_CORE_COMPLETION_LINE_HPP
+#define GPU_ASYNC_CORE_COMPLETION_LINE_HPP
+
+#include <array>
+#include <atomic>
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace gpu_async {
+
+/// Number of 64-bit words in one completion line.
+inline constexpr std::size_t line_words = 8;
+
+/// Size and alignment of a completion line in bytes: the monitor granule of the cores we park on.
+inline constexpr std::size_t line_bytes = 64;
+
+/// Exactly 64 bytes, 64-byte aligned: eight atomic 64-bit words, all zero when made.
+///
+/// Any store to the line wakes the one waiter parked on it, so one waiter watches up to eight
+/// streams. Not copyable and not movable: devices hold its address.
+struct alignas(line_bytes) completion_line {
+    std::array<std::atomic<std::uint64_t>, line_words> words{};
+
+    completion_line() noexcept = default;
+    completion_line(const completion_line&) = delete;
+    completion_line& operator=(const completion_line&) = delete;
+};
+
+static_assert(sizeof(completion_line) == line_bytes, "a completion line is exactly 64 bytes");
+static_assert(alignof(completion_line) == line_bytes, "a completion line is 64-byte aligned");
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "the completion words must be lock-free 64-bit atomics");
+
+/// A word index within a line, checked once to be in 0..7.
+class slot_id {
+public:
+    /// The slot at index `i`, or an empty optional when `i >= line_words`.
+    static constexpr std::optional<slot_id> at(std::size_t i) noexcept {
+        if (i >= line_words) return std::nullopt;
+        return slot_id(static_cast<std::uint8_t>(i));
+    }
+
+    /// The word index, always below `line_words`.
+    constexpr std::size_t index() const noexcept { return index_; }
+
+    friend constexpr bool operator==(slot_id, slot_id) noexcept = default;
+    friend constexpr auto operator<=>(slot_id, slot_id) noexcept = default;
+
+private:
+    constexpr explicit slot_id(std::uint8_t i) noexcept
+        : index_(i) {}
+    std::uint8_t index_;
+};
+
+/// True when `word` has reached `target` in wrapping order: `word - target` (mod 2^64) is
+/// below 2^63. A word that has gone past the target still counts as reached.
+constexpr bool sequence_reached(std::uint64_t word, std::uint64_t target) noexcept {
+    return word - target < (std::uint64_t{1} << 63);
+}
+
+/// Acquire-loads the slot's word and tests it against `target`. Once this returns true,
+/// everything the producer wrote before its release store is visible to the caller.
+inline bool reached(const completion_line& line, slot_id slot, std::uint64_t target) noexcept {
+    return sequence_reached(line.words[slot.index()].load(std::memory_order_acquire), target);
+}
+
+/// Names one completion: the word `slot` of `line` reaching `target`.
+///
+/// A descriptor does not own its line: the line must outlive every descriptor and every wait
+/// that refers to it.
+class memory_descriptor {
+public:
+    constexpr memory_descriptor(const completion_line& line, slot_id slot,
+                                std::uint64_t target) noexcept
+        : line_(&line)
+        , target_(target)
+        , slot_(slot) {}
+
+    constexpr const completion_line& line() const noexcept { return *line_; }
+    constexpr slot_id slot() const noexcept { return slot_; }
+    constexpr std::uint64_t target() const noexcept { return target_; }
+
+    /// The word this descriptor watches.
+    const std::atomic<std::uint64_t>& word() const noexcept { return line_->words[slot_.index()]; }
+
+    /// Acquire load of the word, tested in wrapping order against the target.
+    bool is_complete() const noexcept { return reached(*line_, slot_, target_); }
+
+    friend constexpr bool operator==(const memory_descriptor& a,
+                                     const memory_descriptor& b) noexcept {
+        return a.line_ == b.line_ && a.slot_ == b.slot_ && a.target_ == b.target_;
+    }
+
+private:
+    const completion_line* line_;
+    std::uint64_t target_;
+    slot_id slot_;
+};
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_CORE_COMPLETION_LINE_HPP

@@ -1,0 +1,156 @@
+//
+// gpu_async/core/error.hpp: the coded-error registry.
+//
+// One append-only registry: numbers are never reused or changed; texts may change, the number
+// never does; callers branch on codes only. The enum is a standard error-code enum, and
+// boost::system::error_code (1.81) accepts standard enums, so
+//
+//     boost::system::error_code ec = gpu_async::errc::stalled;
+//     ec == gpu_async::errc::stalled;   // true, both ways round
+//
+// works without any Boost in this header. Do not rely on boost::system::error_code::value() of
+// such a wrapped code: it is not the registry number (use std::error_code(ec).value()).
+//
+// Standard library only.
+//
+#ifndef GPU_ASYNC_CORE_ERROR_HPP
+#define GPU_ASYNC_CORE_ERROR_HPP
+
+#include <gpu_async/detail/config.hpp>
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+namespace gpu_async {
+
+/// The registry. Append only; never renumber.
+enum class errc : int {
+    invalid_plan = 1,      ///< a wait plan or band text did not parse
+    park_fallback = 2,     ///< warning: a plan fell back to one the host can run
+    executor_fallback = 3, ///< warning: an executor kind fell back to one the host can run
+    executor_refused = 4,  ///< a strict executor request the host cannot run
+    invalid_executor = 5,  ///< an executor kind text that names no kind
+    pended_inline = 6,     ///< an operation that must complete at once did not
+    stalled = 7,           ///< tasks left with nothing registered to wake them
+    backend = 8,           ///< a backend failed
+    driver_status = 9,     ///< a driver call returned a failure status
+    unavailable = 10,      ///< a library, entry point, device or capability is missing
+    no_domain = 11,        ///< no current device context to own a line
+    foreign_stream = 12,   ///< a store was asked of a stream outside the line's domain
+    ring_setup = 13,       ///< io_uring setup failed
+    device_fault = 14,     ///< work on a device stream failed
+};
+
+/// One row of the registry.
+struct errc_info {
+    errc code;
+    std::string_view name;    ///< stable identifier, e.g. "invalid_plan"
+    std::string_view summary; ///< the message of the bare code
+    std::string_view format;  ///< the message with arguments {0}, {1}, ... substituted
+    std::size_t arity;        ///< how many arguments the format names
+    bool warning;             ///< true for codes that report a fallback, not a failure
+};
+
+inline constexpr std::array<errc_info, 14> errc_registry{{
+    {errc::invalid_plan, "invalid_plan", "invalid wait plan", "invalid plan '{0}': {1}", 2, false},
+    {errc::park_fallback, "park_fallback", "park fallback",
+     "park fallback: plan '{0}' needs {1} ({2}); running '{3}'", 4, true},
+    {errc::executor_fallback, "executor_fallback", "executor fallback",
+     "executor fallback: '{0}' is unavailable ({1}); running '{2}'", 3, true},
+    {errc::executor_refused, "executor_refused", "executor refused",
+     "executor refused: '{0}' is unavailable ({1}) and the request is strict", 2, false},
+    {errc::invalid_executor, "invalid_executor", "invalid executor",
+     "invalid executor '{0}': accepted names are {1}", 2, false},
+    {errc::pended_inline, "pended_inline", "operation pended inline",
+     "pended inline: {0} did not complete at once", 1, false},
+    {errc::stalled, "stalled", "stalled",
+     "stalled: {0} task(s) left and nothing registered to wake them", 1, false},
+    {errc::backend, "backend", "backend failure", "backend failure: {0}", 1, false},
+    {errc::driver_status, "driver_status", "driver call failed",
+     "driver call {0} failed: {1} ({2})", 3, false},
+    {errc::unavailable, "unavailable", "unavailable", "{0} is unavailable: {1}", 2, false},
+    {errc::no_domain, "no_domain", "no device domain", "no device domain: {0}", 1, false},
+    {errc::foreign_stream, "foreign_stream", "foreign stream",
+     "foreign stream: {0} is not of the line's domain; nothing was enqueued", 1, false},
+    {errc::ring_setup, "ring_setup", "io_uring setup failed", "io_uring setup failed: {0}", 1,
+     false},
+    {errc::device_fault, "device_fault", "device work failed", "device work failed: {0}", 1, false},
+}};
+
+/// The registry row of `e`, or nullptr for a number the registry does not hold.
+constexpr const errc_info* find_errc(int value) noexcept {
+    for (const auto& row : errc_registry)
+        if (static_cast<int>(row.code) == value) return &row;
+    return nullptr;
+}
+
+/// The category of the registry; its name is "gpu_async".
+GPU_ASYNC_DECL const std::error_category& gpu_async_category() noexcept;
+
+inline std::error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), gpu_async_category()};
+}
+
+/// Substitutes `{i}` (one digit) in `format` with `args[i]`. A placeholder without an argument
+/// is kept as written. Exposed for the hosts' own messages.
+GPU_ASYNC_DECL std::string format_message(std::string_view format, const std::string* args,
+                                          std::size_t count);
+
+/// A coded error value: a registry code and the argument texts of its message. The message is
+/// made when displayed, so carrying one costs only the argument strings.
+class coded_error {
+public:
+    coded_error() = default;
+
+    coded_error(errc code, std::vector<std::string> args)
+        : code_(code)
+        , args_(std::move(args)) {}
+
+    coded_error(errc code, std::initializer_list<std::string_view> args)
+        : code_(code) {
+        args_.reserve(args.size());
+        for (auto a : args)
+            args_.emplace_back(a);
+    }
+
+    /// The registry code as a standard error code (category "gpu_async").
+    std::error_code code() const noexcept { return make_error_code(code_); }
+
+    /// The registry code itself.
+    errc value() const noexcept { return code_; }
+
+    /// The argument texts, in the order the registry's format names them.
+    const std::vector<std::string>& args() const noexcept { return args_; }
+
+    /// The message: the registry's format with the arguments substituted.
+    GPU_ASYNC_DECL std::string message() const;
+
+    /// True for codes the registry marks as warnings (a fallback that runs, not a failure).
+    bool is_warning() const noexcept {
+        const errc_info* row = find_errc(static_cast<int>(code_));
+        return row != nullptr && row->warning;
+    }
+
+    friend bool operator==(const coded_error&, const coded_error&) = default;
+
+private:
+    errc code_ = errc::backend;
+    std::vector<std::string> args_;
+};
+
+} // namespace gpu_async
+
+template <>
+struct std::is_error_code_enum<gpu_async::errc> : std::true_type {};
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/error.ipp>
+#endif
+
+#endif // GPU_ASYNC_CORE_ERROR_HPP

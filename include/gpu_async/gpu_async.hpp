@@ -1,0 +1,15 @@
+//
+// gpu_async/gpu_async.hpp: every public header that needs no vendor SDK.
+//
+#ifndef GPU_ASYNC_GPU_ASYNC_HPP
+#define GPU_ASYNC_GPU_ASYNC_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+
+#endif // GPU_ASYNC_GPU_ASYNC_HPP

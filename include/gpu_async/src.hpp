@@ -1,0 +1,15 @@
+//
+// gpu_async/src.hpp: the separately compiled unit. Include it in exactly one translation unit of
+// a program built with GPU_ASYNC_SEPARATE_COMPILATION defined everywhere (the CMake target
+// gpu_async::compiled does this for you).
+//
+#ifndef GPU_ASYNC_SRC_HPP
+#define GPU_ASYNC_SRC_HPP
+
+#if !defined(GPU_ASYNC_SEPARATE_COMPILATION)
+#error "gpu_async/src.hpp is for builds that define GPU_ASYNC_SEPARATE_COMPILATION"
+#endif
+
+#include <gpu_async/impl/error.ipp>
+
+#endif // GPU_ASYNC_SRC_HPP
