@@ -39,8 +39,8 @@ BOOST_AUTO_TEST_CASE(registry_is_dense_and_each_code_has_its_own_message) {
         names.insert(std::string(row.name));
         // The format names exactly `arity` arguments, {0} .. {arity-1}.
         for (std::size_t i = 0; i < 10; ++i) {
-            const bool named =
-                row.format.find("{" + std::to_string(i) + "}") != std::string_view::npos;
+            const char placeholder[] = {'{', static_cast<char>('0' + i), '}', '\0'};
+            const bool named = row.format.find(placeholder) != std::string_view::npos;
             BOOST_TEST(named == (i < row.arity), row.name << " argument " << i);
         }
     }
