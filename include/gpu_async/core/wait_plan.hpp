@@ -7,16 +7,33 @@
 //
 // Units are microseconds in text, nanoseconds in the types. Standard library only.
 //
+// Lexical rules (beyond the grammar): the text is case sensitive and has no spaces; a number is
+// one or more decimal digits, with no sign and no leading zero (write "0", never "00" or
+// "0150"), so every accepted text is already canonical: label(parse(t)) == t. Every key comes
+// exactly once and in the order shown. Bounds: window 1..16; park_us 1..10000;
+// backstop_us 1..1000000; park_us <= backstop_us; min_sleep_us <= max_sleep_us; margin_us,
+// min_sleep_us and max_sleep_us up to the largest value whose nanoseconds fit in 64 bits
+// (18446744073709551 us): a larger value is refused, never wrapped. "block" takes no
+// "+predict:". The first fault found, reading left to right, is the one reported.
+//
+// Parsing allocates nothing unless it fails (then only the error's text); label() allocates
+// its text.
+//
 #ifndef GPU_ASYNC_CORE_WAIT_PLAN_HPP
 #define GPU_ASYNC_CORE_WAIT_PLAN_HPP
 
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gpu_async {
 
@@ -33,6 +50,9 @@ inline constexpr std::uint32_t window_max = 16;
 inline constexpr std::uint64_t park_ns_max = 10'000'000;
 /// The largest backstop of a flag plan: 1 s.
 inline constexpr std::uint64_t backstop_ns_max = 1'000'000'000;
+/// The largest microsecond value a plan text may hold for margin_us, min_sleep_us and
+/// max_sleep_us: its nanoseconds are the largest whole microseconds that fit in 64 bits.
+inline constexpr std::uint64_t plan_us_max = std::numeric_limits<std::uint64_t>::max() / 1000;
 
 /// The "+predict:" part of a plan: sleep to the predicted completion minus `margin_ns` before
 /// parking, when that sleep is at least `min_sleep_ns`, and never longer than `max_sleep_ns`.
@@ -94,6 +114,332 @@ private:
     std::uint64_t backstop_ns_;
     std::optional<deadline_plan> predict_;
 };
+
+// ---------------------------------------------------------------------------------------------
+// Implementation (the core is header-only).
+
+namespace detail {
+
+/// One key of a plan text: its name, its smallest and largest value as written, and whether it
+/// is in microseconds (stored times 1000).
+struct plan_key {
+    std::string_view name;
+    std::uint64_t min;
+    std::uint64_t max;
+    bool micro;
+};
+
+inline constexpr std::array<plan_key, 2> flag_keys{{
+    {"park_us", 1, park_ns_max / 1000, true},
+    {"backstop_us", 1, backstop_ns_max / 1000, true},
+}};
+
+inline constexpr std::array<plan_key, 4> deadline_keys{{
+    {"margin_us", 0, plan_us_max, true},
+    {"min_sleep_us", 0, plan_us_max, true},
+    {"max_sleep_us", 0, plan_us_max, true},
+    {"window", 1, window_max, false},
+}};
+
+/// `v` in single quotes, cut to a readable length.
+inline std::string plan_quote(std::string_view v) {
+    constexpr std::size_t most = 48;
+    std::string out;
+    out.reserve(std::min(v.size(), most) + 5);
+    out += '\'';
+    if (v.size() <= most) {
+        out.append(v);
+    } else {
+        out.append(v.substr(0, most));
+        out += "...";
+    }
+    out += '\'';
+    return out;
+}
+
+/// `ns` as microseconds: whole, or with the fraction a non-whole value needs ("1.5").
+inline std::string plan_us_text(std::uint64_t ns) {
+    std::string out = std::to_string(ns / 1000);
+    if (const std::uint64_t frac = ns % 1000; frac != 0) {
+        std::string f = std::to_string(frac);
+        f.insert(0, 3 - f.size(), '0');
+        while (f.back() == '0')
+            f.pop_back();
+        out += '.';
+        out += f;
+    }
+    return out;
+}
+
+enum class plan_number { ok, empty, not_digits, leading_zero, too_large };
+
+/// Decimal digits only; no sign, no spaces, no leading zero; refuses (never wraps) a value
+/// beyond 64 bits.
+constexpr plan_number parse_plan_number(std::string_view v, std::uint64_t& out) noexcept {
+    if (v.empty()) return plan_number::empty;
+    for (const char c : v)
+        if (c < '0' || c > '9') return plan_number::not_digits;
+    if (v.size() > 1 && v.front() == '0') return plan_number::leading_zero;
+    std::uint64_t n = 0;
+    for (const char c : v) {
+        const auto d = static_cast<std::uint64_t>(c - '0');
+        if (n > (std::numeric_limits<std::uint64_t>::max() - d) / 10) return plan_number::too_large;
+        n = n * 10 + d;
+    }
+    out = n;
+    return plan_number::ok;
+}
+
+inline std::string plan_above_max(const plan_key& key, std::string_view value) {
+    std::string out = "'";
+    out.append(key.name);
+    if (key.micro && key.max == plan_us_max) {
+        out += "' is " + plan_quote(value) +
+               " microseconds, which overflows 64-bit nanoseconds (at most " +
+               std::to_string(plan_us_max) + ")";
+    } else {
+        out += "' is " + plan_quote(value) + ", above its largest value " + std::to_string(key.max);
+    }
+    return out;
+}
+
+/// The first fault of `value` for `key`, or none (and `out` holds the stored value).
+inline std::optional<std::string> parse_plan_value(const plan_key& key, std::string_view value,
+                                                   std::uint64_t& out) {
+    std::uint64_t n = 0;
+    switch (parse_plan_number(value, n)) {
+    case plan_number::ok:
+        break;
+    case plan_number::empty:
+        return "'" + std::string(key.name) + "' has no value (expected digits after '=')";
+    case plan_number::not_digits:
+        return "'" + std::string(key.name) + "' value " + plan_quote(value) +
+               " is not a whole number (digits only: no sign, space or point)";
+    case plan_number::leading_zero:
+        return "'" + std::string(key.name) + "' value " + plan_quote(value) + " has a leading zero";
+    case plan_number::too_large:
+        return plan_above_max(key, value);
+    }
+    if (n < key.min) return "'" + std::string(key.name) + "' must not be zero";
+    if (n > key.max) return plan_above_max(key, value);
+    out = key.micro ? n * 1000 : n;
+    return std::nullopt;
+}
+
+/// True when an item of `body` at or after `pos` has the key `name`.
+constexpr bool plan_has_key_at_or_after(std::string_view body, std::size_t pos,
+                                        std::string_view name) noexcept {
+    while (pos <= body.size()) {
+        const std::size_t comma = body.find(',', pos);
+        const std::string_view item = body.substr(
+            pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+        if (item.substr(0, item.find('=')) == name) return true;
+        if (comma == std::string_view::npos) break;
+        pos = comma + 1;
+    }
+    return false;
+}
+
+/// Parses "k1=v1,k2=v2,..." with exactly `keys`, in order; stores the values in `values`.
+template <std::size_t N>
+std::optional<std::string> parse_plan_keys(std::string_view body,
+                                           const std::array<plan_key, N>& keys,
+                                           std::array<std::uint64_t, N>& values) {
+    constexpr auto npos = std::string_view::npos;
+    const auto known = [&](std::string_view k) -> std::size_t {
+        for (std::size_t j = 0; j < N; ++j)
+            if (keys[j].name == k) return j;
+        return npos;
+    };
+    std::size_t i = 0;
+    std::size_t pos = 0;
+    for (;;) {
+        const std::size_t comma = body.find(',', pos);
+        const std::string_view item = body.substr(pos, comma == npos ? npos : comma - pos);
+        if (item.empty()) {
+            if (comma != npos) return std::string("empty item (a ',' with no key=value before it)");
+            if (i < N) return "missing key '" + std::string(keys[i].name) + "'";
+            return std::string("trailing ','");
+        }
+        const std::size_t eq = item.find('=');
+        const std::string_view key = item.substr(0, eq);
+        const std::size_t at = known(key);
+        if (i >= N) {
+            if (at != npos) return "'" + std::string(key) + "' given more than once";
+            return "unknown key " + plan_quote(key) + " after '" + std::string(keys[N - 1].name) +
+                   "'";
+        }
+        if (at != i) {
+            const std::string expected(keys[i].name);
+            if (at == npos)
+                return "unknown key " + plan_quote(key) + " (expected '" + expected + "')";
+            if (at < i) return "'" + std::string(key) + "' given more than once";
+            if (plan_has_key_at_or_after(body, comma == npos ? body.size() + 1 : comma + 1,
+                                         keys[i].name))
+                return "'" + std::string(key) + "' out of order ('" + expected +
+                       "' comes before it)";
+            return "missing key '" + expected + "'";
+        }
+        if (eq == npos)
+            return "'" + std::string(key) + "' has no value (expected '" + std::string(key) +
+                   "=N')";
+        if (auto fault = parse_plan_value(keys[i], item.substr(eq + 1), values[i])) return fault;
+        ++i;
+        if (comma == npos) break;
+        pos = comma + 1;
+    }
+    if (i < N) return "missing key '" + std::string(keys[i].name) + "'";
+    return std::nullopt;
+}
+
+/// The first fault of a flag plan's park and backstop, given in nanoseconds, or none.
+inline std::optional<std::string> check_flag_plan(std::uint64_t park_ns,
+                                                  std::uint64_t backstop_ns) {
+    const std::array<std::pair<std::uint64_t, const plan_key*>, 2> fields{
+        {{park_ns, &flag_keys[0]}, {backstop_ns, &flag_keys[1]}}};
+    for (const auto& [ns, key] : fields) {
+        if (ns % 1000 != 0)
+            return "'" + std::string(key->name) + "' " + plan_us_text(ns) +
+                   " is not a whole number of microseconds";
+        std::uint64_t out = 0;
+        if (auto fault = parse_plan_value(*key, std::to_string(ns / 1000), out)) return fault;
+    }
+    if (park_ns > backstop_ns)
+        return "park_us " + plan_us_text(park_ns) + " exceeds backstop_us " +
+               plan_us_text(backstop_ns) + " (a park must not outlast the backstop)";
+    return std::nullopt;
+}
+
+/// The first fault of a prediction, or none.
+inline std::optional<std::string> check_deadline_plan(const deadline_plan& d) {
+    const std::array<std::uint64_t, 3> times{d.margin_ns, d.min_sleep_ns, d.max_sleep_ns};
+    for (std::size_t j = 0; j < times.size(); ++j) {
+        if (times[j] % 1000 != 0)
+            return "'" + std::string(deadline_keys[j].name) + "' " + plan_us_text(times[j]) +
+                   " is not a whole number of microseconds";
+    }
+    std::uint64_t out = 0;
+    if (auto fault = parse_plan_value(deadline_keys[3], std::to_string(d.window), out))
+        return fault;
+    if (d.min_sleep_ns > d.max_sleep_ns)
+        return "min_sleep_us " + plan_us_text(d.min_sleep_ns) + " exceeds max_sleep_us " +
+               plan_us_text(d.max_sleep_ns);
+    return std::nullopt;
+}
+
+/// The text of a plan in the grammar (canonical for a valid plan; non-whole microseconds of a
+/// refused factory call are shown with a fraction).
+inline std::string plan_text(park_kind kind, std::uint64_t park_ns, std::uint64_t backstop_ns,
+                             const std::optional<deadline_plan>& predict) {
+    std::string out;
+    out.reserve(predict ? 112 : 40);
+    switch (kind) {
+    case park_kind::block:
+        out += "block";
+        break;
+    case park_kind::poll:
+        out += "poll";
+        break;
+    case park_kind::flag:
+        out += "flag:park_us=";
+        out += plan_us_text(park_ns);
+        out += ",backstop_us=";
+        out += plan_us_text(backstop_ns);
+        break;
+    }
+    if (predict) {
+        out += "+predict:margin_us=";
+        out += plan_us_text(predict->margin_ns);
+        out += ",min_sleep_us=";
+        out += plan_us_text(predict->min_sleep_ns);
+        out += ",max_sleep_us=";
+        out += plan_us_text(predict->max_sleep_ns);
+        out += ",window=";
+        out += std::to_string(predict->window);
+    }
+    return out;
+}
+
+} // namespace detail
+
+inline result<wait_plan> wait_plan::parse(std::string_view text) {
+    constexpr auto npos = std::string_view::npos;
+    const auto fail = [text](const std::string& fault) {
+        return result<wait_plan>(coded_error(errc::invalid_plan, {text, std::string_view(fault)}));
+    };
+    if (text.empty()) return fail("empty text (expected block, poll or flag)");
+
+    const std::size_t plus = text.find('+');
+    const std::string_view park_text = text.substr(0, plus);
+    const std::size_t colon = park_text.find(':');
+    const std::string_view word = park_text.substr(0, colon);
+
+    park_kind kind = park_kind::poll;
+    std::array<std::uint64_t, 2> flag{};
+    if (word == "block" || word == "poll") {
+        kind = word == "block" ? park_kind::block : park_kind::poll;
+        if (colon != npos)
+            return fail("'" + std::string(word) + "' takes no parameters (found " +
+                        detail::plan_quote(park_text.substr(colon)) + ")");
+    } else if (word == "flag") {
+        kind = park_kind::flag;
+        if (colon == npos) return fail("'flag' needs ':park_us=N,backstop_us=N'");
+        if (auto fault =
+                detail::parse_plan_keys(park_text.substr(colon + 1), detail::flag_keys, flag))
+            return fail(*fault);
+        if (flag[0] > flag[1])
+            return fail("park_us " + detail::plan_us_text(flag[0]) + " exceeds backstop_us " +
+                        detail::plan_us_text(flag[1]) + " (a park must not outlast the backstop)");
+    } else if (word.empty()) {
+        return fail("missing park kind (expected block, poll or flag)");
+    } else {
+        return fail("unknown park kind " + detail::plan_quote(word) +
+                    " (expected block, poll or flag)");
+    }
+    if (plus == npos) return wait_plan(kind, flag[0], flag[1], std::nullopt);
+
+    constexpr std::string_view predict_tag = "+predict:";
+    if (kind == park_kind::block)
+        return fail("'block' takes no '+predict:' (nothing to sleep in front of a blocking wait)");
+    const std::string_view suffix = text.substr(plus);
+    if (!suffix.starts_with(predict_tag))
+        return fail("unknown suffix " + detail::plan_quote(suffix) + " (expected '+predict:')");
+    std::array<std::uint64_t, 4> d{};
+    if (auto fault =
+            detail::parse_plan_keys(suffix.substr(predict_tag.size()), detail::deadline_keys, d))
+        return fail(*fault);
+    if (d[1] > d[2])
+        return fail("min_sleep_us " + detail::plan_us_text(d[1]) + " exceeds max_sleep_us " +
+                    detail::plan_us_text(d[2]));
+    return wait_plan(kind, flag[0], flag[1],
+                     deadline_plan{d[0], d[1], d[2], static_cast<std::uint32_t>(d[3])});
+}
+
+inline result<wait_plan> wait_plan::poll(std::optional<deadline_plan> predict) {
+    if (predict) {
+        if (auto fault = detail::check_deadline_plan(*predict))
+            return coded_error(errc::invalid_plan,
+                               {std::string_view(detail::plan_text(park_kind::poll, 0, 0, predict)),
+                                std::string_view(*fault)});
+    }
+    return wait_plan(park_kind::poll, 0, 0, predict);
+}
+
+inline result<wait_plan> wait_plan::flag(std::uint64_t park_ns, std::uint64_t backstop_ns,
+                                         std::optional<deadline_plan> predict) {
+    std::optional<std::string> fault = detail::check_flag_plan(park_ns, backstop_ns);
+    if (!fault && predict) fault = detail::check_deadline_plan(*predict);
+    if (fault)
+        return coded_error(
+            errc::invalid_plan,
+            {std::string_view(detail::plan_text(park_kind::flag, park_ns, backstop_ns, predict)),
+             std::string_view(*fault)});
+    return wait_plan(park_kind::flag, park_ns, backstop_ns, predict);
+}
+
+inline std::string wait_plan::label() const {
+    return detail::plan_text(kind_, park_ns_, backstop_ns_, predict_);
+}
 
 } // namespace gpu_async
 
