@@ -11,5 +11,6 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/device/mapped_line.hpp>
 
 #endif // GPU_ASYNC_GPU_ASYNC_HPP

@@ -11,5 +11,6 @@
 #endif
 
 #include <gpu_async/impl/error.ipp>
+#include <gpu_async/impl/mapped_line.ipp>
 
 #endif // GPU_ASYNC_SRC_HPP

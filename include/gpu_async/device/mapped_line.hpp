@@ -1,0 +1,236 @@
+//
+// gpu_async/device/mapped_line.hpp: a completion line in one pinned, device-mapped host page,
+// with the ownership rules of a GPU driver (SPEC.md section 12), over a driver table.
+//
+// A backend (CUDA, HIP, or a fake in tests) fills a `line_driver`: a table of plain function
+// pointers with a context pointer. `mapped_line` owns:
+//
+//   - a reference on a domain (the device's primary context), taken before the page is
+//     allocated and dropped only after the page is freed;
+//   - one whole 4 KiB page of pinned, device-mapped host memory that holds the line and nothing
+//     else (no other allocation shares the page with a device writer).
+//
+// It enqueues 64-bit stores of increasing sequence numbers only from streams of its own domain
+// (a foreign stream is refused and nothing is enqueued). On destruction it settles the domain
+// (waits for every pending store), frees the page, then releases the domain; if settling fails it
+// leaks the page and the reference rather than free memory a device may still write.
+//
+// Uses the core and the standard library only; the vendor APIs live behind the table.
+//
+#ifndef GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
+#define GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/detail/config.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gpu_async {
+
+/// What one driver hook returned: the vendor's status (0 is success) and, when the hook made a
+/// call other than the one its table names (e.g. a context push before an allocation), the name
+/// of the call that failed.
+struct driver_status {
+    int status = 0;
+    const char* call = nullptr;
+
+    constexpr bool ok() const noexcept { return status == 0; }
+    friend constexpr bool operator==(const driver_status&, const driver_status&) = default;
+};
+
+/// The hooks of a `line_driver`, in the order the table names their calls.
+enum class driver_op : std::uint8_t {
+    current_device, ///< the device of the calling thread's current context
+    retain_domain,  ///< take a reference on a device's domain (its primary context)
+    release_domain, ///< drop that reference
+    alloc_page,     ///< allocate pinned, device-mapped host memory in the domain
+    device_pointer, ///< the device address of that memory
+    free_page,      ///< free it
+    settle,         ///< wait for every pending store in the domain
+    stream_domain,  ///< the domain a stream belongs to
+    write_value64,  ///< enqueue a 64-bit store on a stream
+};
+
+inline constexpr std::size_t driver_op_count = 9;
+
+/// A backend's table of hooks. Every hook receives `self` first. Domains are opaque handles the
+/// backend defines (a CUDA context, a tagged HIP device); the line only compares them for
+/// equality. A table must outlive every line made with it.
+struct line_driver {
+    void* self = nullptr;
+
+    /// Sets `*device` to the device of the current context, or to -1 when there is none.
+    driver_status (*current_device)(void* self, int* device) = nullptr;
+    driver_status (*retain_domain)(void* self, int device, void** domain) = nullptr;
+    driver_status (*release_domain)(void* self, int device, void* domain) = nullptr;
+    /// Allocates `bytes` of pinned host memory mapped into the domain's address space.
+    driver_status (*alloc_page)(void* self, void* domain, std::size_t bytes, void** host) = nullptr;
+    driver_status (*device_pointer)(void* self, void* domain, void* host,
+                                    std::uint64_t* device_address) = nullptr;
+    driver_status (*free_page)(void* self, void* domain, void* host) = nullptr;
+    driver_status (*settle)(void* self, void* domain) = nullptr;
+    driver_status (*stream_domain)(void* self, void* stream, void** domain) = nullptr;
+    /// Enqueues, on `stream`, a store of `value` to `device_address` behind the stream's earlier
+    /// work (whose writes become visible first).
+    driver_status (*write_value64)(void* self, void* stream, std::uint64_t device_address,
+                                   std::uint64_t value) = nullptr;
+    /// The vendor's name of a status (never null; "unknown" when the vendor has none).
+    const char* (*status_name)(void* self, int status) = nullptr;
+
+    /// The vendor's name of the call behind each hook (indexed by driver_op), for messages.
+    std::array<const char*, driver_op_count> call_names{};
+    /// The backend's name ("CUDA", "HIP", "fake"), for messages.
+    const char* backend = "driver";
+
+    /// The name of the call behind `op`.
+    const char* call_name(driver_op op) const noexcept {
+        const char* n = call_names[static_cast<std::size_t>(op)];
+        return n != nullptr ? n : "driver call";
+    }
+};
+
+/// Options of a new line.
+struct mapped_line_options {
+    /// The value every word starts at, and every slot's last sequence number: the first store of
+    /// a slot enqueues `initial_sequence + 1` (wrapping). Zero, as a new line is, by default.
+    std::uint64_t initial_sequence = 0;
+};
+
+/// A completion line in its own pinned, device-mapped 4 KiB page, owned under the driver's rules.
+///
+/// Move-only. Not thread-safe: use one line from one thread at a time (as an Asio I/O object),
+/// or give each thread lines of its own.
+class mapped_line {
+public:
+    /// The bytes of the page that holds one line.
+    static constexpr std::size_t page_bytes = 4096;
+
+    /// A line on the device of the calling thread's current context. Errors: errc::no_domain when
+    /// there is no current context; errc::driver_status (call, status name, status number) when a
+    /// driver call fails. Whatever was taken before a failure is given back, in reverse order.
+    GPU_ASYNC_DECL static result<mapped_line> create(const line_driver& driver,
+                                                     mapped_line_options options = {});
+
+    /// A line on `device` (the device's primary context). Errors as `create`.
+    GPU_ASYNC_DECL static result<mapped_line> create_on(const line_driver& driver, int device,
+                                                        mapped_line_options options = {});
+
+    mapped_line(mapped_line&& other) noexcept;
+    mapped_line& operator=(mapped_line&& other) noexcept;
+    mapped_line(const mapped_line&) = delete;
+    mapped_line& operator=(const mapped_line&) = delete;
+
+    /// Settles the domain, frees the page, releases the domain (see close()).
+    ~mapped_line() { static_cast<void>(close_quietly()); }
+
+    /// The line the host watches. Valid until the line is closed or destroyed.
+    const completion_line& line() const noexcept { return *line_; }
+
+    /// The device the line belongs to.
+    int device() const noexcept { return device_; }
+
+    /// The domain handle the backend returned when the line retained it.
+    void* domain() const noexcept { return domain_; }
+
+    /// The device address of `slot`'s word.
+    std::uint64_t device_address(slot_id slot) const noexcept {
+        return device_address_ + slot.index() * sizeof(std::uint64_t);
+    }
+
+    /// The last sequence number enqueued on `slot` (the initial sequence before any store).
+    std::uint64_t sequence(slot_id slot) const noexcept { return sequence_[slot.index()]; }
+
+    /// The descriptor of the last store enqueued on `slot`.
+    memory_descriptor last(slot_id slot) const noexcept {
+        return memory_descriptor(*line_, slot, sequence_[slot.index()]);
+    }
+
+    /// Enqueues on `stream`, behind its work, a store of the slot's next sequence number
+    /// (the last one plus one, wrapping) and returns the descriptor that completes with it.
+    /// Errors: errc::foreign_stream when the stream is not of the line's domain (nothing is
+    /// enqueued, the sequence does not move); errc::driver_status when a call fails;
+    /// errc::backend when the line is closed.
+    GPU_ASYNC_DECL result<memory_descriptor> store(slot_id slot, void* stream);
+
+    /// True while the line owns its page (not closed, not moved from).
+    bool is_open() const noexcept { return line_ != nullptr; }
+
+    /// True when closing found the domain could not be settled, so the page and the domain
+    /// reference were leaked on purpose.
+    bool leaked() const noexcept { return leaked_; }
+
+    /// Settles the domain, frees the page, then releases the domain. When settling fails, leaks
+    /// the page and the reference (never frees under a pending store); when freeing fails, leaks
+    /// the reference. Returns the first failure, or nothing. Closing a closed line does nothing.
+    GPU_ASYNC_DECL std::optional<coded_error> close();
+
+private:
+    struct close_failure {
+        driver_op op;
+        driver_status status;
+    };
+
+    mapped_line() = default;
+
+    GPU_ASYNC_DECL std::optional<close_failure> close_quietly() noexcept;
+
+    const line_driver* driver_ = nullptr;
+    completion_line* line_ = nullptr;
+    void* page_ = nullptr;
+    void* domain_ = nullptr;
+    std::uint64_t device_address_ = 0;
+    std::array<std::uint64_t, line_words> sequence_{};
+    int device_ = -1;
+    bool leaked_ = false;
+};
+
+inline mapped_line::mapped_line(mapped_line&& other) noexcept
+    : driver_(other.driver_)
+    , line_(other.line_)
+    , page_(other.page_)
+    , domain_(other.domain_)
+    , device_address_(other.device_address_)
+    , sequence_(other.sequence_)
+    , device_(other.device_)
+    , leaked_(other.leaked_) {
+    other.line_ = nullptr;
+    other.page_ = nullptr;
+    other.domain_ = nullptr;
+}
+
+inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
+    if (this != &other) {
+        static_cast<void>(close_quietly());
+        driver_ = other.driver_;
+        line_ = other.line_;
+        page_ = other.page_;
+        domain_ = other.domain_;
+        device_address_ = other.device_address_;
+        sequence_ = other.sequence_;
+        device_ = other.device_;
+        leaked_ = other.leaked_;
+        other.line_ = nullptr;
+        other.page_ = nullptr;
+        other.domain_ = nullptr;
+    }
+    return *this;
+}
+
+/// The coded error of a failed driver call: errc::driver_status with the call's name, the
+/// status name and the status number.
+GPU_ASYNC_DECL coded_error driver_error(const line_driver& driver, driver_op op,
+                                        driver_status status);
+
+} // namespace gpu_async
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/mapped_line.ipp>
+#endif
+
+#endif // GPU_ASYNC_DEVICE_MAPPED_LINE_HPP

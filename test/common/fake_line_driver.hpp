@@ -1,0 +1,174 @@
+//
+// test/common/fake_line_driver.hpp: a line_driver that records every call, for testing the
+// ownership rules of mapped_line (and anything built on it) with no GPU.
+//
+// Devices 0..3 each have one domain; a stream is a fake_stream naming its domain. Stores land in
+// the page at once, so a descriptor a store returns is complete right away.
+//
+#ifndef GPU_ASYNC_TEST_COMMON_FAKE_LINE_DRIVER_HPP
+#define GPU_ASYNC_TEST_COMMON_FAKE_LINE_DRIVER_HPP
+
+#include <gpu_async/device/mapped_line.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpu_async::test {
+
+struct fake_stream {
+    void* domain = nullptr;
+};
+
+class fake_line_driver {
+public:
+    /// Device addresses are host addresses plus this offset.
+    static constexpr std::uint64_t device_offset = 0x7000'0000'0000;
+
+    fake_line_driver() = default;
+    fake_line_driver(const fake_line_driver&) = delete;
+    fake_line_driver& operator=(const fake_line_driver&) = delete;
+    ~fake_line_driver() {
+        for (void* p : pages)
+            std::free(p);
+    }
+
+    // --- configuration -------------------------------------------------------------------
+    int current = 0;               ///< the current device; -1: no current context
+    std::map<driver_op, int> fail; ///< hooks that fail, with the status they return
+    bool misaligned_page = false;  ///< alloc_page returns a page off by 8 bytes
+
+    // --- what happened ---------------------------------------------------------------------
+    std::vector<std::string> calls; ///< every call, in order, e.g. "retain 0"
+    std::array<int, 4> refs{};      ///< references held per device
+    std::set<void*> pages;          ///< pages allocated and not freed
+    struct write {
+        void* stream;
+        std::uint64_t address;
+        std::uint64_t value;
+    };
+    std::vector<write> writes; ///< every store enqueued
+
+    void* domain_of(int device) noexcept { return &domains_[static_cast<std::size_t>(device)]; }
+    fake_stream stream_on(int device) noexcept { return fake_stream{domain_of(device)}; }
+
+    /// The table; valid while this object lives.
+    const line_driver& table() noexcept {
+        table_.self = this;
+        table_.current_device = [](void* s, int* device) {
+            auto& f = self(s);
+            f.calls.emplace_back("current");
+            if (auto st = f.failed(driver_op::current_device)) return *st;
+            *device = f.current;
+            return driver_status{};
+        };
+        table_.retain_domain = [](void* s, int device, void** domain) {
+            auto& f = self(s);
+            f.calls.push_back("retain " + std::to_string(device));
+            if (auto st = f.failed(driver_op::retain_domain)) return *st;
+            ++f.refs.at(static_cast<std::size_t>(device));
+            *domain = f.domain_of(device);
+            return driver_status{};
+        };
+        table_.release_domain = [](void* s, int device, void* domain) {
+            auto& f = self(s);
+            f.calls.push_back("release " + std::to_string(device));
+            if (domain != f.domain_of(device)) f.calls.emplace_back("BAD release domain");
+            if (auto st = f.failed(driver_op::release_domain)) return *st;
+            --f.refs.at(static_cast<std::size_t>(device));
+            return driver_status{};
+        };
+        table_.alloc_page = [](void* s, void*, std::size_t bytes, void** host) {
+            auto& f = self(s);
+            f.calls.push_back("alloc " + std::to_string(bytes));
+            if (auto st = f.failed(driver_op::alloc_page)) return *st;
+            void* p = std::aligned_alloc(4096, bytes);
+            f.pages.insert(p);
+            *host = f.misaligned_page ? static_cast<char*>(p) + 8 : p;
+            return driver_status{};
+        };
+        table_.device_pointer = [](void* s, void*, void* host, std::uint64_t* address) {
+            auto& f = self(s);
+            f.calls.emplace_back("device_pointer");
+            if (auto st = f.failed(driver_op::device_pointer)) return *st;
+            *address = reinterpret_cast<std::uintptr_t>(host) + device_offset;
+            return driver_status{};
+        };
+        table_.free_page = [](void* s, void*, void* host) {
+            auto& f = self(s);
+            f.calls.emplace_back("free");
+            if (auto st = f.failed(driver_op::free_page)) return *st;
+            auto it = f.pages.find(host);
+            if (it == f.pages.end()) it = f.pages.find(static_cast<char*>(host) - 8);
+            if (it == f.pages.end()) {
+                f.calls.emplace_back("BAD free");
+                return driver_status{1};
+            }
+            std::free(*it);
+            f.pages.erase(it);
+            return driver_status{};
+        };
+        table_.settle = [](void* s, void*) {
+            auto& f = self(s);
+            f.calls.emplace_back("settle");
+            if (auto st = f.failed(driver_op::settle)) return *st;
+            return driver_status{};
+        };
+        table_.stream_domain = [](void* s, void* stream, void** domain) {
+            auto& f = self(s);
+            f.calls.emplace_back("stream_domain");
+            if (auto st = f.failed(driver_op::stream_domain)) return *st;
+            *domain = static_cast<fake_stream*>(stream)->domain;
+            return driver_status{};
+        };
+        table_.write_value64 = [](void* s, void* stream, std::uint64_t address,
+                                  std::uint64_t value) {
+            auto& f = self(s);
+            f.calls.push_back("write " + std::to_string(value));
+            if (auto st = f.failed(driver_op::write_value64)) return *st;
+            f.writes.push_back({stream, address, value});
+            // The "device" stores at once, through the mapping.
+            auto* word = reinterpret_cast<std::uint64_t*>(
+                static_cast<std::uintptr_t>(address - device_offset));
+            __atomic_store_n(word, value, __ATOMIC_RELEASE);
+            return driver_status{};
+        };
+        table_.status_name = [](void*, int status) -> const char* {
+            return status == 0 ? "FAKE_SUCCESS" : "FAKE_ERROR";
+        };
+        table_.call_names = {"fakeCurrentDevice", "fakeRetain",       "fakeRelease",
+                             "fakeAlloc",         "fakeDevPtr",       "fakeFree",
+                             "fakeSettle",        "fakeStreamDomain", "fakeWrite64"};
+        table_.backend = "fake";
+        return table_;
+    }
+
+    /// Number of calls whose text starts with `prefix`.
+    std::size_t count(const std::string& prefix) const {
+        std::size_t n = 0;
+        for (const auto& c : calls)
+            if (c.rfind(prefix, 0) == 0) ++n;
+        return n;
+    }
+
+private:
+    static fake_line_driver& self(void* s) noexcept { return *static_cast<fake_line_driver*>(s); }
+
+    std::optional<driver_status> failed(driver_op op) const {
+        auto it = fail.find(op);
+        if (it == fail.end()) return std::nullopt;
+        return driver_status{it->second};
+    }
+
+    std::array<char, 4> domains_{};
+    line_driver table_{};
+};
+
+} // namespace gpu_async::test
+
+#endif // GPU_ASYNC_TEST_COMMON_FAKE_LINE_DRIVER_HPP
