@@ -12,6 +12,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_bands.hpp>
+#include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 
