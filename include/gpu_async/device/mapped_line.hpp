@@ -26,12 +26,26 @@
 #include <gpu_async/detail/config.hpp>
 
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gpu_async {
+
+namespace detail {
+
+/// "0x..." for a handle, for messages.
+inline std::string hex(const void* p) {
+    char buf[2 + 2 * sizeof(std::uintptr_t)] = {'0', 'x'};
+    const auto r =
+        std::to_chars(buf + 2, buf + sizeof(buf), reinterpret_cast<std::uintptr_t>(p), 16);
+    return std::string(buf, r.ptr);
+}
+
+} // namespace detail
 
 /// What one driver hook returned: the vendor's status (0 is success) and, when the hook made a
 /// call other than the one its table names (e.g. a context push before an allocation), the name

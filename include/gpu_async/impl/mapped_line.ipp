@@ -6,23 +6,10 @@
 
 #include <gpu_async/device/mapped_line.hpp>
 
-#include <charconv>
 #include <new>
 #include <string>
 
 namespace gpu_async {
-
-namespace detail {
-
-/// "0x..." for a handle, for messages.
-inline std::string hex(const void* p) {
-    char buf[2 + 2 * sizeof(std::uintptr_t) + 1] = {'0', 'x'};
-    const auto r =
-        std::to_chars(buf + 2, buf + sizeof(buf), reinterpret_cast<std::uintptr_t>(p), 16);
-    return std::string(buf, r.ptr);
-}
-
-} // namespace detail
 
 GPU_ASYNC_DECL coded_error driver_error(const line_driver& driver, driver_op op,
                                         driver_status status) {
