@@ -1,0 +1,687 @@
+// Tests of <gpu_async/gpu_completion_port.hpp> and its reactor service.
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include "common/io_context_fixture.hpp"
+#include "common/recording_executor.hpp"
+#include "common/tracking_allocator.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using gpu_async::completion_line;
+using gpu_async::gpu_completion_port;
+using gpu_async::memory_descriptor;
+using gpu_async::slot_id;
+using gpu_async::test::run_to_completion;
+
+namespace {
+
+slot_id slot(std::size_t i) {
+    return *slot_id::at(i);
+}
+
+/// A host producer: store (release), then ring the reactor's doorbell.
+void store_and_ring(completion_line& line, std::size_t s, std::uint64_t value,
+                    gpu_async::doorbell& bell) {
+    line.words[s].store(value, std::memory_order_release);
+    bell.ring();
+}
+
+/// Spins (yielding) until `pred` holds or a generous bound passes; returns pred().
+template <class Pred>
+bool eventually(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + gpu_async::test::run_bound;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > end) return pred();
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+/// An io_context whose shutdown can be called while I/O objects still live (to test the service
+/// shutdown path as ~io_context runs it).
+struct shutdownable_context : asio::io_context {
+    using asio::io_context::shutdown;
+};
+
+/// A handler that counts its invocations and its live copies.
+struct counted_handler {
+    std::shared_ptr<std::atomic<int>> invoked;
+    std::shared_ptr<int> alive; // use_count() - 1 copies alive besides the test's own
+    void operator()(error_code) const { invoked->fetch_add(1); }
+};
+
+constexpr auto terminal = asio::cancellation_type::terminal;
+constexpr auto partial = asio::cancellation_type::partial;
+constexpr auto total = asio::cancellation_type::total;
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gpu_completion_port_tests)
+
+// --- the I/O object ----------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(constructs_from_context_and_executor_and_moves) {
+    asio::io_context ctx;
+    gpu_completion_port a(ctx);
+    gpu_completion_port b(ctx.get_executor());
+    BOOST_TEST((a.get_executor() == asio::any_io_executor(ctx.get_executor())));
+    BOOST_TEST(&a.service() == &b.service()); // one reactor per context
+    static_assert(!std::is_copy_constructible_v<gpu_completion_port>);
+    static_assert(!std::is_copy_assignable_v<gpu_completion_port>);
+    static_assert(std::is_nothrow_move_constructible_v<gpu_completion_port>);
+    static_assert(
+        std::is_same_v<gpu_completion_port::rebind_executor<asio::io_context::executor_type>::other,
+                       gpu_async::basic_gpu_completion_port<asio::io_context::executor_type>>);
+
+    // A move takes the pending waits along: cancelling the new port cancels them.
+    completion_line line;
+    error_code got = asio::error::would_block;
+    a.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { got = ec; });
+    gpu_completion_port c(std::move(a));
+    BOOST_TEST(a.cancel() == 0u);
+    BOOST_TEST(c.pending() == 1u);
+    b = std::move(c); // b had none; now owns the wait
+    BOOST_TEST(b.cancel() == 1u);
+    run_to_completion(ctx);
+    BOOST_TEST(got == asio::error::operation_aborted);
+
+    // Converting move from a port of the concrete executor type.
+    gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> typed(ctx);
+    gpu_completion_port erased(std::move(typed));
+    BOOST_TEST(erased.cancel() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(move_assignment_cancels_the_targets_waits) {
+    asio::io_context ctx;
+    gpu_completion_port a(ctx), b(ctx);
+    completion_line line;
+    error_code got = asio::error::would_block;
+    a.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { got = ec; });
+    a = std::move(b);
+    run_to_completion(ctx);
+    BOOST_TEST(got == asio::error::operation_aborted);
+}
+
+// --- completion tokens -------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(callback_completes_when_a_thread_stores) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    int calls = 0;
+    error_code got = asio::error::would_block;
+    port.async_wait(memory_descriptor(line, slot(3), 7), [&](error_code ec) {
+        ++calls;
+        got = ec;
+        // What the producer wrote before its store is visible here.
+        BOOST_TEST(line.words[3].load(std::memory_order_relaxed) >= 7u);
+    });
+    std::thread producer([&] {
+        for (std::uint64_t v = 1; v <= 7; ++v)
+            store_and_ring(line, 3, v, port.bell());
+    });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(!got);
+    BOOST_TEST(port.service().pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(producer_that_never_rings_is_seen_within_the_park_bound) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    error_code got = asio::error::would_block;
+    port.async_wait(memory_descriptor(line, slot(1), 1), [&](error_code ec) { got = ec; });
+    std::thread producer([&] { line.words[1].store(1, std::memory_order_release); }); // a "GPU"
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(!got);
+}
+
+BOOST_AUTO_TEST_CASE(use_future) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::future<void> f = port.async_wait(memory_descriptor(line, slot(0), 1), asio::use_future);
+    std::thread runner([&] { ctx.run_for(gpu_async::test::run_bound); });
+    store_and_ring(line, 0, 1, port.bell());
+    BOOST_TEST((f.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
+    BOOST_CHECK_NO_THROW(f.get());
+    runner.join();
+    BOOST_TEST(ctx.stopped());
+
+    // Cancelled: the future holds a system_error with operation_aborted.
+    ctx.restart();
+    std::future<void> g = port.async_wait(memory_descriptor(line, slot(0), 2), asio::use_future);
+    BOOST_TEST(port.cancel() == 1u);
+    run_to_completion(ctx);
+    try {
+        g.get();
+        BOOST_FAIL("a cancelled wait's future must throw");
+    } catch (const boost::system::system_error& e) {
+        BOOST_TEST(e.code() == asio::error::operation_aborted);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(use_awaitable) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool done = false;
+    asio::co_spawn(
+        ctx,
+        [&]() -> asio::awaitable<void> {
+            co_await port.async_wait(memory_descriptor(line, slot(2), 1), asio::use_awaitable);
+            auto [ec] = co_await port.async_wait(memory_descriptor(line, slot(2), 1),
+                                                 asio::as_tuple(asio::use_awaitable));
+            BOOST_TEST(!ec);
+            done = true;
+        },
+        asio::detached);
+    std::thread producer([&] { store_and_ring(line, 2, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(done);
+}
+
+BOOST_AUTO_TEST_CASE(deferred_keeps_the_descriptor) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    auto make = [&] {
+        const memory_descriptor d(line, slot(5), 3); // gone when the deferred op launches
+        return port.async_wait(d, asio::deferred);
+    };
+    auto op = make();
+    BOOST_TEST(port.pending() == 0u); // nothing started yet
+    error_code got = asio::error::would_block;
+    std::move(op)([&](error_code ec) { got = ec; });
+    BOOST_TEST(port.pending() == 1u);
+    line.words[5].store(2, std::memory_order_release);
+    port.bell().ring();
+    BOOST_TEST(ctx.run_for(std::chrono::milliseconds(5)) == 0u); // 2 has not reached 3
+    store_and_ring(line, 5, 3, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(!got);
+}
+
+BOOST_AUTO_TEST_CASE(as_tuple_callback) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::optional<std::tuple<error_code>> got;
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::as_tuple([&](std::tuple<error_code> t) { got = t; }));
+    port.cancel();
+    run_to_completion(ctx);
+    BOOST_REQUIRE(got.has_value());
+    BOOST_TEST(std::get<0>(*got) == asio::error::operation_aborted);
+}
+
+// --- completion through the executor -----------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(already_complete_descriptor_completes_through_post) {
+    asio::io_context ctx;
+    gpu_async::test::execution_record record;
+    using ex_t = gpu_async::test::recording_executor<asio::io_context::executor_type>;
+    gpu_async::basic_gpu_completion_port<ex_t> port(ex_t(ctx.get_executor(), record));
+    completion_line line;
+    line.words[4].store(10);
+    bool initiating = true;
+    int calls = 0;
+    port.async_wait(memory_descriptor(line, slot(4), 9), [&](error_code ec) {
+        BOOST_TEST(!initiating); // never invoked from within async_wait
+        BOOST_TEST(!ec);
+        ++calls;
+    });
+    initiating = false;
+    BOOST_TEST(calls == 0);
+    BOOST_TEST(record.submitted_never.load() >= 1u); // posted (blocking.never)
+    run_to_completion(ctx);
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(record.ran.load() >= 1u);
+    BOOST_TEST(!port.service().watcher_running()); // nothing was ever registered
+}
+
+BOOST_AUTO_TEST_CASE(bind_executor_strand_runs_on_the_strand) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    auto strand = asio::make_strand(ctx);
+    std::vector<std::unique_ptr<completion_line>> lines;
+    std::atomic<int> on_strand{0}, calls{0};
+    constexpr int n = 64;
+    for (int i = 0; i < n; ++i) {
+        lines.push_back(std::make_unique<completion_line>());
+        port.async_wait(memory_descriptor(*lines.back(), slot(0), 1),
+                        asio::bind_executor(strand, [&](error_code ec) {
+                            if (!ec && strand.running_in_this_thread()) ++on_strand;
+                            ++calls;
+                        }));
+    }
+    std::thread producer([&] {
+        for (auto& l : lines)
+            store_and_ring(*l, 0, 1, port.bell());
+    });
+    std::thread second([&] { ctx.run_for(gpu_async::test::run_bound); });
+    run_to_completion(ctx);
+    producer.join();
+    second.join();
+    BOOST_TEST(calls.load() == n);
+    BOOST_TEST(on_strand.load() == n);
+}
+
+BOOST_AUTO_TEST_CASE(bind_allocator_is_used_and_freed_before_the_upcall) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    gpu_async::test::allocation_counters counters;
+    completion_line line;
+    std::size_t live_in_handler = 99;
+    bool called = false;
+    port.async_wait(
+        memory_descriptor(line, slot(0), 1),
+        asio::bind_allocator(gpu_async::test::tracking_allocator<void>(counters), [&](error_code) {
+            called = true;
+            live_in_handler = counters.live();
+        }));
+    BOOST_TEST(counters.allocations.load() >= 1u);
+    std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(called);
+    BOOST_TEST(live_in_handler == 0u);
+    BOOST_TEST(counters.live() == 0u);
+    BOOST_TEST(counters.live_bytes.load() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(work_is_held_while_pending) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool called = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code) { called = true; });
+    // With nothing else to do, run() would return at once if the wait held no work.
+    BOOST_TEST(ctx.run_for(std::chrono::milliseconds(10)) == 0u);
+    BOOST_TEST(!ctx.stopped());
+    store_and_ring(line, 0, 1, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(called);
+}
+
+// --- cancellation ------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(per_operation_cancellation_table) {
+    for (auto type : {terminal, partial, total}) {
+        BOOST_TEST_CONTEXT("cancellation type " << static_cast<unsigned>(type)) {
+            asio::io_context ctx;
+            gpu_completion_port port(ctx);
+            completion_line line;
+            asio::cancellation_signal sig;
+
+            // Before completion: aborted.
+            error_code got = asio::error::would_block;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 1),
+                asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { got = ec; }));
+            sig.emit(type);
+            BOOST_TEST(port.pending() == 0u); // unlinked at once
+            run_to_completion(ctx);
+            BOOST_TEST(got == asio::error::operation_aborted);
+            BOOST_TEST(!sig.slot().has_handler()); // cleared before completing
+
+            // After completion was decided (already complete, completion queued): no effect.
+            ctx.restart();
+            line.words[0].store(1);
+            got = asio::error::would_block;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 1),
+                asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { got = ec; }));
+            sig.emit(type);
+            run_to_completion(ctx);
+            BOOST_TEST(!got);
+
+            // After the watcher completed it (not yet run): no effect.
+            ctx.restart();
+            got = asio::error::would_block;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 2),
+                asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { got = ec; }));
+            store_and_ring(line, 0, 2, port.bell());
+            BOOST_TEST(eventually([&] { return port.pending() == 0u; }));
+            sig.emit(type);
+            run_to_completion(ctx);
+            BOOST_TEST(!got);
+
+            // After the handler ran: the slot is empty; emitting does nothing.
+            sig.emit(type);
+            BOOST_TEST(!sig.slot().has_handler());
+
+            // Emitted from another thread while pending: aborted.
+            ctx.restart();
+            got = asio::error::would_block;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 3),
+                asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { got = ec; }));
+            std::thread canceller([&] { sig.emit(type); });
+            canceller.join();
+            run_to_completion(ctx);
+            BOOST_TEST(got == asio::error::operation_aborted);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_none_is_ignored) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    asio::cancellation_signal sig;
+    error_code got = asio::error::would_block;
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { got = ec; }));
+    sig.emit(asio::cancellation_type::none);
+    BOOST_TEST(port.pending() == 1u);
+    store_and_ring(line, 0, 1, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(!got);
+}
+
+BOOST_AUTO_TEST_CASE(cancellation_racing_completion_completes_exactly_once) {
+    // A producer and a canceller race for 200 waits; each handler runs exactly once with either
+    // result, never both.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    constexpr int n = 200;
+    std::vector<std::unique_ptr<completion_line>> lines;
+    std::vector<std::unique_ptr<asio::cancellation_signal>> sigs;
+    std::vector<int> calls(n, 0);
+    for (int i = 0; i < n; ++i) {
+        lines.push_back(std::make_unique<completion_line>());
+        sigs.push_back(std::make_unique<asio::cancellation_signal>());
+        port.async_wait(memory_descriptor(*lines.back(), slot(0), 1),
+                        asio::bind_cancellation_slot(sigs.back()->slot(),
+                                                     [&calls, i](error_code) { ++calls[i]; }));
+    }
+    std::thread producer([&] {
+        for (auto& l : lines)
+            store_and_ring(*l, 0, 1, port.bell());
+    });
+    std::thread canceller([&] {
+        for (auto& s : sigs)
+            s->emit(terminal);
+    });
+    producer.join();
+    canceller.join();
+    run_to_completion(ctx);
+    BOOST_TEST(std::count(calls.begin(), calls.end(), 1) == n);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_returns_the_number_cancelled) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx), other(ctx);
+    completion_line line;
+    int aborted = 0, ok = 0;
+    auto h = [&](error_code ec) { ec == asio::error::operation_aborted ? ++aborted : ++ok; };
+    port.async_wait(memory_descriptor(line, slot(0), 1), h);
+    port.async_wait(memory_descriptor(line, slot(0), 2), h);
+    port.async_wait(memory_descriptor(line, slot(1), 1), h);
+    other.async_wait(memory_descriptor(line, slot(1), 1), h); // another port: untouched
+    line.words[2].store(5);
+    port.async_wait(memory_descriptor(line, slot(2), 5), h); // complete at once: not counted
+    BOOST_TEST(port.cancel() == 3u);
+    BOOST_TEST(port.cancel() == 0u);
+    BOOST_TEST(other.pending() == 1u);
+    store_and_ring(line, 1, 1, other.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(aborted == 3);
+    BOOST_TEST(ok == 2);
+}
+
+BOOST_AUTO_TEST_CASE(destroying_a_port_cancels_its_waits) {
+    asio::io_context ctx;
+    completion_line line;
+    int aborted = 0;
+    {
+        gpu_completion_port port(ctx);
+        for (std::uint64_t t = 1; t <= 5; ++t)
+            port.async_wait(memory_descriptor(line, slot(0), t), [&](error_code ec) {
+                if (ec == asio::error::operation_aborted) ++aborted;
+            });
+    }
+    BOOST_TEST(aborted == 0); // never from within the destructor
+    run_to_completion(ctx);
+    BOOST_TEST(aborted == 5);
+}
+
+// --- shutdown ----------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(context_destroyed_with_10000_pending_waits) {
+    auto invoked = std::make_shared<std::atomic<int>>(0);
+    auto alive = std::make_shared<int>(0);
+    std::vector<std::unique_ptr<completion_line>> lines(100);
+    for (auto& l : lines)
+        l = std::make_unique<completion_line>();
+    {
+        shutdownable_context ctx;
+        gpu_completion_port port(ctx);
+        for (int i = 0; i < 10000; ++i)
+            port.async_wait(memory_descriptor(*lines[i % 100], slot(i % 8), 1 + i / 800),
+                            counted_handler{invoked, alive});
+        BOOST_TEST(alive.use_count() == 10001);
+        BOOST_TEST(port.service().pending() == 10000u);
+        ctx.shutdown(); // what ~io_context does first: handlers destroyed, never invoked
+        BOOST_TEST(alive.use_count() == 1);
+        BOOST_TEST(port.service().pending() == 0u);
+        BOOST_TEST(!port.service().watcher_running());
+    }
+    BOOST_TEST(invoked->load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(context_destroyed_with_completions_queued) {
+    // Completions posted but never run: ~io_context destroys them (and the ops) uninvoked.
+    auto invoked = std::make_shared<std::atomic<int>>(0);
+    auto alive = std::make_shared<int>(0);
+    completion_line line;
+    line.words[0].store(1);
+    {
+        asio::io_context ctx;
+        gpu_completion_port port(ctx);
+        for (int i = 0; i < 100; ++i)
+            port.async_wait(memory_descriptor(line, slot(0), 1), counted_handler{invoked, alive});
+        port.async_wait(memory_descriptor(line, slot(1), 1), counted_handler{invoked, alive});
+        port.cancel(); // the pending one: its aborted completion is queued too
+    }
+    BOOST_TEST(alive.use_count() == 1);
+    BOOST_TEST(invoked->load() == 0);
+}
+
+// --- the reactor service -----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(watcher_starts_lazily_and_survives_fork_notifications) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    BOOST_TEST(!port.service().watcher_running());
+    completion_line line;
+    int calls = 0;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        ++calls;
+    });
+    BOOST_TEST(port.service().watcher_running());
+    ctx.notify_fork(asio::execution_context::fork_prepare);
+    BOOST_TEST(!port.service().watcher_running()); // no thread across fork()
+    ctx.notify_fork(asio::execution_context::fork_parent);
+    BOOST_TEST(port.service().watcher_running()); // a wait is pending: restarted
+    store_and_ring(line, 0, 1, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(calls == 1);
+
+    ctx.notify_fork(asio::execution_context::fork_prepare);
+    ctx.notify_fork(asio::execution_context::fork_child);
+    BOOST_TEST(!port.service().watcher_running()); // nothing pending: lazily, later
+    ctx.restart();
+    port.async_wait(memory_descriptor(line, slot(0), 2), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        ++calls;
+    });
+    store_and_ring(line, 0, 2, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(calls == 2);
+}
+
+BOOST_AUTO_TEST_CASE(wrapping_targets_complete_in_order) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    constexpr std::uint64_t top = ~std::uint64_t{0};
+    line.words[0].store(top - 2);
+    std::vector<std::uint64_t> order;
+    for (std::uint64_t t : {std::uint64_t{1}, top, std::uint64_t{0}, top - 1})
+        port.async_wait(memory_descriptor(line, slot(0), t), [&, t](error_code ec) {
+            BOOST_TEST(!ec);
+            order.push_back(t);
+        });
+    store_and_ring(line, 0, top - 1, port.bell());
+    BOOST_TEST(eventually([&] { return port.pending() == 3u; }));
+    store_and_ring(line, 0, top, port.bell());
+    BOOST_TEST(eventually([&] { return port.pending() == 2u; }));
+    store_and_ring(line, 0, 1, port.bell()); // wrapped past 0 to 1
+    run_to_completion(ctx);
+    BOOST_TEST(order.size() == 4u);
+    BOOST_TEST(port.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(thousands_of_descriptors_over_hundreds_of_lines_in_random_order) {
+    // 512 lines x 4 slots x 2 targets = 4096 descriptors, completed by a producer thread in
+    // random order (per slot the sequence increases, as a stream's does); every one completes
+    // exactly once.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    constexpr std::size_t n_lines = 512, n_slots = 4, n_targets = 2;
+    std::vector<std::unique_ptr<completion_line>> lines(n_lines);
+    for (auto& l : lines)
+        l = std::make_unique<completion_line>();
+    std::vector<int> calls(n_lines * n_slots * n_targets, 0);
+    for (std::size_t l = 0; l < n_lines; ++l)
+        for (std::size_t s = 0; s < n_slots; ++s)
+            for (std::size_t t = 0; t < n_targets; ++t) {
+                const std::size_t i = (l * n_slots + s) * n_targets + t;
+                port.async_wait(memory_descriptor(*lines[l], slot(s), t + 1),
+                                [&calls, i](error_code ec) {
+                                    BOOST_TEST(!ec);
+                                    ++calls[i];
+                                });
+            }
+    BOOST_TEST(port.pending() == calls.size());
+    std::vector<std::size_t> stores; // each (line, slot) twice: first store 1, then 2
+    for (std::size_t k = 0; k < n_lines * n_slots; ++k) {
+        stores.push_back(k);
+        stores.push_back(k);
+    }
+    std::shuffle(stores.begin(), stores.end(), std::mt19937(12345));
+    std::thread producer([&] {
+        for (std::size_t k : stores) {
+            auto& w = lines[k / n_slots]->words[k % n_slots];
+            w.store(w.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+            port.bell().ring();
+        }
+    });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(std::count(calls.begin(), calls.end(), 1) == static_cast<long>(calls.size()));
+}
+
+BOOST_AUTO_TEST_CASE(multi_threaded_io_context) {
+    asio::io_context ctx(4);
+    gpu_completion_port port(ctx);
+    constexpr std::size_t n = 1000;
+    std::vector<std::unique_ptr<completion_line>> lines(50);
+    for (auto& l : lines)
+        l = std::make_unique<completion_line>();
+    std::atomic<std::size_t> ok{0};
+    for (std::size_t i = 0; i < n; ++i)
+        port.async_wait(memory_descriptor(*lines[i % 50], slot(i % 8), 1 + i / 400),
+                        [&](error_code ec) {
+                            if (!ec) ++ok;
+                        });
+    std::thread producer([&] {
+        for (std::uint64_t v = 1; v <= 3; ++v)
+            for (auto& l : lines)
+                for (std::size_t s = 0; s < 8; ++s)
+                    store_and_ring(*l, s, v, port.bell());
+    });
+    std::vector<std::thread> runners;
+    for (int i = 0; i < 3; ++i)
+        runners.emplace_back([&] { ctx.run_for(gpu_async::test::run_bound); });
+    run_to_completion(ctx);
+    producer.join();
+    for (auto& t : runners)
+        t.join();
+    BOOST_TEST(ok.load() == n);
+}
+
+BOOST_AUTO_TEST_CASE(thread_pool) {
+    asio::thread_pool pool(3);
+    gpu_completion_port port(pool);
+    completion_line line;
+    std::promise<error_code> p1, p2;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { p1.set_value(ec); });
+    asio::cancellation_signal sig;
+    port.async_wait(
+        memory_descriptor(line, slot(1), 1),
+        asio::bind_cancellation_slot(sig.slot(), [&](error_code ec) { p2.set_value(ec); }));
+    asio::post(pool, [&] { sig.emit(total); });
+    store_and_ring(line, 0, 1, port.bell());
+    auto f1 = p1.get_future(), f2 = p2.get_future();
+    BOOST_TEST_REQUIRE((f1.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
+    BOOST_TEST_REQUIRE((f2.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
+    BOOST_TEST(!f1.get());
+    BOOST_TEST(f2.get() == asio::error::operation_aborted);
+    pool.join();
+}
+
+BOOST_AUTO_TEST_CASE(tcp_acceptor_and_gpu_wait_under_run) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    asio::ip::tcp::acceptor acceptor(ctx, {asio::ip::make_address("127.0.0.1"), 0});
+    asio::ip::tcp::socket server(ctx), client(ctx);
+    bool accepted = false, connected = false, gpu = false;
+    acceptor.async_accept(server, [&](error_code ec) { accepted = !ec; });
+    client.async_connect(acceptor.local_endpoint(), [&](error_code ec) { connected = !ec; });
+    completion_line line;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { gpu = !ec; });
+    std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(accepted);
+    BOOST_TEST(connected);
+    BOOST_TEST(gpu);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
