@@ -15,5 +15,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wordwait.hpp>
 
 #endif // GPU_ASYNC_GPU_ASYNC_HPP

@@ -12,5 +12,6 @@
 
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
+#include <gpu_async/impl/wordwait.ipp>
 
 #endif // GPU_ASYNC_SRC_HPP

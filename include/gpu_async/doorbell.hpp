@@ -1,0 +1,140 @@
+//
+// gpu_async/doorbell.hpp: a completion line that host-thread producers ring.
+//
+// A producer that is a CPU thread (the simulated device, a test, a host thread) may ring: it
+// stores its completion (release), then `ring()`s, which increments word 0 of the doorbell's line
+// and wakes, with a shared futex (not FUTEX_PRIVATE_FLAG), every thread sleeping on that word's
+// low 32 bits. The wake system call is skipped when nobody sleeps.
+//
+// A waiter that knows all of its producers ring may `wait()`: a short spin, then futex sleeps,
+// bounded. A GPU store cannot ring (no device executes a system call), so a device path never
+// relies on ringing alone: it parks with `word_wait` on the line, or bounds its futex sleeps and
+// re-checks (the reactor's backstop query), and the ring only shortens the host-producer case.
+// GPU producers may store to the doorbell's line as well; a hardware park on it sees those
+// stores, a futex sleeper does not.
+//
+// Memory ordering (the lost-wake argument). Ringer: increment W (word 0), seq_cst fence, load S
+// (sleepers). Waiter: increment S, seq_cst fence, then re-check `done()` and hand the last W it
+// saw to FUTEX_WAIT, which compares again in the kernel. Both fences are in the single total
+// order: if the ringer's fence comes first, the waiter's re-check after its own fence sees the
+// producer's store and W's increment (so it does not sleep, or FUTEX_WAIT returns at once);
+// if the waiter's fence comes first, the ringer's load sees S > 0 and issues the wake. Either
+// way no wake is lost; the torture test in test/unit/doorbell.cpp runs this race.
+//
+#ifndef GPU_ASYNC_DOORBELL_HPP
+#define GPU_ASYNC_DOORBELL_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/futex.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <thread>
+
+namespace gpu_async {
+
+/// A ringable completion line. Not copyable, not movable (waiters hold its address).
+class alignas(line_bytes) doorbell {
+public:
+    /// How long `wait` spins before it sleeps on the futex.
+    static constexpr std::uint64_t spin_ns = 2000;
+    /// The longest single futex sleep; `wait` loops to its bound.
+    static constexpr std::uint64_t max_sleep_ns = 1000000000;
+
+    doorbell() noexcept = default;
+    doorbell(const doorbell&) = delete;
+    doorbell& operator=(const doorbell&) = delete;
+
+    /// The line; word 0 is the ring counter. Other producers may store to its other words.
+    completion_line& line() noexcept { return line_; }
+    const completion_line& line() const noexcept { return line_; }
+
+    /// Release-increments word 0, then wakes every futex sleeper (shared futex), skipping the
+    /// system call when nobody sleeps. Call it after the store it announces. Thread-safe.
+    void ring() noexcept {
+        line_.words[0].fetch_add(1, std::memory_order_release);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (sleepers_.load(std::memory_order_relaxed) != 0) {
+            wakes_.fetch_add(1, std::memory_order_relaxed);
+#if GPU_ASYNC_HAS_FUTEX
+            detail::futex_wake_all(futex_word());
+#endif
+        }
+    }
+
+    /// Acquire load of word 0: how many times the bell has rung.
+    std::uint64_t count() const noexcept {
+        return line_.words[0].load(std::memory_order_acquire);
+    }
+
+    /// Number of threads currently registered as sleeping in `wait`.
+    std::uint32_t sleepers() const noexcept {
+        return sleepers_.load(std::memory_order_relaxed);
+    }
+
+    /// Number of wake system calls `ring` has issued (rings that found a sleeper).
+    std::uint64_t wakes_issued() const noexcept {
+        return wakes_.load(std::memory_order_relaxed);
+    }
+
+    /// Waits until `done()` or `bound` has passed, and returns `done()`: spins up to `spin_ns`,
+    /// then sleeps on the futex, waking at each ring. Only producers that ring wake the sleep
+    /// early; use it only when all of them ring. `done` must be cheap and must not block.
+    template <class Pred>
+    bool wait(Pred&& done, dur_ns bound) const {
+        if (done()) return true;
+        const std::uint64_t start = detail::wordwait_now_ns();
+        const std::uint64_t deadline =
+            bound.count() > std::numeric_limits<std::uint64_t>::max() - start
+                ? std::numeric_limits<std::uint64_t>::max()
+                : start + bound.count();
+        const std::uint64_t spin_end = deadline - start < spin_ns ? deadline : start + spin_ns;
+        for (unsigned i = 1;; ++i) {
+            if (done()) return true;
+            detail::cpu_relax();
+            if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;
+        }
+        for (;;) {
+            const auto seen = static_cast<std::uint32_t>(count());
+            sleepers_.fetch_add(1, std::memory_order_relaxed);
+            std::atomic_thread_fence(std::memory_order_seq_cst);
+            if (done()) {
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+                return true;
+            }
+            const std::uint64_t now = detail::wordwait_now_ns();
+            if (now >= deadline) {
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+                return static_cast<bool>(done());
+            }
+            const std::uint64_t left =
+                deadline - now < max_sleep_ns ? deadline - now : max_sleep_ns;
+#if GPU_ASYNC_HAS_FUTEX
+            detail::futex_wait(futex_word(), seen, left);
+#else
+            (void)seen;
+            (void)left;
+            std::this_thread::yield();
+#endif
+            sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
+    }
+
+private:
+    /// The low 32 bits of word 0, as the futex word.
+    const std::uint32_t* futex_word() const noexcept {
+        const auto* p = reinterpret_cast<const std::uint32_t*>(&line_.words[0]);
+        return std::endian::native == std::endian::little ? p : p + 1;
+    }
+
+    completion_line line_;
+    mutable std::atomic<std::uint32_t> sleepers_{0};
+    std::atomic<std::uint64_t> wakes_{0};
+};
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_DOORBELL_HPP
