@@ -11,6 +11,8 @@
 #endif
 
 #include <gpu_async/impl/error.ipp>
+#include <gpu_async/impl/cuda.ipp>
+#include <gpu_async/impl/hip.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
 #include <gpu_async/impl/wordwait.ipp>
 

@@ -1,0 +1,294 @@
+//
+// gpu_async/device/cuda.hpp: the CUDA backend: the driver loaded at run time, a mapped line on a
+// device's primary context, and a completion source over one stream.
+//
+// Nothing links libcuda: `cuda_driver::load()` opens "libcuda.so.1" by name with dlopen and takes
+// every entry point through cuGetProcAddress_v2 (CUDA 12+ drivers), so every binary starts on a
+// machine without a driver and learns at run time, as a coded error, what is missing.
+//
+// No CUDA header is needed: the few driver types, statuses and constants used here are declared
+// below with the driver's ABI values (scripts/ci/backends.sh checks them against cuda.h). The
+// handle types are the driver's own incomplete structs, so a CUstream or cudaStream_t converts
+// to `cuda::stream_t` without a cast.
+//
+//     auto driver = gpu_async::cuda_driver::load();          // errc::unavailable without one
+//     auto line = gpu_async::cuda_line::create(*driver.value());   // current context's device
+//     auto source = gpu_async::cuda_source::create(line.value(), *slot_id::at(0), stream);
+//
+// Ownership (SPEC.md section 12): the line retains the device's primary context before its page
+// is allocated and releases it only after the page is freed; it accepts stores only from streams
+// of that context; it synchronizes the context before freeing, and leaks rather than free when
+// that fails.
+//
+#ifndef GPU_ASYNC_DEVICE_CUDA_HPP
+#define GPU_ASYNC_DEVICE_CUDA_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/config.hpp>
+#include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+// The driver's own handle types (cuda.h declares them the same way), so CUstream, CUcontext and
+// cudaStream_t values convert without casts.
+struct CUctx_st;
+struct CUstream_st;
+
+namespace gpu_async {
+
+/// The CUDA driver ABI this backend uses, declared here so no CUDA header is needed.
+namespace cuda {
+
+using status_t = int;                   ///< CUresult
+using device_t = int;                   ///< CUdevice
+using context_t = ::CUctx_st*;          ///< CUcontext
+using stream_t = ::CUstream_st*;        ///< CUstream (and cudaStream_t)
+using deviceptr_t = unsigned long long; ///< CUdeviceptr
+
+inline constexpr status_t success = 0;                 ///< CUDA_SUCCESS
+inline constexpr status_t error_invalid_value = 1;     ///< CUDA_ERROR_INVALID_VALUE
+inline constexpr status_t error_not_initialized = 3;   ///< CUDA_ERROR_NOT_INITIALIZED
+inline constexpr status_t error_no_device = 100;       ///< CUDA_ERROR_NO_DEVICE
+inline constexpr status_t error_invalid_context = 201; ///< CUDA_ERROR_INVALID_CONTEXT
+inline constexpr status_t error_not_found = 500;       ///< CUDA_ERROR_NOT_FOUND
+inline constexpr status_t error_not_ready = 600;       ///< CUDA_ERROR_NOT_READY
+inline constexpr status_t error_launch_failed = 719;   ///< CUDA_ERROR_LAUNCH_FAILED
+inline constexpr status_t error_not_supported = 801;   ///< CUDA_ERROR_NOT_SUPPORTED
+
+inline constexpr int attribute_can_map_host_memory =
+    19; ///< CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY
+/// CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
+inline constexpr int attribute_can_use_64_bit_stream_mem_ops = 122;
+
+inline constexpr unsigned memhostalloc_portable = 0x01;   ///< CU_MEMHOSTALLOC_PORTABLE
+inline constexpr unsigned memhostalloc_devicemap = 0x02;  ///< CU_MEMHOSTALLOC_DEVICEMAP
+inline constexpr unsigned stream_write_value_default = 0; ///< CU_STREAM_WRITE_VALUE_DEFAULT
+inline constexpr unsigned stream_non_blocking = 0x1;      ///< CU_STREAM_NON_BLOCKING
+
+inline constexpr std::uint64_t get_proc_address_default = 0; ///< CU_GET_PROC_ADDRESS_DEFAULT
+inline constexpr int proc_address_success = 0;               ///< CU_GET_PROC_ADDRESS_SUCCESS
+inline constexpr int proc_address_symbol_not_found = 1; ///< CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+inline constexpr int proc_address_version_not_sufficient = 2;
+
+/// The API version asked of cuGetProcAddress: the CUDA 12.0 ABI of every entry point (so
+/// cuStreamWriteValue64 resolves to cuStreamWriteValue64_v2), served by 12.x and 13.x drivers.
+inline constexpr int api_version = 12000;
+
+/// cuGetProcAddress_v2 (cuda.h of CUDA 12.0 and later, CUDA 13 included):
+/// CUresult (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+///           CUdriverProcAddressQueryResult* symbolStatus).
+using get_proc_address_fn = status_t (*)(const char* symbol, void** pfn, int cuda_version,
+                                         std::uint64_t flags, int* symbol_status);
+
+/// The driver entry points the backend uses, resolved by name at run time. Null when the driver
+/// lacks one (only those marked optional may be null after a successful load).
+struct entry_points {
+    status_t (*cuInit)(unsigned flags) = nullptr;
+    status_t (*cuDriverGetVersion)(int* version) = nullptr;
+    status_t (*cuGetErrorName)(status_t error, const char** name) = nullptr;
+    status_t (*cuDeviceGetCount)(int* count) = nullptr;
+    status_t (*cuDeviceGet)(device_t* device, int ordinal) = nullptr;
+    status_t (*cuDeviceGetAttribute)(int* value, int attribute, device_t device) = nullptr;
+    status_t (*cuCtxGetCurrent)(context_t* context) = nullptr;
+    status_t (*cuCtxSetCurrent)(context_t context) = nullptr;
+    status_t (*cuCtxGetDevice)(device_t* device) = nullptr;
+    status_t (*cuCtxPushCurrent)(context_t context) = nullptr;
+    status_t (*cuCtxPopCurrent)(context_t* context) = nullptr;
+    status_t (*cuCtxSynchronize)() = nullptr;
+    status_t (*cuDevicePrimaryCtxRetain)(context_t* context, device_t device) = nullptr;
+    status_t (*cuDevicePrimaryCtxRelease)(device_t device) = nullptr;
+    status_t (*cuMemHostAlloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*cuMemHostGetDevicePointer)(deviceptr_t* device, void* host,
+                                          unsigned flags) = nullptr;
+    status_t (*cuMemFreeHost)(void* host) = nullptr;
+    status_t (*cuStreamGetCtx)(stream_t stream, context_t* context) = nullptr;
+    status_t (*cuStreamQuery)(stream_t stream) = nullptr;
+    status_t (*cuStreamSynchronize)(stream_t stream) = nullptr;
+    // Optional: a driver without it fails only line creation.
+    status_t (*cuStreamWriteValue64)(stream_t stream, deviceptr_t address, std::uint64_t value,
+                                     unsigned flags) = nullptr;
+    // Optional: for programs and tests that make their own streams and work.
+    status_t (*cuStreamCreate)(stream_t* stream, unsigned flags) = nullptr;
+    status_t (*cuStreamDestroy)(stream_t stream) = nullptr;
+    status_t (*cuMemAlloc)(deviceptr_t* device, std::size_t bytes) = nullptr;
+    status_t (*cuMemFree)(deviceptr_t device) = nullptr;
+    status_t (*cuMemsetD8Async)(deviceptr_t device, unsigned char value, std::size_t count,
+                                stream_t stream) = nullptr;
+};
+
+} // namespace cuda
+
+/// The CUDA driver, loaded at run time. Not copyable, not movable (its line table points at it).
+class cuda_driver {
+public:
+    /// The library `load()` opens.
+    static constexpr const char* library_name = "libcuda.so.1";
+
+    /// The process's driver: opens libcuda.so.1 once (thread-safe; later calls return the first
+    /// answer), resolves the entry points and runs cuInit(0). Errors: errc::unavailable naming
+    /// what is missing (library, cuGetProcAddress_v2, an entry point) or why cuInit refused
+    /// (e.g. CUDA_ERROR_NO_DEVICE). The driver is never unloaded.
+    GPU_ASYNC_DECL static result<const cuda_driver*> load();
+
+    /// As load(), from the library `name` (opened, never closed), without caching.
+    GPU_ASYNC_DECL static result<std::unique_ptr<cuda_driver>> load_library(const char* name);
+
+    /// As load(), with entry points resolved through `get_proc_address` (a program's own
+    /// loader, or a test's fake driver).
+    GPU_ASYNC_DECL static result<std::unique_ptr<cuda_driver>>
+    from_resolver(cuda::get_proc_address_fn get_proc_address);
+
+    cuda_driver(const cuda_driver&) = delete;
+    cuda_driver& operator=(const cuda_driver&) = delete;
+
+    /// The entry points.
+    const cuda::entry_points& api() const noexcept { return api_; }
+
+    /// The driver's version (cuDriverGetVersion), e.g. 13000.
+    int version() const noexcept { return version_; }
+
+    /// The table a mapped_line uses.
+    const line_driver& line_table() const noexcept { return table_; }
+
+    /// The driver's name of a status ("CUDA_ERROR_NOT_READY"), or "CUDA_ERROR_<n>".
+    GPU_ASYNC_DECL std::string status_name(cuda::status_t status) const;
+
+    /// errc::driver_status for `call` returning `status`.
+    GPU_ASYNC_DECL coded_error error(const char* call, cuda::status_t status) const;
+
+    /// Checks that `device` can own a line: it maps host memory and runs 64-bit stream memory
+    /// operations, and the driver has cuStreamWriteValue64. Nothing when it can; otherwise
+    /// errc::unavailable naming the device and what it lacks, or errc::driver_status.
+    GPU_ASYNC_DECL std::optional<coded_error> check_device(cuda::device_t device) const;
+
+private:
+    cuda_driver() = default;
+    GPU_ASYNC_DECL std::optional<coded_error> resolve(cuda::get_proc_address_fn get_proc_address);
+    GPU_ASYNC_DECL void fill_table() noexcept;
+
+    cuda::entry_points api_{};
+    line_driver table_{};
+    int version_ = 0;
+};
+
+/// A completion line of a CUDA device: one pinned, device-mapped page on the device's primary
+/// context, under the rules of mapped_line. Move-only; not thread-safe (one thread at a time).
+class cuda_line {
+public:
+    /// A line on the device of the calling thread's current context. Errors: errc::no_domain
+    /// (no current context), errc::unavailable (the device cannot map host memory or run 64-bit
+    /// stream memory operations, or the driver lacks cuStreamWriteValue64), errc::driver_status.
+    GPU_ASYNC_DECL static result<cuda_line> create(const cuda_driver& driver,
+                                                   mapped_line_options options = {});
+
+    /// A line on the device with ordinal `ordinal`. Errors as `create`, without no_domain.
+    GPU_ASYNC_DECL static result<cuda_line> create_on(const cuda_driver& driver, int ordinal,
+                                                      mapped_line_options options = {});
+
+    /// The line the host watches.
+    const completion_line& line() const noexcept { return mapped_.line(); }
+
+    /// The mapped line underneath (ownership, sequences, device addresses).
+    mapped_line& mapped() noexcept { return mapped_; }
+    const mapped_line& mapped() const noexcept { return mapped_; }
+
+    /// The device (CUdevice) and its primary context, which the line retains.
+    cuda::device_t device() const noexcept { return mapped_.device(); }
+    cuda::context_t context() const noexcept {
+        return static_cast<cuda::context_t>(mapped_.domain());
+    }
+
+    const cuda_driver& driver() const noexcept { return *driver_; }
+
+    /// Enqueues on `stream` (cuStreamWriteValue64, default fence: the stream's earlier writes are
+    /// visible first) the slot's next sequence number; returns its descriptor. A stream of
+    /// another context is refused with errc::foreign_stream and nothing is enqueued.
+    result<memory_descriptor> store(slot_id slot, cuda::stream_t stream) {
+        return mapped_.store(slot, stream);
+    }
+
+    /// Synchronizes the context, frees the page, releases the context (see mapped_line::close).
+    std::optional<coded_error> close() { return mapped_.close(); }
+
+private:
+    cuda_line(const cuda_driver& driver, mapped_line line) noexcept
+        : driver_(&driver)
+        , mapped_(std::move(line)) {}
+
+    const cuda_driver* driver_;
+    mapped_line mapped_;
+};
+
+/// A completion source over one CUDA stream and one slot of a cuda_line: query = cuStreamQuery,
+/// block = cuStreamSynchronize, arm = cuStreamWriteValue64 of the slot's next sequence number,
+/// park = the word wait on the line. The line must outlive the source; use one thread at a time.
+class cuda_source {
+public:
+    /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
+    /// is not of the line's context; errc::driver_status when cuStreamGetCtx fails.
+    GPU_ASYNC_DECL static result<cuda_source> create(cuda_line& line, slot_id slot,
+                                                     cuda::stream_t stream);
+
+    /// cuStreamQuery: done, pending (CUDA_ERROR_NOT_READY), or failed with errc::device_fault
+    /// (last_error() names the status).
+    GPU_ASYNC_DECL query_result query();
+
+    /// cuStreamSynchronize: empty, or errc::device_fault (last_error() names the status).
+    GPU_ASYNC_DECL std::error_code block();
+
+    /// Enqueues the slot's next sequence number behind the stream's work; descriptor() then
+    /// names it. Errors: the code of last_error() (driver_status, foreign_stream).
+    GPU_ASYNC_DECL std::error_code arm();
+
+    /// The descriptor of the last store armed (of the line's slot before the first arm).
+    memory_descriptor descriptor() const noexcept {
+        return memory_descriptor(line_->line(), slot_, target_);
+    }
+
+    /// Parks on the line (the word wait) for at most `bound`; true when the word has reached the
+    /// descriptor's target.
+    bool park(dur_ns bound) const {
+        const memory_descriptor d = descriptor();
+        return word_wait::probe().park(
+            d.line(), [&d] { return d.is_complete(); }, bound);
+    }
+
+    cuda::stream_t stream() const noexcept { return stream_; }
+    slot_id slot() const noexcept { return slot_; }
+
+    /// The detail of the last failure (call, status name, number), if any.
+    const std::optional<coded_error>& last_error() const noexcept { return last_error_; }
+
+private:
+    cuda_source(cuda_line& line, slot_id slot, cuda::stream_t stream) noexcept
+        : line_(&line)
+        , stream_(stream)
+        , target_(line.mapped().sequence(slot))
+        , slot_(slot) {}
+
+    cuda_line* line_;
+    cuda::stream_t stream_;
+    std::uint64_t target_;
+    slot_id slot_;
+    std::optional<coded_error> last_error_;
+};
+
+static_assert(completion_source<cuda_source>);
+
+} // namespace gpu_async
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/cuda.ipp>
+#endif
+
+#endif // GPU_ASYNC_DEVICE_CUDA_HPP

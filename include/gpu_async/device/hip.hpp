@@ -1,0 +1,251 @@
+//
+// gpu_async/device/hip.hpp: the HIP (AMD ROCm) backend: the runtime loaded at run time, a mapped
+// line on a device's primary context, and a completion source over one stream.
+//
+// Nothing links libamdhip64: `hip_driver::load()` opens "libamdhip64.so" (then the versioned
+// names .so.7, .so.6, .so.5) with dlopen and takes every entry point with dlsym, so every binary
+// starts on a machine without ROCm and learns at run time, as a coded error, what is missing.
+//
+// No HIP header is needed: the few types, statuses and flags used here are declared below with
+// the ABI values of hip_runtime_api.h for the AMD platform (scripts/ci/backends.sh checks them
+// against Debian's libamdhip64-dev headers, with __HIP_PLATFORM_AMD__). A hipStream_t converts
+// to `hip::stream_t` without a cast.
+//
+// Ownership (SPEC.md section 12): the line retains the device's primary context
+// (hipDevicePrimaryCtxRetain) before its page is allocated (hipHostMalloc, mapped and coherent)
+// and releases it only after the page is freed; it accepts stores only from streams of that
+// device (hipStreamGetDevice: a runtime without it fails line creation, since the rule could not
+// be checked); it synchronizes the device before freeing, and leaks rather than free when that
+// fails.
+//
+#ifndef GPU_ASYNC_DEVICE_HIP_HPP
+#define GPU_ASYNC_DEVICE_HIP_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/config.hpp>
+#include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+
+// The runtime's own handle types (hip_runtime_api.h declares them the same way).
+struct ihipCtx_t;
+struct ihipStream_t;
+
+namespace gpu_async {
+
+/// The HIP runtime ABI this backend uses, declared here so no HIP header is needed.
+namespace hip {
+
+using status_t = int;             ///< hipError_t
+using device_t = int;             ///< hipDevice_t
+using context_t = ::ihipCtx_t*;   ///< hipCtx_t
+using stream_t = ::ihipStream_t*; ///< hipStream_t
+using deviceptr_t = void*;        ///< hipDeviceptr_t (AMD platform)
+
+inline constexpr status_t success = 0;                ///< hipSuccess
+inline constexpr status_t error_invalid_value = 1;    ///< hipErrorInvalidValue
+inline constexpr status_t error_no_device = 100;      ///< hipErrorNoDevice
+inline constexpr status_t error_invalid_device = 101; ///< hipErrorInvalidDevice
+inline constexpr status_t error_not_found = 500;      ///< hipErrorNotFound
+inline constexpr status_t error_not_ready = 600;      ///< hipErrorNotReady
+inline constexpr status_t error_launch_failure = 719; ///< hipErrorLaunchFailure
+
+inline constexpr unsigned host_malloc_mapped = 0x2;          ///< hipHostMallocMapped
+inline constexpr unsigned host_malloc_coherent = 0x40000000; ///< hipHostMallocCoherent
+
+/// The runtime entry points the backend uses, resolved by name at run time. Null when the
+/// runtime lacks one (only those marked optional may be null after a successful load).
+struct entry_points {
+    status_t (*hipInit)(unsigned flags) = nullptr;
+    status_t (*hipDriverGetVersion)(int* version) = nullptr;
+    const char* (*hipGetErrorName)(status_t error) = nullptr;
+    status_t (*hipGetDeviceCount)(int* count) = nullptr;
+    status_t (*hipGetDevice)(device_t* device) = nullptr;
+    status_t (*hipSetDevice)(device_t device) = nullptr;
+    status_t (*hipDevicePrimaryCtxRetain)(context_t* context, device_t device) = nullptr;
+    status_t (*hipDevicePrimaryCtxRelease)(device_t device) = nullptr;
+    status_t (*hipHostMalloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*hipHostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;
+    status_t (*hipHostFree)(void* host) = nullptr;
+    status_t (*hipDeviceSynchronize)() = nullptr;
+    status_t (*hipStreamQuery)(stream_t stream) = nullptr;
+    status_t (*hipStreamSynchronize)(stream_t stream) = nullptr;
+    // Optional: a runtime without them fails only line creation.
+    status_t (*hipStreamGetDevice)(stream_t stream, device_t* device) = nullptr;
+    status_t (*hipStreamWriteValue64)(stream_t stream, void* address, std::uint64_t value,
+                                      unsigned flags) = nullptr;
+    // Optional: for programs and tests that make their own streams and work.
+    status_t (*hipStreamCreate)(stream_t* stream) = nullptr;
+    status_t (*hipStreamDestroy)(stream_t stream) = nullptr;
+    status_t (*hipMalloc)(void** device, std::size_t bytes) = nullptr;
+    status_t (*hipFree)(void* device) = nullptr;
+    status_t (*hipMemsetD8Async)(deviceptr_t device, unsigned char value, std::size_t count,
+                                 stream_t stream) = nullptr;
+};
+
+/// A symbol resolver: dlsym itself fits (`context` is the library handle).
+using resolve_fn = void* (*)(void* context, const char* symbol);
+
+} // namespace hip
+
+/// The HIP runtime, loaded at run time. Not copyable, not movable (its line table points at it).
+class hip_driver {
+public:
+    /// The library names `load()` tries, in order.
+    static constexpr const char* library_names[] = {"libamdhip64.so", "libamdhip64.so.7",
+                                                    "libamdhip64.so.6", "libamdhip64.so.5"};
+
+    /// The process's runtime: opens the first of `library_names` that loads, once (thread-safe;
+    /// later calls return the first answer), resolves the entry points, runs hipInit(0) and
+    /// counts the devices. Errors: errc::unavailable naming what is missing (library, entry
+    /// point, device) or why hipInit refused. The runtime is never unloaded.
+    GPU_ASYNC_DECL static result<const hip_driver*> load();
+
+    /// As load(), from the library `name` (opened, never closed), without caching.
+    GPU_ASYNC_DECL static result<std::unique_ptr<hip_driver>> load_library(const char* name);
+
+    /// As load(), with entry points resolved through `lookup(context, name)`.
+    GPU_ASYNC_DECL static result<std::unique_ptr<hip_driver>> from_resolver(hip::resolve_fn lookup,
+                                                                            void* context);
+
+    hip_driver(const hip_driver&) = delete;
+    hip_driver& operator=(const hip_driver&) = delete;
+
+    const hip::entry_points& api() const noexcept { return api_; }
+
+    /// The runtime's version (hipDriverGetVersion).
+    int version() const noexcept { return version_; }
+
+    /// The number of devices found at load.
+    int device_count() const noexcept { return device_count_; }
+
+    /// The table a mapped_line uses.
+    const line_driver& line_table() const noexcept { return table_; }
+
+    /// The runtime's name of a status ("hipErrorNotReady"), or "hipError<n>".
+    GPU_ASYNC_DECL std::string status_name(hip::status_t status) const;
+
+    /// errc::driver_status for `call` returning `status`.
+    GPU_ASYNC_DECL coded_error error(const char* call, hip::status_t status) const;
+
+    /// Checks that the runtime can run a line: it has hipStreamWriteValue64 and
+    /// hipStreamGetDevice. Nothing when it can; otherwise errc::unavailable.
+    GPU_ASYNC_DECL std::optional<coded_error> check_lines() const;
+
+private:
+    hip_driver() = default;
+    GPU_ASYNC_DECL std::optional<coded_error> resolve(hip::resolve_fn lookup, void* context);
+    GPU_ASYNC_DECL void fill_table() noexcept;
+
+    hip::entry_points api_{};
+    line_driver table_{};
+    int version_ = 0;
+    int device_count_ = 0;
+};
+
+/// A completion line of a HIP device: one pinned, mapped, coherent page on the device's primary
+/// context, under the rules of mapped_line. Move-only; not thread-safe (one thread at a time).
+class hip_line {
+public:
+    /// A line on the calling thread's current device (hipGetDevice). Errors: errc::unavailable
+    /// (the runtime lacks hipStreamWriteValue64 or hipStreamGetDevice), errc::driver_status.
+    GPU_ASYNC_DECL static result<hip_line> create(const hip_driver& driver,
+                                                  mapped_line_options options = {});
+
+    /// A line on device `device`. Errors as `create`, and errc::unavailable for a device the
+    /// runtime did not find.
+    GPU_ASYNC_DECL static result<hip_line> create_on(const hip_driver& driver, int device,
+                                                     mapped_line_options options = {});
+
+    const completion_line& line() const noexcept { return mapped_.line(); }
+    mapped_line& mapped() noexcept { return mapped_; }
+    const mapped_line& mapped() const noexcept { return mapped_; }
+    hip::device_t device() const noexcept { return mapped_.device(); }
+    const hip_driver& driver() const noexcept { return *driver_; }
+
+    /// Enqueues on `stream` (hipStreamWriteValue64) the slot's next sequence number; returns its
+    /// descriptor. A stream of another device is refused with errc::foreign_stream and nothing
+    /// is enqueued.
+    result<memory_descriptor> store(slot_id slot, hip::stream_t stream) {
+        return mapped_.store(slot, stream);
+    }
+
+    /// Synchronizes the device, frees the page, releases the context (see mapped_line::close).
+    std::optional<coded_error> close() { return mapped_.close(); }
+
+private:
+    hip_line(const hip_driver& driver, mapped_line line) noexcept
+        : driver_(&driver)
+        , mapped_(std::move(line)) {}
+
+    const hip_driver* driver_;
+    mapped_line mapped_;
+};
+
+/// A completion source over one HIP stream and one slot of a hip_line: query = hipStreamQuery,
+/// block = hipStreamSynchronize, arm = hipStreamWriteValue64 of the slot's next sequence number,
+/// park = the word wait on the line. The line must outlive the source; one thread at a time.
+class hip_source {
+public:
+    /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
+    /// is not of the line's device; errc::driver_status when hipStreamGetDevice fails.
+    GPU_ASYNC_DECL static result<hip_source> create(hip_line& line, slot_id slot,
+                                                    hip::stream_t stream);
+
+    /// hipStreamQuery: done, pending (hipErrorNotReady), or failed with errc::device_fault.
+    GPU_ASYNC_DECL query_result query();
+
+    /// hipStreamSynchronize: empty, or errc::device_fault.
+    GPU_ASYNC_DECL std::error_code block();
+
+    /// Enqueues the slot's next sequence number behind the stream's work.
+    GPU_ASYNC_DECL std::error_code arm();
+
+    memory_descriptor descriptor() const noexcept {
+        return memory_descriptor(line_->line(), slot_, target_);
+    }
+
+    /// Parks on the line (the word wait) for at most `bound`.
+    bool park(dur_ns bound) const {
+        const memory_descriptor d = descriptor();
+        return word_wait::probe().park(
+            d.line(), [&d] { return d.is_complete(); }, bound);
+    }
+
+    hip::stream_t stream() const noexcept { return stream_; }
+    slot_id slot() const noexcept { return slot_; }
+    const std::optional<coded_error>& last_error() const noexcept { return last_error_; }
+
+private:
+    hip_source(hip_line& line, slot_id slot, hip::stream_t stream) noexcept
+        : line_(&line)
+        , stream_(stream)
+        , target_(line.mapped().sequence(slot))
+        , slot_(slot) {}
+
+    hip_line* line_;
+    hip::stream_t stream_;
+    std::uint64_t target_;
+    slot_id slot_;
+    std::optional<coded_error> last_error_;
+};
+
+static_assert(completion_source<hip_source>);
+
+} // namespace gpu_async
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/hip.ipp>
+#endif
+
+#endif // GPU_ASYNC_DEVICE_HIP_HPP

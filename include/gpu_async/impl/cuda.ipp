@@ -1,0 +1,338 @@
+//
+// gpu_async/impl/cuda.ipp: definitions of the CUDA backend.
+//
+#ifndef GPU_ASYNC_IMPL_CUDA_IPP
+#define GPU_ASYNC_IMPL_CUDA_IPP
+
+#include <gpu_async/device/cuda.hpp>
+
+#include <gpu_async/detail/dynamic_library.hpp>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace gpu_async {
+
+namespace detail::cuda_impl {
+
+using namespace gpu_async::cuda;
+
+inline const cuda_driver& drv(void* self) noexcept {
+    return *static_cast<const cuda_driver*>(self);
+}
+
+/// Runs `call` with `context` pushed current on the calling thread, then pops it.
+template <class Call>
+driver_status with_context(const cuda_driver& d, context_t context, const char* call_name,
+                           Call&& call) noexcept {
+    const auto& a = d.api();
+    if (status_t st = a.cuCtxPushCurrent(context); st != success)
+        return driver_status{st, "cuCtxPushCurrent"};
+    const status_t st = call();
+    context_t popped = nullptr;
+    const status_t pop = a.cuCtxPopCurrent(&popped);
+    if (st != success) return driver_status{st, call_name};
+    if (pop != success) return driver_status{pop, "cuCtxPopCurrent"};
+    return driver_status{};
+}
+
+inline driver_status current_device(void* self, int* device) noexcept {
+    const auto& a = drv(self).api();
+    context_t context = nullptr;
+    if (status_t st = a.cuCtxGetCurrent(&context); st != success)
+        return driver_status{st, "cuCtxGetCurrent"};
+    if (context == nullptr) {
+        *device = -1;
+        return driver_status{};
+    }
+    device_t dev = 0;
+    if (status_t st = a.cuCtxGetDevice(&dev); st != success)
+        return driver_status{st, "cuCtxGetDevice"};
+    *device = dev;
+    return driver_status{};
+}
+
+inline driver_status retain_domain(void* self, int device, void** domain) noexcept {
+    context_t context = nullptr;
+    const status_t st = drv(self).api().cuDevicePrimaryCtxRetain(&context, device);
+    *domain = context;
+    return driver_status{st};
+}
+
+inline driver_status release_domain(void* self, int device, void*) noexcept {
+    return driver_status{drv(self).api().cuDevicePrimaryCtxRelease(device)};
+}
+
+inline driver_status alloc_page(void* self, void* domain, std::size_t bytes, void** host) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuMemHostAlloc", [&] {
+        return d.api().cuMemHostAlloc(host, bytes, memhostalloc_devicemap | memhostalloc_portable);
+    });
+}
+
+inline driver_status device_pointer(void* self, void* domain, void* host,
+                                    std::uint64_t* address) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuMemHostGetDevicePointer", [&] {
+        deviceptr_t p = 0;
+        const status_t st = d.api().cuMemHostGetDevicePointer(&p, host, 0);
+        *address = p;
+        return st;
+    });
+}
+
+inline driver_status free_page(void* self, void* domain, void* host) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuMemFreeHost",
+                        [&] { return d.api().cuMemFreeHost(host); });
+}
+
+inline driver_status settle(void* self, void* domain) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuCtxSynchronize",
+                        [&] { return d.api().cuCtxSynchronize(); });
+}
+
+inline driver_status stream_domain(void* self, void* stream, void** domain) noexcept {
+    context_t context = nullptr;
+    const status_t st = drv(self).api().cuStreamGetCtx(static_cast<stream_t>(stream), &context);
+    *domain = context;
+    return driver_status{st};
+}
+
+inline driver_status write_value64(void* self, void* stream, std::uint64_t address,
+                                   std::uint64_t value) noexcept {
+    const auto& a = drv(self).api();
+    if (a.cuStreamWriteValue64 == nullptr) return driver_status{error_not_found};
+    return driver_status{a.cuStreamWriteValue64(static_cast<stream_t>(stream), address, value,
+                                                stream_write_value_default)};
+}
+
+inline const char* status_name(void* self, int status) noexcept {
+    const auto& a = drv(self).api();
+    const char* name = nullptr;
+    if (a.cuGetErrorName == nullptr || a.cuGetErrorName(status, &name) != success) return nullptr;
+    return name;
+}
+
+inline coded_error unavailable(std::string what, std::string why) {
+    return coded_error(errc::unavailable, {std::move(what), std::move(why)});
+}
+
+} // namespace detail::cuda_impl
+
+GPU_ASYNC_DECL std::optional<coded_error>
+cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
+    using detail::cuda_impl::unavailable;
+    std::string missing;
+    auto get = [&](const char* name, auto& fn, bool required) {
+        void* p = nullptr;
+        int symbol_status = cuda::proc_address_symbol_not_found;
+        const cuda::status_t st = get_proc_address(name, &p, cuda::api_version,
+                                                   cuda::get_proc_address_default, &symbol_status);
+        if (st == cuda::success && symbol_status == cuda::proc_address_success && p != nullptr) {
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+        } else if (required) {
+            if (!missing.empty()) missing += ", ";
+            missing += name;
+        }
+    };
+    auto& a = api_;
+    get("cuInit", a.cuInit, true);
+    get("cuDriverGetVersion", a.cuDriverGetVersion, true);
+    get("cuGetErrorName", a.cuGetErrorName, true);
+    get("cuDeviceGetCount", a.cuDeviceGetCount, true);
+    get("cuDeviceGet", a.cuDeviceGet, true);
+    get("cuDeviceGetAttribute", a.cuDeviceGetAttribute, true);
+    get("cuCtxGetCurrent", a.cuCtxGetCurrent, true);
+    get("cuCtxSetCurrent", a.cuCtxSetCurrent, true);
+    get("cuCtxGetDevice", a.cuCtxGetDevice, true);
+    get("cuCtxPushCurrent", a.cuCtxPushCurrent, true);
+    get("cuCtxPopCurrent", a.cuCtxPopCurrent, true);
+    get("cuCtxSynchronize", a.cuCtxSynchronize, true);
+    get("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, true);
+    get("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease, true);
+    get("cuMemHostAlloc", a.cuMemHostAlloc, true);
+    get("cuMemHostGetDevicePointer", a.cuMemHostGetDevicePointer, true);
+    get("cuMemFreeHost", a.cuMemFreeHost, true);
+    get("cuStreamGetCtx", a.cuStreamGetCtx, true);
+    get("cuStreamQuery", a.cuStreamQuery, true);
+    get("cuStreamSynchronize", a.cuStreamSynchronize, true);
+    get("cuStreamWriteValue64", a.cuStreamWriteValue64, false);
+    get("cuStreamCreate", a.cuStreamCreate, false);
+    get("cuStreamDestroy", a.cuStreamDestroy, false);
+    get("cuMemAlloc", a.cuMemAlloc, false);
+    get("cuMemFree", a.cuMemFree, false);
+    get("cuMemsetD8Async", a.cuMemsetD8Async, false);
+    if (!missing.empty())
+        return unavailable("the CUDA driver's entry point(s) " + missing,
+                           "cuGetProcAddress found no such symbol for API version 12000");
+
+    if (cuda::status_t st = a.cuInit(0); st != cuda::success)
+        return unavailable("the CUDA driver", "cuInit failed with " + status_name(st) + " (" +
+                                                  std::to_string(st) + ")");
+    if (cuda::status_t st = a.cuDriverGetVersion(&version_); st != cuda::success)
+        return error("cuDriverGetVersion", st);
+    fill_table();
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL void cuda_driver::fill_table() noexcept {
+    namespace impl = detail::cuda_impl;
+    table_.self = this;
+    table_.current_device = &impl::current_device;
+    table_.retain_domain = &impl::retain_domain;
+    table_.release_domain = &impl::release_domain;
+    table_.alloc_page = &impl::alloc_page;
+    table_.device_pointer = &impl::device_pointer;
+    table_.free_page = &impl::free_page;
+    table_.settle = &impl::settle;
+    table_.stream_domain = &impl::stream_domain;
+    table_.write_value64 = &impl::write_value64;
+    table_.status_name = &impl::status_name;
+    table_.call_names = {"cuCtxGetCurrent",           "cuDevicePrimaryCtxRetain",
+                         "cuDevicePrimaryCtxRelease", "cuMemHostAlloc",
+                         "cuMemHostGetDevicePointer", "cuMemFreeHost",
+                         "cuCtxSynchronize",          "cuStreamGetCtx",
+                         "cuStreamWriteValue64"};
+    table_.backend = "CUDA";
+}
+
+GPU_ASYNC_DECL result<std::unique_ptr<cuda_driver>>
+cuda_driver::from_resolver(cuda::get_proc_address_fn get_proc_address) {
+    if (get_proc_address == nullptr)
+        return detail::cuda_impl::unavailable("cuGetProcAddress_v2", "no resolver was given");
+    std::unique_ptr<cuda_driver> d(new cuda_driver());
+    if (auto e = d->resolve(get_proc_address)) return std::move(*e);
+    return d;
+}
+
+GPU_ASYNC_DECL result<std::unique_ptr<cuda_driver>> cuda_driver::load_library(const char* name) {
+    using detail::cuda_impl::unavailable;
+    std::string why;
+    void* handle = detail::open_library(name, why);
+    if (handle == nullptr)
+        return unavailable(std::string("the CUDA driver (") + name + ")",
+                           why + "; is the NVIDIA driver installed?");
+    void* sym = detail::library_symbol(handle, "cuGetProcAddress_v2");
+    if (sym == nullptr)
+        return unavailable(std::string("cuGetProcAddress_v2 in ") + name,
+                           "the library has no such symbol (a CUDA 12 or later driver needs it)");
+    return from_resolver(reinterpret_cast<cuda::get_proc_address_fn>(sym));
+}
+
+GPU_ASYNC_DECL result<const cuda_driver*> cuda_driver::load() {
+    static const result<std::unique_ptr<cuda_driver>> loaded = load_library(library_name);
+    if (!loaded.has_value()) return loaded.error();
+    return static_cast<const cuda_driver*>(loaded.value().get());
+}
+
+GPU_ASYNC_DECL std::string cuda_driver::status_name(cuda::status_t status) const {
+    if (const char* n = detail::cuda_impl::status_name(const_cast<cuda_driver*>(this), status))
+        return n;
+    return "CUDA_ERROR_" + std::to_string(status);
+}
+
+GPU_ASYNC_DECL coded_error cuda_driver::error(const char* call, cuda::status_t status) const {
+    return coded_error(errc::driver_status,
+                       {std::string(call), status_name(status), std::to_string(status)});
+}
+
+GPU_ASYNC_DECL std::optional<coded_error> cuda_driver::check_device(cuda::device_t device) const {
+    using detail::cuda_impl::unavailable;
+    const std::string who = "CUDA device " + std::to_string(device);
+    struct requirement {
+        int attribute;
+        const char* name;
+        const char* meaning;
+    };
+    constexpr requirement needs[] = {
+        {cuda::attribute_can_map_host_memory, "CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY",
+         "it cannot map pinned host memory"},
+        {cuda::attribute_can_use_64_bit_stream_mem_ops,
+         "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS",
+         "it cannot run 64-bit stream memory operations (cuStreamWriteValue64)"},
+    };
+    for (const requirement& r : needs) {
+        int value = 0;
+        const cuda::status_t st = api_.cuDeviceGetAttribute(&value, r.attribute, device);
+        if (st == cuda::error_invalid_value)
+            return unavailable(who, std::string(r.name) + " is unknown to this driver (" +
+                                        std::to_string(version_) + ")");
+        if (st != cuda::success) return error("cuDeviceGetAttribute", st);
+        if (value == 0) return unavailable(who, std::string(r.name) + " is 0: " + r.meaning);
+    }
+    if (api_.cuStreamWriteValue64 == nullptr)
+        return unavailable("cuStreamWriteValue64_v2",
+                           "the CUDA driver (" + std::to_string(version_) + ") lacks it");
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL result<cuda_line> cuda_line::create(const cuda_driver& driver,
+                                                   mapped_line_options options) {
+    const line_driver& t = driver.line_table();
+    int device = -1;
+    if (const driver_status st = t.current_device(t.self, &device); !st.ok())
+        return driver_error(t, driver_op::current_device, st);
+    if (device < 0)
+        return coded_error(errc::no_domain,
+                           {"CUDA: the calling thread has no current context to own a line"});
+    if (auto e = driver.check_device(device)) return std::move(*e);
+    auto made = mapped_line::create_on(t, device, options);
+    if (!made.has_value()) return std::move(made).error();
+    return cuda_line(driver, std::move(made).value());
+}
+
+GPU_ASYNC_DECL result<cuda_line> cuda_line::create_on(const cuda_driver& driver, int ordinal,
+                                                      mapped_line_options options) {
+    cuda::device_t device = 0;
+    if (cuda::status_t st = driver.api().cuDeviceGet(&device, ordinal); st != cuda::success)
+        return driver.error("cuDeviceGet", st);
+    if (auto e = driver.check_device(device)) return std::move(*e);
+    auto made = mapped_line::create_on(driver.line_table(), device, options);
+    if (!made.has_value()) return std::move(made).error();
+    return cuda_line(driver, std::move(made).value());
+}
+
+GPU_ASYNC_DECL result<cuda_source> cuda_source::create(cuda_line& line, slot_id slot,
+                                                       cuda::stream_t stream) {
+    const cuda_driver& d = line.driver();
+    cuda::context_t context = nullptr;
+    if (cuda::status_t st = d.api().cuStreamGetCtx(stream, &context); st != cuda::success)
+        return d.error("cuStreamGetCtx", st);
+    if (context != line.context())
+        return coded_error(errc::foreign_stream,
+                           {"CUDA stream " + detail::hex(stream) + " (the line is of device " +
+                            std::to_string(line.device()) + ")"});
+    return cuda_source(line, slot, stream);
+}
+
+GPU_ASYNC_DECL query_result cuda_source::query() {
+    const cuda::status_t st = line_->driver().api().cuStreamQuery(stream_);
+    if (st == cuda::success) return query_result::done();
+    if (st == cuda::error_not_ready) return query_result::pending();
+    last_error_ = line_->driver().error("cuStreamQuery", st);
+    return query_result::failed(make_error_code(errc::device_fault));
+}
+
+GPU_ASYNC_DECL std::error_code cuda_source::block() {
+    const cuda::status_t st = line_->driver().api().cuStreamSynchronize(stream_);
+    if (st == cuda::success) return {};
+    last_error_ = line_->driver().error("cuStreamSynchronize", st);
+    return make_error_code(errc::device_fault);
+}
+
+GPU_ASYNC_DECL std::error_code cuda_source::arm() {
+    auto stored = line_->store(slot_, stream_);
+    if (!stored.has_value()) {
+        last_error_ = stored.error();
+        return stored.error().code();
+    }
+    target_ = stored.value().target();
+    return {};
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_IMPL_CUDA_IPP

@@ -1,0 +1,314 @@
+//
+// gpu_async/impl/hip.ipp: definitions of the HIP backend.
+//
+#ifndef GPU_ASYNC_IMPL_HIP_IPP
+#define GPU_ASYNC_IMPL_HIP_IPP
+
+#include <gpu_async/device/hip.hpp>
+
+#include <gpu_async/detail/dynamic_library.hpp>
+
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace gpu_async {
+
+namespace detail::hip_impl {
+
+using namespace gpu_async::hip;
+
+inline const hip_driver& drv(void* self) noexcept {
+    return *static_cast<const hip_driver*>(self);
+}
+
+// A HIP domain is a device's primary context; the handle the line keeps is the device, tagged so
+// that device 0 is not a null handle.
+inline void* domain_of(device_t device) noexcept {
+    return reinterpret_cast<void*>(static_cast<std::uintptr_t>(device) + 1);
+}
+inline device_t device_of(void* domain) noexcept {
+    return static_cast<device_t>(reinterpret_cast<std::uintptr_t>(domain) - 1);
+}
+
+/// Runs `call` with `device` current on the calling thread, then makes the previous one current.
+template <class Call>
+driver_status with_device(const hip_driver& d, device_t device, const char* call_name,
+                          Call&& call) noexcept {
+    const auto& a = d.api();
+    device_t previous = 0;
+    if (status_t st = a.hipGetDevice(&previous); st != success)
+        return driver_status{st, "hipGetDevice"};
+    if (previous != device)
+        if (status_t st = a.hipSetDevice(device); st != success)
+            return driver_status{st, "hipSetDevice"};
+    const status_t st = call();
+    const status_t back = previous != device ? a.hipSetDevice(previous) : success;
+    if (st != success) return driver_status{st, call_name};
+    if (back != success) return driver_status{back, "hipSetDevice"};
+    return driver_status{};
+}
+
+inline driver_status current_device(void* self, int* device) noexcept {
+    return driver_status{drv(self).api().hipGetDevice(device)};
+}
+
+inline driver_status retain_domain(void* self, int device, void** domain) noexcept {
+    context_t context = nullptr;
+    const status_t st = drv(self).api().hipDevicePrimaryCtxRetain(&context, device);
+    *domain = domain_of(device);
+    return driver_status{st};
+}
+
+inline driver_status release_domain(void* self, int device, void*) noexcept {
+    return driver_status{drv(self).api().hipDevicePrimaryCtxRelease(device)};
+}
+
+inline driver_status alloc_page(void* self, void* domain, std::size_t bytes, void** host) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipHostMalloc", [&] {
+        return d.api().hipHostMalloc(host, bytes, host_malloc_mapped | host_malloc_coherent);
+    });
+}
+
+inline driver_status device_pointer(void* self, void* domain, void* host,
+                                    std::uint64_t* address) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipHostGetDevicePointer", [&] {
+        void* p = nullptr;
+        const status_t st = d.api().hipHostGetDevicePointer(&p, host, 0);
+        *address = reinterpret_cast<std::uintptr_t>(p);
+        return st;
+    });
+}
+
+inline driver_status free_page(void* self, void* domain, void* host) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipHostFree",
+                       [&] { return d.api().hipHostFree(host); });
+}
+
+inline driver_status settle(void* self, void* domain) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipDeviceSynchronize",
+                       [&] { return d.api().hipDeviceSynchronize(); });
+}
+
+inline driver_status stream_domain(void* self, void* stream, void** domain) noexcept {
+    const auto& a = drv(self).api();
+    if (a.hipStreamGetDevice == nullptr) return driver_status{error_not_found};
+    device_t device = 0;
+    const status_t st = a.hipStreamGetDevice(static_cast<stream_t>(stream), &device);
+    *domain = domain_of(device);
+    return driver_status{st};
+}
+
+inline driver_status write_value64(void* self, void* stream, std::uint64_t address,
+                                   std::uint64_t value) noexcept {
+    const auto& a = drv(self).api();
+    if (a.hipStreamWriteValue64 == nullptr) return driver_status{error_not_found};
+    return driver_status{a.hipStreamWriteValue64(
+        static_cast<stream_t>(stream),
+        reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), value, 0)};
+}
+
+inline const char* status_name(void* self, int status) noexcept {
+    const auto& a = drv(self).api();
+    return a.hipGetErrorName != nullptr ? a.hipGetErrorName(status) : nullptr;
+}
+
+inline coded_error unavailable(std::string what, std::string why) {
+    return coded_error(errc::unavailable, {std::move(what), std::move(why)});
+}
+
+} // namespace detail::hip_impl
+
+GPU_ASYNC_DECL std::optional<coded_error> hip_driver::resolve(hip::resolve_fn lookup,
+                                                              void* context) {
+    using detail::hip_impl::unavailable;
+    std::string missing;
+    auto get = [&](const char* name, auto& fn, bool required) {
+        if (void* p = lookup(context, name))
+            fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+        else if (required)
+            missing += (missing.empty() ? "" : ", ") + std::string(name);
+    };
+    auto& a = api_;
+    get("hipInit", a.hipInit, true);
+    get("hipDriverGetVersion", a.hipDriverGetVersion, true);
+    get("hipGetErrorName", a.hipGetErrorName, true);
+    get("hipGetDeviceCount", a.hipGetDeviceCount, true);
+    get("hipGetDevice", a.hipGetDevice, true);
+    get("hipSetDevice", a.hipSetDevice, true);
+    get("hipDevicePrimaryCtxRetain", a.hipDevicePrimaryCtxRetain, true);
+    get("hipDevicePrimaryCtxRelease", a.hipDevicePrimaryCtxRelease, true);
+    get("hipHostMalloc", a.hipHostMalloc, true);
+    get("hipHostGetDevicePointer", a.hipHostGetDevicePointer, true);
+    get("hipHostFree", a.hipHostFree, true);
+    get("hipDeviceSynchronize", a.hipDeviceSynchronize, true);
+    get("hipStreamQuery", a.hipStreamQuery, true);
+    get("hipStreamSynchronize", a.hipStreamSynchronize, true);
+    get("hipStreamGetDevice", a.hipStreamGetDevice, false);
+    get("hipStreamWriteValue64", a.hipStreamWriteValue64, false);
+    get("hipStreamCreate", a.hipStreamCreate, false);
+    get("hipStreamDestroy", a.hipStreamDestroy, false);
+    get("hipMalloc", a.hipMalloc, false);
+    get("hipFree", a.hipFree, false);
+    get("hipMemsetD8Async", a.hipMemsetD8Async, false);
+    if (!missing.empty())
+        return unavailable("the HIP runtime's entry point(s) " + missing, "no such symbol");
+
+    if (hip::status_t st = a.hipInit(0); st != hip::success)
+        return unavailable("the HIP runtime", "hipInit failed with " + status_name(st) + " (" +
+                                                  std::to_string(st) + ")");
+    if (hip::status_t st = a.hipDriverGetVersion(&version_); st != hip::success)
+        return error("hipDriverGetVersion", st);
+    if (hip::status_t st = a.hipGetDeviceCount(&device_count_); st != hip::success)
+        return unavailable("a HIP device", "hipGetDeviceCount failed with " + status_name(st) +
+                                               " (" + std::to_string(st) + ")");
+    if (device_count_ <= 0) return unavailable("a HIP device", "hipGetDeviceCount found none");
+    fill_table();
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL void hip_driver::fill_table() noexcept {
+    namespace impl = detail::hip_impl;
+    table_.self = this;
+    table_.current_device = &impl::current_device;
+    table_.retain_domain = &impl::retain_domain;
+    table_.release_domain = &impl::release_domain;
+    table_.alloc_page = &impl::alloc_page;
+    table_.device_pointer = &impl::device_pointer;
+    table_.free_page = &impl::free_page;
+    table_.settle = &impl::settle;
+    table_.stream_domain = &impl::stream_domain;
+    table_.write_value64 = &impl::write_value64;
+    table_.status_name = &impl::status_name;
+    table_.call_names = {
+        "hipGetDevice",         "hipDevicePrimaryCtxRetain", "hipDevicePrimaryCtxRelease",
+        "hipHostMalloc",        "hipHostGetDevicePointer",   "hipHostFree",
+        "hipDeviceSynchronize", "hipStreamGetDevice",        "hipStreamWriteValue64"};
+    table_.backend = "HIP";
+}
+
+GPU_ASYNC_DECL result<std::unique_ptr<hip_driver>> hip_driver::from_resolver(hip::resolve_fn lookup,
+                                                                             void* context) {
+    if (lookup == nullptr)
+        return detail::hip_impl::unavailable("the HIP runtime", "no resolver was given");
+    std::unique_ptr<hip_driver> d(new hip_driver());
+    if (auto e = d->resolve(lookup, context)) return std::move(*e);
+    return d;
+}
+
+GPU_ASYNC_DECL result<std::unique_ptr<hip_driver>> hip_driver::load_library(const char* name) {
+    std::string why;
+    void* handle = detail::open_library(name, why);
+    if (handle == nullptr)
+        return detail::hip_impl::unavailable(std::string("the HIP runtime (") + name + ")",
+                                             why + "; is ROCm installed?");
+    return from_resolver(&::dlsym, handle);
+}
+
+GPU_ASYNC_DECL result<const hip_driver*> hip_driver::load() {
+    static const result<std::unique_ptr<hip_driver>> loaded = [] {
+        std::string tried;
+        for (const char* name : library_names) {
+            std::string why;
+            void* handle = detail::open_library(name, why);
+            if (handle == nullptr) {
+                tried += (tried.empty() ? "" : "; ") + why;
+                continue;
+            }
+            return from_resolver(&::dlsym, handle);
+        }
+        return result<std::unique_ptr<hip_driver>>(detail::hip_impl::unavailable(
+            "the HIP runtime (libamdhip64.so)", tried + "; is ROCm installed?"));
+    }();
+    if (!loaded.has_value()) return loaded.error();
+    return static_cast<const hip_driver*>(loaded.value().get());
+}
+
+GPU_ASYNC_DECL std::string hip_driver::status_name(hip::status_t status) const {
+    if (const char* n = detail::hip_impl::status_name(const_cast<hip_driver*>(this), status))
+        return n;
+    return "hipError" + std::to_string(status);
+}
+
+GPU_ASYNC_DECL coded_error hip_driver::error(const char* call, hip::status_t status) const {
+    return coded_error(errc::driver_status,
+                       {std::string(call), status_name(status), std::to_string(status)});
+}
+
+GPU_ASYNC_DECL std::optional<coded_error> hip_driver::check_lines() const {
+    using detail::hip_impl::unavailable;
+    if (api_.hipStreamWriteValue64 == nullptr)
+        return unavailable("hipStreamWriteValue64",
+                           "the HIP runtime (" + std::to_string(version_) + ") lacks it");
+    if (api_.hipStreamGetDevice == nullptr)
+        return unavailable("hipStreamGetDevice",
+                           "the HIP runtime (" + std::to_string(version_) +
+                               ") lacks it, so a stream's device cannot be checked");
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL result<hip_line> hip_line::create(const hip_driver& driver,
+                                                 mapped_line_options options) {
+    if (auto e = driver.check_lines()) return std::move(*e);
+    auto made = mapped_line::create(driver.line_table(), options);
+    if (!made.has_value()) return std::move(made).error();
+    return hip_line(driver, std::move(made).value());
+}
+
+GPU_ASYNC_DECL result<hip_line> hip_line::create_on(const hip_driver& driver, int device,
+                                                    mapped_line_options options) {
+    if (device < 0 || device >= driver.device_count())
+        return detail::hip_impl::unavailable(
+            "HIP device " + std::to_string(device),
+            "the runtime found " + std::to_string(driver.device_count()) + " device(s)");
+    if (auto e = driver.check_lines()) return std::move(*e);
+    auto made = mapped_line::create_on(driver.line_table(), device, options);
+    if (!made.has_value()) return std::move(made).error();
+    return hip_line(driver, std::move(made).value());
+}
+
+GPU_ASYNC_DECL result<hip_source> hip_source::create(hip_line& line, slot_id slot,
+                                                     hip::stream_t stream) {
+    const hip_driver& d = line.driver();
+    hip::device_t device = 0;
+    if (hip::status_t st = d.api().hipStreamGetDevice(stream, &device); st != hip::success)
+        return d.error("hipStreamGetDevice", st);
+    if (device != line.device())
+        return coded_error(errc::foreign_stream,
+                           {"HIP stream " + detail::hex(stream) + " (the line is of device " +
+                            std::to_string(line.device()) + ")"});
+    return hip_source(line, slot, stream);
+}
+
+GPU_ASYNC_DECL query_result hip_source::query() {
+    const hip::status_t st = line_->driver().api().hipStreamQuery(stream_);
+    if (st == hip::success) return query_result::done();
+    if (st == hip::error_not_ready) return query_result::pending();
+    last_error_ = line_->driver().error("hipStreamQuery", st);
+    return query_result::failed(make_error_code(errc::device_fault));
+}
+
+GPU_ASYNC_DECL std::error_code hip_source::block() {
+    const hip::status_t st = line_->driver().api().hipStreamSynchronize(stream_);
+    if (st == hip::success) return {};
+    last_error_ = line_->driver().error("hipStreamSynchronize", st);
+    return make_error_code(errc::device_fault);
+}
+
+GPU_ASYNC_DECL std::error_code hip_source::arm() {
+    auto stored = line_->store(slot_, stream_);
+    if (!stored.has_value()) {
+        last_error_ = stored.error();
+        return stored.error().code();
+    }
+    target_ = stored.value().target();
+    return {};
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_IMPL_HIP_IPP

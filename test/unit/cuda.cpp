@@ -1,0 +1,534 @@
+#include <gpu_async/device/cuda.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace gpu_async;
+
+// A fake CUDA driver behind a fake cuGetProcAddress_v2: every entry point records its call, so
+// the tests check the CUDA table's wiring (which call, with which arguments, in which order)
+// with no GPU and no libcuda.
+namespace {
+
+constexpr std::uint64_t device_offset = 0x7000'0000'0000;
+
+struct fake_cuda {
+    std::vector<std::string> calls;
+    std::set<std::string> missing;    // symbols the resolver does not find
+    std::map<std::string, int> fail;  // entry point -> status it returns
+    std::vector<int> versions;        // cudaVersion of each resolution
+    std::vector<std::uint64_t> flags; // flags of each resolution
+    int init_flags = -1;
+    int can_map = 1;
+    int can_memops = 1;
+    int current = -1; // index of the current context, -1: none
+    std::vector<int> pushed;
+    std::array<int, 2> refs{};
+    std::set<void*> pages;
+    unsigned alloc_flags = 0;
+    bool land_stores = true;
+    int stream_status = 0;
+    std::array<char, 2> ctx_storage{};
+    std::array<char, 3> stream_storage{};
+
+    cuda::context_t ctx(int i) { return reinterpret_cast<cuda::context_t>(&ctx_storage.at(i)); }
+    cuda::stream_t stream(int i) { return reinterpret_cast<cuda::stream_t>(&stream_storage.at(i)); }
+    int ctx_index(cuda::context_t c) {
+        for (int i = 0; i < 2; ++i)
+            if (c == ctx(i)) return i;
+        return -1;
+    }
+    int failed(const char* name) {
+        calls.emplace_back(name);
+        auto it = fail.find(name);
+        return it == fail.end() ? 0 : it->second;
+    }
+};
+
+fake_cuda* fake = nullptr;
+
+int f_cuInit(unsigned flags) {
+    fake->init_flags = static_cast<int>(flags);
+    return fake->failed("cuInit");
+}
+int f_cuDriverGetVersion(int* v) {
+    *v = 13000;
+    return fake->failed("cuDriverGetVersion");
+}
+int f_cuGetErrorName(int e, const char** name) {
+    switch (e) {
+    case 100:
+        *name = "CUDA_ERROR_NO_DEVICE";
+        return 0;
+    case 600:
+        *name = "CUDA_ERROR_NOT_READY";
+        return 0;
+    case 719:
+        *name = "CUDA_ERROR_LAUNCH_FAILED";
+        return 0;
+    case 201:
+        *name = "CUDA_ERROR_INVALID_CONTEXT";
+        return 0;
+    default:
+        return 1;
+    }
+}
+int f_cuDeviceGetCount(int* n) {
+    *n = 2;
+    return fake->failed("cuDeviceGetCount");
+}
+int f_cuDeviceGet(int* d, int ordinal) {
+    *d = ordinal;
+    return fake->failed("cuDeviceGet");
+}
+int f_cuDeviceGetAttribute(int* v, int attribute, int device) {
+    if (int st = fake->failed("cuDeviceGetAttribute")) return st;
+    fake->calls.back() += " " + std::to_string(attribute) + " " + std::to_string(device);
+    *v = attribute == 19 ? fake->can_map : attribute == 122 ? fake->can_memops : -1;
+    return *v < 0 ? 1 : 0;
+}
+int f_cuCtxGetCurrent(cuda::context_t* c) {
+    *c = fake->current < 0 ? nullptr : fake->ctx(fake->current);
+    return fake->failed("cuCtxGetCurrent");
+}
+int f_cuCtxSetCurrent(cuda::context_t c) {
+    fake->current = fake->ctx_index(c);
+    return fake->failed("cuCtxSetCurrent");
+}
+int f_cuCtxGetDevice(int* d) {
+    *d = fake->current;
+    return fake->failed("cuCtxGetDevice");
+}
+int f_cuCtxPushCurrent(cuda::context_t c) {
+    if (int st = fake->failed("cuCtxPushCurrent")) return st;
+    fake->calls.back() += " " + std::to_string(fake->ctx_index(c));
+    fake->pushed.push_back(fake->current);
+    fake->current = fake->ctx_index(c);
+    return 0;
+}
+int f_cuCtxPopCurrent(cuda::context_t* c) {
+    if (int st = fake->failed("cuCtxPopCurrent")) return st;
+    *c = fake->ctx(fake->current);
+    fake->current = fake->pushed.back();
+    fake->pushed.pop_back();
+    return 0;
+}
+int f_cuCtxSynchronize() {
+    return fake->failed("cuCtxSynchronize");
+}
+int f_cuDevicePrimaryCtxRetain(cuda::context_t* c, int d) {
+    if (int st = fake->failed("cuDevicePrimaryCtxRetain")) return st;
+    fake->calls.back() += " " + std::to_string(d);
+    ++fake->refs.at(d);
+    *c = fake->ctx(d);
+    return 0;
+}
+int f_cuDevicePrimaryCtxRelease(int d) {
+    if (int st = fake->failed("cuDevicePrimaryCtxRelease")) return st;
+    fake->calls.back() += " " + std::to_string(d);
+    --fake->refs.at(d);
+    return 0;
+}
+int f_cuMemHostAlloc(void** p, std::size_t bytes, unsigned flags) {
+    if (int st = fake->failed("cuMemHostAlloc")) return st;
+    fake->calls.back() += " " + std::to_string(bytes);
+    fake->alloc_flags = flags;
+    *p = std::aligned_alloc(4096, bytes);
+    fake->pages.insert(*p);
+    return 0;
+}
+int f_cuMemHostGetDevicePointer(cuda::deviceptr_t* d, void* host, unsigned) {
+    *d = reinterpret_cast<std::uintptr_t>(host) + device_offset;
+    return fake->failed("cuMemHostGetDevicePointer");
+}
+int f_cuMemFreeHost(void* p) {
+    if (int st = fake->failed("cuMemFreeHost")) return st;
+    fake->pages.erase(p);
+    std::free(p);
+    return 0;
+}
+int f_cuStreamGetCtx(cuda::stream_t s, cuda::context_t* c) {
+    // Streams 0 and 2 belong to context 0, stream 1 to context 1.
+    *c = fake->ctx(s == fake->stream(1) ? 1 : 0);
+    return fake->failed("cuStreamGetCtx");
+}
+int f_cuStreamQuery(cuda::stream_t) {
+    fake->calls.emplace_back("cuStreamQuery");
+    return fake->stream_status;
+}
+int f_cuStreamSynchronize(cuda::stream_t) {
+    fake->calls.emplace_back("cuStreamSynchronize");
+    return fake->stream_status;
+}
+int f_cuStreamWriteValue64(cuda::stream_t, cuda::deviceptr_t address, std::uint64_t value,
+                           unsigned flags) {
+    if (int st = fake->failed("cuStreamWriteValue64")) return st;
+    fake->calls.back() += " " + std::to_string(value) + " flags " + std::to_string(flags);
+    if (fake->land_stores)
+        reinterpret_cast<std::atomic<std::uint64_t>*>(
+            static_cast<std::uintptr_t>(address - device_offset))
+            ->store(value, std::memory_order_release);
+    return 0;
+}
+
+int f_get_proc_address(const char* symbol, void** pfn, int version, std::uint64_t flags,
+                       int* status) {
+    static const std::map<std::string, void*> symbols = {
+        {"cuInit", reinterpret_cast<void*>(&f_cuInit)},
+        {"cuDriverGetVersion", reinterpret_cast<void*>(&f_cuDriverGetVersion)},
+        {"cuGetErrorName", reinterpret_cast<void*>(&f_cuGetErrorName)},
+        {"cuDeviceGetCount", reinterpret_cast<void*>(&f_cuDeviceGetCount)},
+        {"cuDeviceGet", reinterpret_cast<void*>(&f_cuDeviceGet)},
+        {"cuDeviceGetAttribute", reinterpret_cast<void*>(&f_cuDeviceGetAttribute)},
+        {"cuCtxGetCurrent", reinterpret_cast<void*>(&f_cuCtxGetCurrent)},
+        {"cuCtxSetCurrent", reinterpret_cast<void*>(&f_cuCtxSetCurrent)},
+        {"cuCtxGetDevice", reinterpret_cast<void*>(&f_cuCtxGetDevice)},
+        {"cuCtxPushCurrent", reinterpret_cast<void*>(&f_cuCtxPushCurrent)},
+        {"cuCtxPopCurrent", reinterpret_cast<void*>(&f_cuCtxPopCurrent)},
+        {"cuCtxSynchronize", reinterpret_cast<void*>(&f_cuCtxSynchronize)},
+        {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&f_cuDevicePrimaryCtxRetain)},
+        {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(&f_cuDevicePrimaryCtxRelease)},
+        {"cuMemHostAlloc", reinterpret_cast<void*>(&f_cuMemHostAlloc)},
+        {"cuMemHostGetDevicePointer", reinterpret_cast<void*>(&f_cuMemHostGetDevicePointer)},
+        {"cuMemFreeHost", reinterpret_cast<void*>(&f_cuMemFreeHost)},
+        {"cuStreamGetCtx", reinterpret_cast<void*>(&f_cuStreamGetCtx)},
+        {"cuStreamQuery", reinterpret_cast<void*>(&f_cuStreamQuery)},
+        {"cuStreamSynchronize", reinterpret_cast<void*>(&f_cuStreamSynchronize)},
+        {"cuStreamWriteValue64", reinterpret_cast<void*>(&f_cuStreamWriteValue64)},
+    };
+    fake->versions.push_back(version);
+    fake->flags.push_back(flags);
+    auto it = symbols.find(symbol);
+    if (it == symbols.end() || fake->missing.count(symbol) != 0) {
+        *status = cuda::proc_address_symbol_not_found;
+        *pfn = nullptr;
+        return cuda::error_not_found;
+    }
+    *status = cuda::proc_address_success;
+    *pfn = it->second;
+    return 0;
+}
+
+struct fixture {
+    fake_cuda state;
+    fixture() { fake = &state; }
+    ~fixture() {
+        fake = nullptr;
+        for (void* p : state.pages)
+            std::free(p);
+    }
+    std::unique_ptr<cuda_driver> driver() {
+        auto d = cuda_driver::from_resolver(&f_get_proc_address);
+        BOOST_TEST_REQUIRE(d.has_value());
+        state.calls.clear();
+        return std::move(d).value();
+    }
+};
+
+using calls_t = std::vector<std::string>;
+
+slot_id slot(std::size_t i) {
+    return *slot_id::at(i);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cuda_suite)
+
+BOOST_AUTO_TEST_CASE(a_missing_library_is_unavailable) {
+    auto d = cuda_driver::load_library("libgpu_async_no_such_driver.so.1");
+    BOOST_TEST_REQUIRE(!d.has_value());
+    BOOST_TEST(d.error().code() == errc::unavailable);
+    BOOST_TEST(d.error().message().find("libgpu_async_no_such_driver.so.1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_library_without_get_proc_address_is_unavailable) {
+    auto d = cuda_driver::load_library("libm.so.6");
+    BOOST_TEST_REQUIRE(!d.has_value());
+    BOOST_TEST(d.error().code() == errc::unavailable);
+    BOOST_TEST(d.error().message().find("cuGetProcAddress_v2") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(loading_the_driver_here_succeeds_or_fails_cleanly) {
+    // Where libcuda.so.1 is missing (CI, this machine) the load is a coded error naming it;
+    // where a driver exists it loads. Either way the answer is cached.
+    auto first = cuda_driver::load();
+    auto second = cuda_driver::load();
+    BOOST_TEST(first.has_value() == second.has_value());
+    if (first.has_value()) {
+        BOOST_TEST(first.value() == second.value());
+        BOOST_TEST(first.value()->version() > 0);
+    } else {
+        BOOST_TEST(first.error().code() == errc::unavailable);
+        BOOST_TEST((first.error() == second.error()));
+        const std::string m = first.error().message();
+        BOOST_TEST(
+            (m.find("libcuda.so.1") != std::string::npos || m.find("cuInit") != std::string::npos));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(no_resolver_is_unavailable) {
+    auto d = cuda_driver::from_resolver(nullptr);
+    BOOST_TEST_REQUIRE(!d.has_value());
+    BOOST_TEST(d.error().code() == errc::unavailable);
+}
+
+BOOST_FIXTURE_TEST_CASE(resolution_asks_the_12_0_abi_and_initializes, fixture) {
+    auto d = cuda_driver::from_resolver(&f_get_proc_address);
+    BOOST_TEST_REQUIRE(d.has_value());
+    BOOST_TEST(state.init_flags == 0);
+    BOOST_TEST(d.value()->version() == 13000);
+    BOOST_TEST(!state.versions.empty());
+    for (int v : state.versions)
+        BOOST_TEST(v == 12000);
+    for (std::uint64_t f : state.flags)
+        BOOST_TEST(f == 0u);
+    BOOST_TEST(d.value()->api().cuStreamWriteValue64 != nullptr);
+    BOOST_TEST(d.value()->api().cuMemsetD8Async == nullptr); // optional, absent in the fake
+    BOOST_TEST(std::string(d.value()->line_table().backend) == "CUDA");
+    BOOST_TEST(d.value()->status_name(600) == "CUDA_ERROR_NOT_READY");
+    BOOST_TEST(d.value()->status_name(12345) == "CUDA_ERROR_12345");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_missing_entry_point_is_unavailable, fixture) {
+    state.missing = {"cuStreamQuery", "cuMemHostAlloc"};
+    auto d = cuda_driver::from_resolver(&f_get_proc_address);
+    BOOST_TEST_REQUIRE(!d.has_value());
+    BOOST_TEST(d.error().code() == errc::unavailable);
+    const std::string m = d.error().message();
+    BOOST_TEST(m.find("cuStreamQuery") != std::string::npos);
+    BOOST_TEST(m.find("cuMemHostAlloc") != std::string::npos);
+    BOOST_TEST(state.init_flags == -1); // nothing initialized
+}
+
+BOOST_FIXTURE_TEST_CASE(init_failure_is_unavailable_with_the_status, fixture) {
+    state.fail["cuInit"] = 100;
+    auto d = cuda_driver::from_resolver(&f_get_proc_address);
+    BOOST_TEST_REQUIRE(!d.has_value());
+    BOOST_TEST(d.error().code() == errc::unavailable);
+    BOOST_TEST(d.error().message().find("CUDA_ERROR_NO_DEVICE (100)") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(without_write_value64_only_line_creation_fails, fixture) {
+    state.missing = {"cuStreamWriteValue64"};
+    auto d = driver();
+    BOOST_TEST(d->api().cuStreamWriteValue64 == nullptr);
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::unavailable);
+    BOOST_TEST(line.error().message().find("cuStreamWriteValue64_v2") != std::string::npos);
+    BOOST_TEST(state.refs[0] == 0);
+    BOOST_TEST(state.pages.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_device_that_cannot_map_host_memory_is_unavailable, fixture) {
+    auto d = driver();
+    state.can_map = 0;
+    auto line = cuda_line::create_on(*d, 1);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::unavailable);
+    BOOST_TEST(line.error().message().find("CUDA device 1") != std::string::npos);
+    BOOST_TEST(line.error().message().find("CAN_MAP_HOST_MEMORY") != std::string::npos);
+    BOOST_TEST(state.refs[1] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_device_without_64_bit_memops_is_unavailable, fixture) {
+    auto d = driver();
+    state.can_memops = 0;
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::unavailable);
+    BOOST_TEST(line.error().message().find("CAN_USE_64_BIT_STREAM_MEM_OPS") != std::string::npos);
+    BOOST_TEST(state.refs[0] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_unknown_attribute_is_unavailable, fixture) {
+    auto d = driver();
+    state.fail["cuDeviceGetAttribute"] = cuda::error_invalid_value;
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::unavailable);
+    BOOST_TEST(line.error().message().find("unknown to this driver") != std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_bad_ordinal_is_a_driver_status, fixture) {
+    auto d = driver();
+    state.fail["cuDeviceGet"] = 101;
+    auto line = cuda_line::create_on(*d, 7);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::driver_status);
+    BOOST_TEST(line.error().args().at(0) == "cuDeviceGet");
+    BOOST_TEST(line.error().args().at(2) == "101");
+}
+
+BOOST_FIXTURE_TEST_CASE(no_current_context_is_no_domain, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::no_domain);
+    BOOST_TEST((state.calls == calls_t{"cuCtxGetCurrent"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_line_runs_the_driver_calls_in_the_owned_order, fixture) {
+    auto d = driver();
+    state.current = 0;
+    {
+        auto line = cuda_line::create(*d);
+        BOOST_TEST_REQUIRE(line.has_value());
+        BOOST_TEST((state.calls ==
+                    calls_t{"cuCtxGetCurrent", "cuCtxGetDevice", "cuDeviceGetAttribute 19 0",
+                            "cuDeviceGetAttribute 122 0", "cuDevicePrimaryCtxRetain 0",
+                            "cuCtxPushCurrent 0", "cuMemHostAlloc 4096", "cuCtxPopCurrent",
+                            "cuCtxPushCurrent 0", "cuMemHostGetDevicePointer", "cuCtxPopCurrent"}));
+        BOOST_TEST(state.alloc_flags ==
+                   (cuda::memhostalloc_devicemap | cuda::memhostalloc_portable));
+        BOOST_TEST(line.value().context() == state.ctx(0));
+        BOOST_TEST(line.value().device() == 0);
+        BOOST_TEST(state.refs[0] == 1);
+        BOOST_TEST(state.current == 0); // the caller's context is current again
+
+        state.calls.clear();
+        auto stored = line.value().store(slot(4), state.stream(0));
+        BOOST_TEST_REQUIRE(stored.has_value());
+        BOOST_TEST(stored.value().target() == 1u);
+        BOOST_TEST(stored.value().is_complete());
+        BOOST_TEST((state.calls == calls_t{"cuStreamGetCtx", "cuStreamWriteValue64 1 flags 0"}));
+        state.calls.clear();
+    }
+    BOOST_TEST((state.calls == calls_t{"cuCtxPushCurrent 0", "cuCtxSynchronize", "cuCtxPopCurrent",
+                                       "cuCtxPushCurrent 0", "cuMemFreeHost", "cuCtxPopCurrent",
+                                       "cuDevicePrimaryCtxRelease 0"}));
+    BOOST_TEST(state.refs[0] == 0);
+    BOOST_TEST(state.pages.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_stream_of_another_context_is_refused, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.calls.clear();
+    auto stored = line.value().store(slot(0), state.stream(1));
+    BOOST_TEST_REQUIRE(!stored.has_value());
+    BOOST_TEST(stored.error().code() == errc::foreign_stream);
+    BOOST_TEST(stored.error().message().find("CUDA stream") != std::string::npos);
+    BOOST_TEST((state.calls == calls_t{"cuStreamGetCtx"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_failed_synchronize_leaks_the_page_and_the_context, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.fail["cuCtxSynchronize"] = 719;
+    state.calls.clear();
+    const auto error = line.value().close();
+    BOOST_TEST_REQUIRE(error.has_value());
+    BOOST_TEST((error->args() ==
+                std::vector<std::string>{"cuCtxSynchronize", "CUDA_ERROR_LAUNCH_FAILED", "719"}));
+    BOOST_TEST(
+        (state.calls == calls_t{"cuCtxPushCurrent 0", "cuCtxSynchronize", "cuCtxPopCurrent"}));
+    BOOST_TEST(state.refs[0] == 1);
+    BOOST_TEST(state.pages.size() == 1u);
+    BOOST_TEST(line.value().mapped().leaked());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_failed_push_before_alloc_releases_the_context, fixture) {
+    auto d = driver();
+    state.fail["cuCtxPushCurrent"] = 201;
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST((line.error().args() ==
+                std::vector<std::string>{"cuCtxPushCurrent", "CUDA_ERROR_INVALID_CONTEXT", "201"}));
+    BOOST_TEST(state.calls.back() == "cuDevicePrimaryCtxRelease 0");
+    BOOST_TEST(state.refs[0] == 0);
+    BOOST_TEST(state.pages.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_failed_alloc_names_the_call_and_releases, fixture) {
+    auto d = driver();
+    state.fail["cuMemHostAlloc"] = 2;
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(line.error().code() == errc::driver_status);
+    BOOST_TEST(line.error().args().at(0) == "cuMemHostAlloc");
+    BOOST_TEST(state.refs[0] == 0);
+    BOOST_TEST(state.current == -1); // the push was popped
+}
+
+BOOST_FIXTURE_TEST_CASE(a_source_queries_blocks_arms_and_parks, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto made = cuda_source::create(line.value(), slot(2), state.stream(2));
+    BOOST_TEST_REQUIRE(made.has_value());
+    cuda_source& source = made.value();
+    BOOST_TEST(source.descriptor().target() == 0u);
+    BOOST_TEST(source.descriptor().is_complete());
+
+    state.stream_status = cuda::error_not_ready;
+    BOOST_TEST((source.query() == query_result::pending()));
+    state.stream_status = cuda::success;
+    BOOST_TEST((source.query() == query_result::done()));
+    BOOST_TEST(!source.block());
+
+    state.land_stores = false; // the store is enqueued but the "device" has not run it yet
+    BOOST_TEST(!source.arm());
+    BOOST_TEST(source.descriptor().target() == 1u);
+    BOOST_TEST(&source.descriptor().line() == &line.value().line());
+    BOOST_TEST(!source.descriptor().is_complete());
+    BOOST_TEST(!source.park(dur_ns{1000})); // bounded: returns without the store
+    state.land_stores = true;
+    BOOST_TEST(!source.arm());
+    BOOST_TEST(source.descriptor().target() == 2u);
+    BOOST_TEST(source.park(dur_ns{1000}));
+    BOOST_TEST(!source.last_error().has_value());
+}
+
+BOOST_FIXTURE_TEST_CASE(a_source_reports_device_faults_and_arm_failures, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto made = cuda_source::create(line.value(), slot(0), state.stream(0));
+    BOOST_TEST_REQUIRE(made.has_value());
+    cuda_source& source = made.value();
+
+    state.stream_status = 719;
+    const query_result q = source.query();
+    BOOST_TEST(q.is_failed());
+    BOOST_TEST(q.error == errc::device_fault);
+    BOOST_TEST_REQUIRE(source.last_error().has_value());
+    BOOST_TEST((source.last_error()->args() ==
+                std::vector<std::string>{"cuStreamQuery", "CUDA_ERROR_LAUNCH_FAILED", "719"}));
+    BOOST_TEST(source.block() == errc::device_fault);
+    BOOST_TEST(source.last_error()->args().at(0) == "cuStreamSynchronize");
+
+    state.fail["cuStreamWriteValue64"] = 1;
+    BOOST_TEST(source.arm() == errc::driver_status);
+    BOOST_TEST(source.descriptor().target() == 0u);
+    BOOST_TEST(source.last_error()->args().at(0) == "cuStreamWriteValue64");
+}
+
+BOOST_FIXTURE_TEST_CASE(a_source_on_a_foreign_stream_is_refused, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto made = cuda_source::create(line.value(), slot(0), state.stream(1));
+    BOOST_TEST_REQUIRE(!made.has_value());
+    BOOST_TEST(made.error().code() == errc::foreign_stream);
+    state.fail["cuStreamGetCtx"] = 400;
+    auto failed = cuda_source::create(line.value(), slot(0), state.stream(0));
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST(failed.error().code() == errc::driver_status);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
