@@ -14,6 +14,8 @@
 #include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/device/cuda.hpp>
+#include <gpu_async/device/hip.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/wordwait.hpp>
