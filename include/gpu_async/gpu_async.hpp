@@ -8,7 +8,9 @@
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/park_fallback.hpp>
+#include <gpu_async/core/reactor.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_bands.hpp>

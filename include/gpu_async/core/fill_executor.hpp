@@ -1,0 +1,346 @@
+//
+// gpu_async/core/fill_executor.hpp: the FILL executor of SPEC.md section 7: a single-threaded
+// executor of C++20 coroutine tasks whose waits are filled with live work. It idles (sleeps or
+// parks, through the host's idle) only when no task is ready.
+//
+//     fill_executor ex(dur_ns::from_us(100));              // the park bound
+//     reactor& r = ex.get_reactor();
+//     ex.spawn([](reactor& r, memory_descriptor d) -> fill_task<> {
+//         if (co_await r.ready(d, std::nullopt)) { ... }     // true: d completed
+//     }(r, d));
+//     ex.spawn([]() -> fill_task<> { for (...) { work(); co_await yield_now(); } }());
+//     auto stats = ex.run(idle);                              // or errc::stalled
+//
+// Rules: a task is resumed only after it was woken (by the reactor, by yield_now) or once at
+// spawn; completions are checked between any two resumptions, so they become ready work
+// promptly; run() returns when every task finished, or with errc::stalled when tasks are left
+// that nothing registered can wake. Tasks must not let exceptions escape (the core does not use
+// exceptions): an escaping exception terminates the program.
+//
+// Standard library only: no threads, no blocking, no clock (the idle reads it).
+//
+#ifndef GPU_ASYNC_CORE_FILL_EXECUTOR_HPP
+#define GPU_ASYNC_CORE_FILL_EXECUTOR_HPP
+
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+
+#include <algorithm>
+#include <concepts>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gpu_async {
+
+class fill_executor;
+
+namespace detail {
+
+struct fill_promise_base {
+    fill_executor* executor = nullptr;
+    std::coroutine_handle<> continuation;
+
+    struct final_awaiter {
+        bool await_ready() const noexcept { return false; }
+        template <class P>
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept;
+        void await_resume() const noexcept {}
+    };
+
+    std::suspend_always initial_suspend() const noexcept { return {}; }
+    final_awaiter final_suspend() const noexcept { return {}; }
+    [[noreturn]] void unhandled_exception() const noexcept { std::terminate(); }
+};
+
+template <class T>
+struct fill_value {
+    std::optional<T> value;
+    template <class U = T>
+    requires std::constructible_from<T, U&&>
+    void return_value(U&& v) { value.emplace(std::forward<U>(v)); }
+};
+
+template <>
+struct fill_value<void> {
+    void return_void() const noexcept {}
+};
+
+template <class P>
+concept fill_promise = std::derived_from<P, fill_promise_base>;
+
+} // namespace detail
+
+/// A lazily started coroutine task of the FILL executor. Spawn a `fill_task<>` on an executor,
+/// or co_await any `fill_task<T>` from inside another task (it runs on the awaiting task's
+/// executor and resumes the awaiter when it returns). Move-only; destroying an unstarted or
+/// suspended task destroys its frame.
+template <class T = void>
+class [[nodiscard]] fill_task {
+public:
+    struct promise_type : detail::fill_promise_base, detail::fill_value<T> {
+        fill_task get_return_object() noexcept {
+            return fill_task(std::coroutine_handle<promise_type>::from_promise(*this));
+        }
+    };
+    using handle_type = std::coroutine_handle<promise_type>;
+
+    fill_task(fill_task&& o) noexcept
+        : h_(std::exchange(o.h_, {})) {}
+    fill_task& operator=(fill_task&& o) noexcept {
+        if (this != &o) {
+            if (h_) h_.destroy();
+            h_ = std::exchange(o.h_, {});
+        }
+        return *this;
+    }
+    fill_task(const fill_task&) = delete;
+    fill_task& operator=(const fill_task&) = delete;
+    ~fill_task() {
+        if (h_) h_.destroy();
+    }
+
+    /// True when the task has returned.
+    bool done() const noexcept { return !h_ || h_.done(); }
+
+    // Awaiting a task from another task: starts it on the awaiter's executor.
+    bool await_ready() const noexcept { return done(); }
+    template <detail::fill_promise P>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<P> parent) noexcept {
+        h_.promise().continuation = parent;
+        h_.promise().executor = parent.promise().executor;
+        return h_;
+    }
+    T await_resume() {
+        if constexpr (!std::is_void_v<T>) return std::move(*h_.promise().value);
+    }
+
+    /// Gives up ownership of the frame.
+    handle_type release() noexcept { return std::exchange(h_, {}); }
+
+private:
+    explicit fill_task(handle_type h) noexcept
+        : h_(h) {}
+    handle_type h_;
+};
+
+/// Awaitable: puts the task at the back of the ready queue, behind the other ready work and the
+/// completions found right after it yielded. Cooperative slices of CPU work use it.
+struct yield_awaiter {
+    bool await_ready() const noexcept { return false; }
+    template <detail::fill_promise P>
+    void await_suspend(std::coroutine_handle<P> h) const;
+    void await_resume() const noexcept {}
+};
+
+/// Yields to the executor: `co_await yield_now();`.
+inline yield_awaiter yield_now() noexcept {
+    return {};
+}
+
+/// Run statistics of a FILL executor.
+struct fill_stats {
+    std::uint64_t resumptions = 0; ///< task resumptions
+    std::uint64_t woke = 0;        ///< checks that found completions without idling
+    std::uint64_t sleeps = 0;      ///< idles that slept (only alarms pending)
+    std::uint64_t parks = 0;       ///< idles that parked on a line
+    dur_ns idle_time;              ///< time spent sleeping and parking, by the idle's clock
+
+    friend bool operator==(const fill_stats&, const fill_stats&) = default;
+};
+
+/// The single-threaded FILL executor. Not copyable or movable (tasks hold its address).
+class fill_executor {
+public:
+    /// `park_bound`: the longest single park on a line (the reactor's park bound).
+    explicit fill_executor(dur_ns park_bound = dur_ns::from_us(100)) noexcept
+        : park_bound_(park_bound) {}
+    fill_executor(const fill_executor&) = delete;
+    fill_executor& operator=(const fill_executor&) = delete;
+
+    /// Destroys every unfinished task; their pending waits unregister themselves.
+    ~fill_executor() {
+        ready_.clear();
+        yielded_.clear();
+        for (auto h : roots_)
+            h.destroy();
+    }
+
+    /// The reactor the tasks await: `co_await ex.get_reactor().ready(d, until)`.
+    gpu_async::reactor& get_reactor() noexcept { return reactor_; }
+
+    /// Adds a task; it first runs, once, at the next run(). An empty task is ignored.
+    void spawn(fill_task<> t) {
+        auto h = t.release();
+        if (!h) return;
+        h.promise().executor = this;
+        roots_.push_back(h);
+        ready_.push_back(h);
+    }
+
+    /// Runs until every task has finished (returns the run's statistics) or a stall: tasks left
+    /// that nothing registered can wake (errc::stalled with the count; the tasks stay, and a
+    /// later run() may continue them). Statistics accumulate over runs.
+    template <reactor_idle Idle>
+    result<fill_stats> run(Idle& idle) {
+        for (;;) {
+            // Completions found now run before the tasks that just yielded.
+            collect(idle.now());
+            for (auto h : yielded_)
+                ready_.push_back(h);
+            yielded_.clear();
+            if (!ready_.empty()) {
+                const std::coroutine_handle<> h = ready_.front();
+                ready_.pop_front();
+                ++stats_.resumptions;
+                h.resume();
+                reap();
+                continue;
+            }
+            if (roots_.empty()) return stats_;
+            auto t = reactor_.turn(idle, park_bound_, roots_.size());
+            if (!t.has_value()) return std::move(t).error();
+            switch (t.value().idled) {
+            case idle_kind::slept:
+                ++stats_.sleeps;
+                break;
+            case idle_kind::parked:
+                ++stats_.parks;
+                break;
+            case idle_kind::none:
+                if (t.value().woken > 0) ++stats_.woke;
+                break;
+            }
+            stats_.idle_time = stats_.idle_time + t.value().idle_time;
+            drain();
+        }
+    }
+
+    /// The statistics so far.
+    const fill_stats& stats() const noexcept { return stats_; }
+
+    /// Tasks spawned and not finished.
+    std::size_t tasks_left() const noexcept { return roots_.size(); }
+
+    /// Tasks ready to run.
+    std::size_t ready_count() const noexcept { return ready_.size() + yielded_.size(); }
+
+    /// The park bound given at construction.
+    dur_ns park_bound() const noexcept { return park_bound_; }
+
+    /// Makes `h` ready behind the completions found next (yield_now uses it). `h` must be a
+    /// suspended task of this executor.
+    void post(std::coroutine_handle<> h) { yielded_.push_back(h); }
+
+private:
+    friend struct detail::fill_promise_base;
+
+    // Fires what is due and moves the fired waiters' tasks to the ready queue.
+    void collect(mono_ns now) {
+        if (reactor_.fire(now) > 0) ++stats_.woke;
+        drain();
+    }
+
+    void drain() {
+        while (reactor_waiter* w = reactor_.pop_fired())
+            if (w->handle) ready_.push_back(w->handle);
+    }
+
+    void note_finished(std::coroutine_handle<> h) { finished_.push_back(h); }
+
+    void reap() {
+        for (auto h : finished_) {
+            roots_.erase(std::remove(roots_.begin(), roots_.end(), h), roots_.end());
+            h.destroy();
+        }
+        finished_.clear();
+    }
+
+    dur_ns park_bound_;
+    gpu_async::reactor reactor_;
+    std::deque<std::coroutine_handle<>> ready_;
+    std::vector<std::coroutine_handle<>> yielded_;
+    std::vector<std::coroutine_handle<>> roots_;
+    std::vector<std::coroutine_handle<>> finished_;
+    fill_stats stats_;
+};
+
+template <class P>
+std::coroutine_handle<>
+detail::fill_promise_base::final_awaiter::await_suspend(std::coroutine_handle<P> h) noexcept {
+    fill_promise_base& p = h.promise();
+    if (p.continuation) return p.continuation;
+    // A spawned task: the executor destroys it once resume() has returned.
+    if (p.executor) p.executor->note_finished(h);
+    return std::noop_coroutine();
+}
+
+template <detail::fill_promise P>
+void yield_awaiter::await_suspend(std::coroutine_handle<P> h) const {
+    h.promise().executor->post(h);
+}
+
+/// The wait driver as a FILL task: runs the wait machine over `source` with the reactor doing
+/// the waiting, so other tasks run meanwhile. A predicted sleep becomes an alarm; a park becomes
+/// `ready(source.descriptor(), now + bound)`; query and arm run inline (they complete at once).
+/// A block plan runs the blocking wait inline and so blocks the executor's thread: give FILL
+/// waits flag or poll plans. `clk` must be the clock the executor's idle reads. A poll plan
+/// yields to ready work between two queries.
+template <completion_source Source, clock Clock>
+fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan plan,
+                                 std::optional<std::uint64_t> sleep_ns, const Clock& clk) {
+    wait_machine m;
+    wait_action a = m.start(plan, sleep_ns, clk.now());
+    bool queried = false;
+    while (!a.is_terminal()) {
+        wait_event ev;
+        switch (a.kind) {
+        case wait_action::type::query: {
+            // Let ready work run between two polls.
+            if (queried && plan.kind() == park_kind::poll) co_await yield_now();
+            queried = true;
+            const query_result q = source.query();
+            ev = wait_event::queried(q, clk.now());
+            break;
+        }
+        case wait_action::type::block: {
+            const std::error_code ec = source.block();
+            ev = wait_event::blocked(ec, clk.now());
+            break;
+        }
+        case wait_action::type::arm: {
+            const std::error_code ec = source.arm();
+            ev = wait_event::armed(ec, clk.now());
+            break;
+        }
+        case wait_action::type::sleep_until:
+            co_await r.alarm(a.at);
+            ev = wait_event::slept(clk.now());
+            break;
+        case wait_action::type::park: {
+            const bool seen = co_await r.ready(source.descriptor(), clk.now().after(a.bound));
+            ev = wait_event::parked(seen, clk.now());
+            break;
+        }
+        case wait_action::type::done:
+        case wait_action::type::failed:
+            break;
+        }
+        a = m.on_event(ev);
+    }
+    co_return detail::wait_action_result(a);
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_CORE_FILL_EXECUTOR_HPP

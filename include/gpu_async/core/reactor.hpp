@@ -1,0 +1,361 @@
+//
+// gpu_async/core/reactor.hpp: the reactor of SPEC.md section 7: registrations of memory
+// descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision
+// `turn()`.
+//
+// The reactor never reads a clock, sleeps or parks by itself: `turn()` asks an idle (the host's
+// clock, sleep and park on a line) to do that, so every decision replays on virtual time.
+//
+//     reactor r;
+//     reactor_waiter w;
+//     r.watch(descriptor, deadline, w);          // or r.add_alarm(at, w)
+//     auto t = r.turn(idle, park_bound, tasks_left);
+//     while (reactor_waiter* fired = r.pop_fired()) { ... fired->completed ... }
+//
+// Coroutines await it directly: `co_await r.ready(descriptor, until)` gives true when the
+// descriptor completed, false when `until` passed first; `co_await r.alarm(at)` resumes at `at`.
+// Whoever drains pop_fired() (the FILL executor) resumes the waiting coroutines.
+//
+// Standard library only: no threads, no blocking, no clock.
+//
+#ifndef GPU_ASYNC_CORE_REACTOR_HPP
+#define GPU_ASYNC_CORE_REACTOR_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+
+#include <algorithm>
+#include <concepts>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpu_async {
+
+class reactor;
+
+/// The predicate a park on a line re-checks: true when any descriptor registered on that line
+/// has completed. Cheap to copy; valid while the reactor lives and is not modified.
+class line_predicate {
+public:
+    bool operator()() const noexcept;
+
+private:
+    friend class reactor;
+    line_predicate(const reactor& r, const completion_line& line) noexcept
+        : reactor_(&r)
+        , line_(&line) {}
+    const reactor* reactor_;
+    const completion_line* line_;
+};
+
+/// What the reactor needs from a host to idle: its clock, a sleep, and a bounded park on a line.
+///
+/// - `now()`: the host's monotonic time.
+/// - `sleep_until(at)`: sleep the caller until `at` (returning early is allowed).
+/// - `park_line(line, pred, bound)`: arm a wait on the line, re-check `pred()`, then wait until a
+///   store to the line, `pred()` holds, or `bound` passes (spurious returns allowed); returns
+///   `pred()`. Any store to the line may wake it: one park watches every slot of the line.
+template <class I>
+concept reactor_idle = requires(I& i, const completion_line& line, line_predicate pred,
+                                dur_ns bound, mono_ns at) {
+    { i.now() } -> std::same_as<mono_ns>;
+    i.sleep_until(at);
+    { i.park_line(line, pred, bound) } -> std::convertible_to<bool>;
+};
+
+/// What one registration wakes. The waiter owns this record; the reactor holds a pointer to it
+/// from watch()/add_alarm() until it fires or is cancelled, so it must stay put until then (its
+/// destructor does not unregister: call reactor::cancel first).
+struct reactor_waiter {
+    /// Resumed by whoever drains the fired list (the FILL executor); may be empty.
+    std::coroutine_handle<> handle;
+    /// After firing: true when the descriptor completed (or the alarm fell due), false when the
+    /// deadline passed first.
+    bool completed = false;
+    /// After firing: the time the reactor was told when it fired.
+    mono_ns fired_at;
+};
+
+/// How a turn idled.
+enum class idle_kind : std::uint8_t {
+    none,   ///< it did not idle: something was already due, or nothing is left to do
+    slept,  ///< only alarms and deadlines pending: slept to the earliest
+    parked, ///< parked on the line of the earliest-registered descriptor
+};
+
+/// What one turn did.
+struct turn_report {
+    idle_kind idled = idle_kind::none;
+    std::size_t woken = 0; ///< registrations that fired in this turn
+    dur_ns idle_time;      ///< time spent sleeping or parking (by the idle's clock)
+    dur_ns park_bound;     ///< the bound given to park_line (parked turns)
+
+    friend bool operator==(const turn_report&, const turn_report&) = default;
+};
+
+/// The reactor: registrations, fire(), and the idle decision. Single-threaded. Not copyable or
+/// movable (awaiters hold its address).
+class reactor {
+public:
+    using registration = std::uint64_t;
+
+    reactor() = default;
+    reactor(const reactor&) = delete;
+    reactor& operator=(const reactor&) = delete;
+
+    /// Watches `d` until it completes or, when given, `deadline` passes. Returns the id for
+    /// cancel(). Registration order is kept: parks go to the earliest-registered descriptor's
+    /// line.
+    registration watch(const memory_descriptor& d, std::optional<mono_ns> deadline,
+                       reactor_waiter& w) {
+        const registration id = next_++;
+        descriptors_.emplace(id, watched{d, deadline, &w});
+        return id;
+    }
+
+    /// Wakes `w` at `at`.
+    registration add_alarm(mono_ns at, reactor_waiter& w) {
+        const registration id = next_++;
+        alarms_.emplace(id, alarm_entry{at, &w});
+        return id;
+    }
+
+    /// Removes a registration that has not fired, or takes a fired one off the fired list.
+    /// Returns false when `id` is unknown (already drained or cancelled).
+    bool cancel(registration id) {
+        if (auto it = descriptors_.find(id); it != descriptors_.end()) {
+            descriptors_.erase(it);
+            return true;
+        }
+        if (auto it = alarms_.find(id); it != alarms_.end()) {
+            alarms_.erase(it);
+            return true;
+        }
+        const auto f = std::find_if(fired_.begin(), fired_.end(),
+                                    [id](const fired_entry& e) { return e.id == id; });
+        if (f == fired_.end()) return false;
+        fired_.erase(f);
+        return true;
+    }
+
+    /// Fires every registration that is due at `now`: descriptors that completed (completed =
+    /// true; completion wins over a deadline that passed too), descriptors whose deadline passed
+    /// (completed = false), alarms that fell due (completed = true). Fired waiters go on the fired
+    /// list, descriptors first, each group in registration order. Returns how many fired.
+    std::size_t fire(mono_ns now) {
+        std::size_t n = 0;
+        for (auto it = descriptors_.begin(); it != descriptors_.end();) {
+            const bool done = it->second.desc.is_complete();
+            if (done || (it->second.deadline && *it->second.deadline <= now)) {
+                push_fired(it->first, it->second.waiter, done, now);
+                it = descriptors_.erase(it);
+                ++n;
+            } else {
+                ++it;
+            }
+        }
+        for (auto it = alarms_.begin(); it != alarms_.end();) {
+            if (it->second.at <= now) {
+                push_fired(it->first, it->second.waiter, true, now);
+                it = alarms_.erase(it);
+                ++n;
+            } else {
+                ++it;
+            }
+        }
+        return n;
+    }
+
+    /// Takes the next fired waiter off the fired list, or nullptr when it is empty.
+    reactor_waiter* pop_fired() noexcept {
+        if (fired_.empty()) return nullptr;
+        reactor_waiter* w = fired_.front().waiter;
+        fired_.pop_front();
+        return w;
+    }
+
+    /// The idle decision, taken when no task is ready:
+    /// 1. fire everything due at idle.now(); if anything fired, return without idling;
+    /// 2. nothing registered: done when `tasks_left` is zero, else errc::stalled (the count);
+    /// 3. no descriptor watched, only alarms: sleep to the earliest alarm;
+    /// 4. otherwise park on the line of the earliest-registered descriptor, bounded by
+    ///    min(park_bound, earliest deadline or alarm - now): never past a deadline.
+    /// After idling, fires what is due at the idle's new time.
+    template <reactor_idle Idle>
+    result<turn_report> turn(Idle& idle, dur_ns park_bound, std::size_t tasks_left) {
+        const mono_ns now = idle.now();
+        turn_report r;
+        r.woken = fire(now);
+        if (r.woken > 0) return r;
+        if (descriptors_.empty() && alarms_.empty()) {
+            if (tasks_left == 0) return r;
+            return coded_error(errc::stalled, {std::to_string(tasks_left)});
+        }
+        const std::optional<mono_ns> earliest = earliest_deadline();
+        if (descriptors_.empty()) {
+            r.idled = idle_kind::slept;
+            idle.sleep_until(*earliest);
+        } else {
+            const completion_line& line = descriptors_.begin()->second.desc.line();
+            dur_ns bound = park_bound;
+            if (earliest) bound = min(bound, earliest->since(now));
+            r.idled = idle_kind::parked;
+            r.park_bound = bound;
+            idle.park_line(line, line_predicate(*this, line), bound);
+        }
+        const mono_ns after = idle.now();
+        r.idle_time = after.since(now);
+        r.woken = fire(after);
+        return r;
+    }
+
+    /// The earliest alarm or descriptor deadline, if any.
+    std::optional<mono_ns> earliest_deadline() const noexcept {
+        std::optional<mono_ns> e;
+        for (const auto& [id, a] : alarms_)
+            if (!e || a.at < *e) e = a.at;
+        for (const auto& [id, d] : descriptors_)
+            if (d.deadline && (!e || *d.deadline < *e)) e = d.deadline;
+        return e;
+    }
+
+    /// True when any watched descriptor on `line` has completed.
+    bool any_complete_on(const completion_line& line) const noexcept {
+        for (const auto& [id, d] : descriptors_)
+            if (&d.desc.line() == &line && d.desc.is_complete()) return true;
+        return false;
+    }
+
+    std::size_t watched_count() const noexcept { return descriptors_.size(); }
+    std::size_t alarm_count() const noexcept { return alarms_.size(); }
+    std::size_t fired_count() const noexcept { return fired_.size(); }
+    /// True when nothing is registered and nothing waits on the fired list.
+    bool empty() const noexcept {
+        return descriptors_.empty() && alarms_.empty() && fired_.empty();
+    }
+
+    class ready_awaiter;
+    class alarm_awaiter;
+
+    /// Awaitable: true when `d` completes, false when `until` passes first (never, when empty).
+    /// Completes at once, with true, when `d` is already complete.
+    ready_awaiter ready(const memory_descriptor& d,
+                        std::optional<mono_ns> until = std::nullopt) noexcept;
+
+    /// Awaitable: resumes once the reactor's time reaches `at`.
+    alarm_awaiter alarm(mono_ns at) noexcept;
+
+private:
+    struct watched {
+        memory_descriptor desc;
+        std::optional<mono_ns> deadline;
+        reactor_waiter* waiter;
+    };
+    struct alarm_entry {
+        mono_ns at;
+        reactor_waiter* waiter;
+    };
+    struct fired_entry {
+        registration id;
+        reactor_waiter* waiter;
+    };
+
+    void push_fired(registration id, reactor_waiter* w, bool completed, mono_ns now) {
+        w->completed = completed;
+        w->fired_at = now;
+        fired_.push_back({id, w});
+    }
+
+    registration next_ = 1;
+    std::map<registration, watched> descriptors_;
+    std::map<registration, alarm_entry> alarms_;
+    std::deque<fired_entry> fired_;
+};
+
+inline bool line_predicate::operator()() const noexcept {
+    return reactor_->any_complete_on(*line_);
+}
+
+/// The awaiter of reactor::ready. Unregisters itself when destroyed while still registered
+/// (a task destroyed mid-wait).
+class reactor::ready_awaiter {
+public:
+    ready_awaiter(reactor& r, const memory_descriptor& d, std::optional<mono_ns> until) noexcept
+        : reactor_(&r)
+        , desc_(d)
+        , until_(until) {}
+    ready_awaiter(const ready_awaiter&) = delete;
+    ready_awaiter& operator=(const ready_awaiter&) = delete;
+    ~ready_awaiter() {
+        if (id_) reactor_->cancel(*id_);
+    }
+
+    bool await_ready() const noexcept { return desc_.is_complete(); }
+    void await_suspend(std::coroutine_handle<> h) {
+        waiter_.handle = h;
+        id_ = reactor_->watch(desc_, until_, waiter_);
+    }
+    bool await_resume() noexcept {
+        if (!id_) return true; // was complete at once
+        id_.reset();
+        return waiter_.completed;
+    }
+
+private:
+    reactor* reactor_;
+    memory_descriptor desc_;
+    std::optional<mono_ns> until_;
+    reactor_waiter waiter_;
+    std::optional<registration> id_;
+};
+
+/// The awaiter of reactor::alarm.
+class reactor::alarm_awaiter {
+public:
+    alarm_awaiter(reactor& r, mono_ns at) noexcept
+        : reactor_(&r)
+        , at_(at) {}
+    alarm_awaiter(const alarm_awaiter&) = delete;
+    alarm_awaiter& operator=(const alarm_awaiter&) = delete;
+    ~alarm_awaiter() {
+        if (id_) reactor_->cancel(*id_);
+    }
+
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) {
+        waiter_.handle = h;
+        id_ = reactor_->add_alarm(at_, waiter_);
+    }
+    /// The time the reactor fired it (at or after `at`).
+    mono_ns await_resume() noexcept {
+        id_.reset();
+        return waiter_.fired_at;
+    }
+
+private:
+    reactor* reactor_;
+    mono_ns at_;
+    reactor_waiter waiter_;
+    std::optional<registration> id_;
+};
+
+inline reactor::ready_awaiter reactor::ready(const memory_descriptor& d,
+                                             std::optional<mono_ns> until) noexcept {
+    return ready_awaiter(*this, d, until);
+}
+
+inline reactor::alarm_awaiter reactor::alarm(mono_ns at) noexcept {
+    return alarm_awaiter(*this, at);
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_CORE_REACTOR_HPP
