@@ -8,6 +8,7 @@
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/executor_kind.hpp>
 #include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/reactor.hpp>
