@@ -32,6 +32,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/wordwait.hpp>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution_context.hpp>

@@ -122,7 +122,9 @@ GPU_ASYNC_DECL void reactor_service::begin_fill() {
         std::lock_guard lk(mutex_);
         ++fill_;
     }
-    bell_.ring(); // the watcher stands down
+    // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
+    // start() launches none while fill_ > 0 and end_fill() restarts it when waits are pending.
+    stop_thread();
 }
 
 GPU_ASYNC_DECL void reactor_service::end_fill() {
@@ -198,7 +200,8 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     if (fill_ == 0 && pending_ > 0 && !thread_.joinable() && !shut_down_) start_thread_locked();
 }
 
-void reactor_service::link_locked(detail::reactor_port* port, detail::reactor_op* op) {
+GPU_ASYNC_DECL void reactor_service::link_locked(detail::reactor_port* port,
+                                                 detail::reactor_op* op) {
     const completion_line* line = &op->descriptor().line();
     auto [it, inserted] = lines_.try_emplace(line);
     line_waits& lw = it->second;
@@ -228,7 +231,7 @@ void reactor_service::link_locked(detail::reactor_port* port, detail::reactor_op
     ++pending_;
 }
 
-void reactor_service::unlink_locked(detail::reactor_op* op) {
+GPU_ASYNC_DECL void reactor_service::unlink_locked(detail::reactor_op* op) {
     auto* lw = static_cast<line_waits*>(op->line_);
     const std::size_t s = op->descriptor().slot().index();
     slot_waits& sw = lw->slots[s];
@@ -264,8 +267,8 @@ void reactor_service::unlink_locked(detail::reactor_op* op) {
     --pending_;
 }
 
-detail::reactor_op* reactor_service::collect_locked(std::chrono::steady_clock::time_point now,
-                                                    std::size_t& n) {
+GPU_ASYNC_DECL detail::reactor_op*
+reactor_service::collect_locked(std::chrono::steady_clock::time_point now, std::size_t& n) {
     detail::reactor_op* list = nullptr;
     // Backwards: unlinking the last wait of a line swaps the last active line into its place,
     // which has been visited already.
@@ -302,8 +305,8 @@ detail::reactor_op* reactor_service::collect_locked(std::chrono::steady_clock::t
     return list;
 }
 
-dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
-                                     dur_ns bound) const {
+GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
+                                                    dur_ns bound) const {
     if (!bounds_.empty()) bound = min(bound, dur_ns{bounds_.begin()->first});
     if (!deadlines_.empty()) {
         const auto left = deadlines_.begin()->first - now;
@@ -313,12 +316,12 @@ dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
     return bound;
 }
 
-void reactor_service::start_thread_locked() {
+GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
     stop_ = false;
     thread_ = std::thread([this] { watcher_main(); });
 }
 
-void reactor_service::stop_thread() {
+GPU_ASYNC_DECL void reactor_service::stop_thread() {
     std::thread t;
     {
         std::lock_guard lk(mutex_);
@@ -332,7 +335,7 @@ void reactor_service::stop_thread() {
     stop_ = false;
 }
 
-void reactor_service::watcher_main() {
+GPU_ASYNC_DECL void reactor_service::watcher_main() {
     // While nothing is pending (or a FILL driver is the waiter) the watcher sleeps on the
     // doorbell: a registration, end_fill() and stop all ring it. The idle sleep is bounded only
     // so that a lost ring (none is expected) costs at most a second.
@@ -359,12 +362,19 @@ void reactor_service::watcher_main() {
     }
 }
 
-void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bound) {
+GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bound) {
     if (bound.ns == 0) return;
-    bell_.wait([this, seen] { return bell_.count() != seen; }, bound);
+    auto rang = [this, seen] { return bell_.count() != seen; };
+    // A user-mode monitor on the doorbell's line sees rings (a store to word 0) and any store a
+    // GPU producer makes to that line; without one, the futex sleep sees rings only.
+    const word_wait& ww = word_wait::probe();
+    if (ww.path() != word_wait_path::fallback)
+        ww.park(bell_.line(), rang, bound);
+    else
+        bell_.wait(rang, bound);
 }
 
-void reactor_service::complete_all(detail::reactor_op* list) {
+GPU_ASYNC_DECL void reactor_service::complete_all(detail::reactor_op* list) {
     while (list != nullptr) {
         detail::reactor_op* next = list->next_ready_;
         list->next_ready_ = nullptr;

@@ -1,0 +1,62 @@
+//
+// gpu_async/impl/run_fill.ipp: definition of run_fill().
+//
+#ifndef GPU_ASYNC_IMPL_RUN_FILL_IPP
+#define GPU_ASYNC_IMPL_RUN_FILL_IPP
+
+#include <gpu_async/run_fill.hpp>
+
+#include <chrono>
+
+namespace gpu_async {
+
+namespace detail {
+
+/// Marks the calling thread as the reactor's waiter for its lifetime.
+class fill_scope {
+public:
+    explicit fill_scope(reactor_service& svc)
+        : svc_(svc) {
+        svc_.begin_fill();
+    }
+    fill_scope(const fill_scope&) = delete;
+    fill_scope& operator=(const fill_scope&) = delete;
+    ~fill_scope() { svc_.end_fill(); }
+
+private:
+    reactor_service& svc_;
+};
+
+} // namespace detail
+
+GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
+    reactor_service& svc = asio::use_service<reactor_service>(ctx);
+    const dur_ns park_bound = options.park_bound.ns == 0 ? dur_ns{1} : options.park_bound;
+    const std::chrono::nanoseconds idle_bound(
+        options.idle_bound.ns == 0
+            ? 1
+            : static_cast<std::int64_t>(
+                  min(options.idle_bound, dur_ns{std::uint64_t{1} << 62}).ns));
+    detail::fill_scope scope(svc);
+    std::size_t n = 0;
+    for (;;) {
+        const std::size_t ran = ctx.poll();
+        n += ran;
+        if (ctx.stopped()) return n; // out of work, or stop()
+        if (ran != 0) continue;
+        // Nothing ready: look at the lines (the doorbell count is read first, so a ring after
+        // the scan ends the park below at once).
+        const std::uint64_t seen = svc.bell().count();
+        if (svc.poll_ready() != 0) continue;
+        if (svc.pending() == 0) {
+            n += ctx.run_one_for(idle_bound);
+            if (ctx.stopped()) return n;
+            continue;
+        }
+        svc.park(seen, park_bound);
+    }
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_IMPL_RUN_FILL_IPP

@@ -1,0 +1,61 @@
+//
+// gpu_async/run_fill.hpp: run an io_context in FILL mode on the calling thread.
+//
+// FILL: the wait is filled with live work; the thread idles only when nothing is ready.
+//
+#ifndef GPU_ASYNC_RUN_FILL_HPP
+#define GPU_ASYNC_RUN_FILL_HPP
+
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/config.hpp>
+#include <gpu_async/reactor_service.hpp>
+
+#include <boost/asio/io_context.hpp>
+
+#include <cstddef>
+
+namespace gpu_async {
+
+namespace asio = boost::asio;
+
+/// Options of run_fill().
+struct fill_options {
+    /// The longest park on the reactor's doorbell while GPU waits are pending. It bounds how late
+    /// the thread notices what does not ring the doorbell: a GPU store, a socket or timer event,
+    /// a handler posted from another thread. Zero is taken as 1 ns.
+    dur_ns park_bound = default_park_bound;
+    /// The longest block inside the io_context's own wait (io_context::run_one_for) while no GPU
+    /// wait is pending. Sockets, timers and posts wake that block at once; it bounds only how late
+    /// the thread notices a GPU wait started by another thread. Zero is taken as 1 ns.
+    dur_ns idle_bound = dur_ns::from_ms(1);
+};
+
+/// Runs `ctx` on the calling thread in FILL mode until it runs out of work or is stopped, as
+/// io_context::run() does, and returns the number of handlers run.
+///
+/// Each turn: (1) run every ready handler (io_context::poll(), which also reaps ready sockets
+/// and expired timers without blocking); (2) only when none was ready, scan the reactor's lines
+/// and post what completed (those handlers run on this thread at the next turn, unless other
+/// threads also run `ctx`); (3) only when nothing completed: with GPU waits pending, park on the
+/// reactor's doorbell (word-wait or futex), bounded by `options.park_bound` and the earliest
+/// reactor deadline; with none pending, block in io_context::run_one_for(options.idle_bound).
+///
+/// Guarantees: no extra thread is used while run_fill runs: the reactor's watcher thread of
+/// `ctx` stands down (it resumes when the last run_fill on `ctx` returns), and GPU completions
+/// are observed by the calling thread. A ringing producer wakes the park at once; a GPU store,
+/// a socket or timer event and a handler posted from another thread are served at most about
+/// one park bound (plus one poll) late while GPU waits are pending, and at once otherwise.
+/// Asio exposes no "next timer" to bound the park with, so a timer may fire up to one park bound
+/// late. Exceptions thrown by handlers propagate, as from run(); the watcher resumes.
+///
+/// Thread safety: other threads may run `ctx` (run(), run_fill()) at the same time; GPU
+/// completions are then observed by the run_fill threads only.
+GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options = {});
+
+} // namespace gpu_async
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/run_fill.ipp>
+#endif
+
+#endif // GPU_ASYNC_RUN_FILL_HPP
