@@ -14,6 +14,7 @@
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/hip.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
+#include <gpu_async/impl/sim_device.ipp>
 #include <gpu_async/impl/wordwait.ipp>
 
 #endif // GPU_ASYNC_SRC_HPP

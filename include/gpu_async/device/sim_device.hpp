@@ -1,0 +1,294 @@
+//
+// gpu_async/device/sim_device.hpp: the simulated device, a software GPU for machines without one.
+//
+// A `sim_device` runs streams. A `sim_stream` executes queued work items in order: a duration
+// (the item takes that long from the moment the previous item finished), a callable (run on a
+// device thread when its turn comes), or both (wait the duration, then run the callable). Behind
+// each item the stream release-stores the item's sequence number into its word of a completion
+// line (its slot), exactly as a GPU stream's cuStreamWriteValue64 with the default fence would:
+// once a reader's acquire load sees the number, everything the item wrote is visible.
+//
+// Streams are cheap: a device has a few worker threads (options::workers), and each stream is
+// assigned to one of them; a worker keeps a timer queue of its streams' next items, so thousands
+// of streams with overlapping durations complete concurrently, in the order their durations
+// dictate (e.g. random durations give a random completion order). Streams may get a line of
+// their own (`make_stream()`, slot 0) or share one slot by slot (`make_line()` then
+// `make_stream(line, slot)`): eight streams per line, one waiter per line.
+//
+// Each stream is a `completion_source` (query, block, arm, descriptor, park) over its tail: the
+// last sequence number enqueued.
+//
+// Faults: `enqueue_fault()` (or a callable returning a non-empty std::error_code) fails when its
+// turn comes: its number is never stored, the fault is sticky as on a real device (the stream's
+// queued and later items never run, their numbers are never stored), and `query()` reports
+// failed with the code (errc::device_fault by default); `block()` and `arm()` return it; `park()`
+// returns false early.
+//
+// Ringing: `set_doorbell(&bell)` makes the stream ring the doorbell after each store (and after a
+// fault), and `park()` then sleeps on the doorbell's futex instead of the word wait.
+//
+// Manual mode (options::manual): no worker threads; nothing runs until a test calls
+// `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
+// `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
+// the device).
+//
+// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
+// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
+// each worker finish the item it is running, then drops every queued item. Work refused or
+// dropped is never stored; its stream reports failed with std::errc::operation_canceled. Both
+// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
+// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
+// must outlive the device. Do not call `shutdown` from a work item.
+//
+// Thread safety: enqueue, query, block, arm, descriptor, park, set_doorbell and make_stream may
+// be called from any thread; step and shutdown from one thread at a time.
+//
+#ifndef GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
+#define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
+
+#include <gpu_async/detail/config.hpp>
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <queue>
+#include <system_error>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace gpu_async {
+
+/// How `sim_device::shutdown` treats queued work.
+enum class sim_shutdown : std::uint8_t {
+    drain,  ///< run every queued item, then stop
+    cancel, ///< finish the running items, drop the queued ones
+};
+
+class sim_device;
+class sim_stream;
+
+namespace detail {
+
+/// A type-erased work item body (move-only callables allowed).
+struct sim_work {
+    virtual ~sim_work() = default;
+    virtual std::error_code run() = 0;
+};
+
+template <class F>
+struct sim_work_impl final : sim_work {
+    explicit sim_work_impl(F f)
+        : fn(std::move(f)) {}
+    std::error_code run() override {
+        if constexpr (std::is_convertible_v<std::invoke_result_t<F&>, std::error_code>)
+            return fn();
+        else {
+            fn();
+            return {};
+        }
+    }
+    F fn;
+};
+
+struct sim_item {
+    std::uint64_t seq = 0;
+    dur_ns duration{};
+    std::unique_ptr<sim_work> work;
+    std::error_code fault{}; // non-empty: this item fails with it
+};
+
+/// One worker thread (none in manual mode) and the timer queue of its streams' next items.
+struct sim_worker {
+    using clock = std::chrono::steady_clock;
+    struct entry {
+        clock::time_point due;
+        std::uint64_t order;
+        sim_stream* stream;
+        friend bool operator>(const entry& a, const entry& b) noexcept {
+            return a.due != b.due ? a.due > b.due : a.order > b.order;
+        }
+    };
+
+    std::mutex mutex;
+    std::condition_variable work_cv; // the worker waits here for due items
+    std::condition_variable done_cv; // block() and drain wait here for completions
+    std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
+    std::uint64_t order = 0;
+    std::size_t active = 0; // streams with an item scheduled or running
+    bool closed = false;    // refuses new work
+    bool stop = false;      // the thread exits
+    std::thread thread;
+};
+
+} // namespace detail
+
+/// One stream of a `sim_device`: executes its items in order and stores each item's sequence
+/// number into its word (`line()`, `slot()`) behind it. Made by `sim_device::make_stream`; lives
+/// as long as its device.
+class sim_stream {
+public:
+    sim_stream(const sim_stream&) = delete;
+    sim_stream& operator=(const sim_stream&) = delete;
+
+    /// Enqueues an item that takes `d`; returns its sequence number.
+    std::uint64_t enqueue(dur_ns d) { return push(d, nullptr, {}); }
+
+    /// Enqueues a callable, run on a device thread when its turn comes (after `d`, if given).
+    /// It may return void or a std::error_code; a non-empty code fails the item (a fault).
+    /// Returns the item's sequence number.
+    template <class F>
+    requires std::invocable < std::decay_t<F>
+    & > std::uint64_t enqueue(F&& fn, dur_ns d = {}) {
+        return push(
+            d, std::make_unique<detail::sim_work_impl<std::decay_t<F>>>(std::forward<F>(fn)), {});
+    }
+
+    /// Enqueues an item that fails with `ec` (after `d`); returns its sequence number, which
+    /// is never stored.
+    std::uint64_t enqueue_fault(std::error_code ec = errc::device_fault, dur_ns d = {}) {
+        return push(d, nullptr, ec ? ec : make_error_code(errc::device_fault));
+    }
+
+    /// Makes the stream ring `bell` after each store (nullptr: stop ringing). `bell` must outlive
+    /// the stream's use of it.
+    void set_doorbell(doorbell* bell) noexcept { bell_.store(bell, std::memory_order_release); }
+
+    completion_line& line() const noexcept { return *line_; }
+    slot_id slot() const noexcept { return slot_; }
+    /// The last sequence number enqueued.
+    std::uint64_t tail() const noexcept { return tail_.load(std::memory_order_acquire); }
+    /// Acquire load of the stream's word: the last sequence number stored.
+    std::uint64_t completed() const noexcept {
+        return line_->words[slot_.index()].load(std::memory_order_acquire);
+    }
+    /// The descriptor of item `seq`.
+    memory_descriptor descriptor_for(std::uint64_t seq) const noexcept {
+        return memory_descriptor(*line_, slot_, seq);
+    }
+    /// The error the stream failed with (empty while it has not).
+    GPU_ASYNC_DECL std::error_code error() const;
+
+    // completion_source, over the tail at the time of the call.
+
+    /// done when the word has reached the tail; failed with the stream's error after a fault
+    /// or a cancel; else pending. Never blocks (it takes a lock only once the stream failed).
+    GPU_ASYNC_DECL query_result query() const;
+    /// Waits until the tail is stored or the stream fails; its error, or empty. Manual mode:
+    /// errc::stalled while work is pending (nothing else would run it).
+    GPU_ASYNC_DECL std::error_code block();
+    /// Every item already stores its number, so there is nothing to enqueue: empty, or the
+    /// stream's error once it failed.
+    GPU_ASYNC_DECL std::error_code arm();
+    /// (line, slot, tail).
+    memory_descriptor descriptor() const noexcept { return descriptor_for(tail()); }
+    /// Parks on the word (the doorbell's futex when one is set) until the tail is stored, the
+    /// stream fails, or `bound` passes; true when the word reached the tail.
+    GPU_ASYNC_DECL bool park(dur_ns bound) const;
+
+private:
+    friend class sim_device;
+    sim_stream(sim_device& dev, detail::sim_worker& w, completion_line& line, slot_id slot) noexcept
+        : device_(&dev)
+        , worker_(&w)
+        , line_(&line)
+        , slot_(slot)
+        , tail_(line.words[slot.index()].load(std::memory_order_acquire)) {}
+
+    GPU_ASYNC_DECL std::uint64_t push(dur_ns d, std::unique_ptr<detail::sim_work> work,
+                                      std::error_code fault);
+    // Under the worker's lock: fail the stream with `ec` (the first error wins) and wake
+    // blockers. The caller decides whether the queue goes too.
+    GPU_ASYNC_DECL void fail_locked(std::error_code ec);
+    // Runs one item (no lock held): its body, then the store or the fault, then the ring.
+    GPU_ASYNC_DECL void run(detail::sim_item& item);
+    GPU_ASYNC_DECL void ring() const noexcept;
+
+    sim_device* device_;
+    detail::sim_worker* worker_;
+    completion_line* line_;
+    slot_id slot_;
+    std::atomic<std::uint64_t> tail_;
+    std::atomic<bool> failed_{false};
+    std::atomic<doorbell*> bell_{nullptr};
+    // Guarded by worker_->mutex:
+    std::deque<detail::sim_item> queue_;
+    bool scheduled_ = false; // an item is in the worker's heap or running
+    std::error_code error_{};
+};
+
+static_assert(completion_source<sim_stream>);
+
+/// The simulated device: owns its worker threads, streams and lines.
+class sim_device {
+public:
+    struct options {
+        std::size_t workers = 1; ///< worker threads (at least one; ignored in manual mode)
+        bool manual = false;     ///< no threads: the caller runs items with step()
+    };
+
+    sim_device()
+        : sim_device(options{}) {}
+    GPU_ASYNC_DECL explicit sim_device(options opts);
+    /// Cancels (see the header comment) and joins the workers.
+    GPU_ASYNC_DECL ~sim_device();
+    sim_device(const sim_device&) = delete;
+    sim_device& operator=(const sim_device&) = delete;
+
+    /// A stream with a line of its own (slot 0), owned by the device.
+    GPU_ASYNC_DECL sim_stream& make_stream();
+    /// A stream storing into `slot` of `line` (a device line from make_line(), or the caller's,
+    /// which must then outlive the device). Give each stream a slot of its own.
+    GPU_ASYNC_DECL sim_stream& make_stream(completion_line& line, slot_id slot);
+    /// A zeroed line that lives as long as the device.
+    GPU_ASYNC_DECL completion_line& make_line();
+
+    bool manual() const noexcept { return manual_; }
+    std::size_t worker_count() const noexcept { return workers_.size(); }
+    GPU_ASYNC_DECL std::size_t stream_count() const;
+
+    /// Manual mode: runs `s`'s next queued item on the calling thread; false when it has none
+    /// (or the device is not manual).
+    GPU_ASYNC_DECL bool step(sim_stream& s);
+    /// Manual mode: runs every queued item (stream by stream, in order); returns how many ran.
+    GPU_ASYNC_DECL std::size_t step_all();
+
+    /// Stops the device (see the header comment). Idempotent; later work is refused.
+    GPU_ASYNC_DECL void shutdown(sim_shutdown mode);
+
+private:
+    friend class sim_stream;
+    GPU_ASYNC_DECL void worker_loop(detail::sim_worker& w);
+    // Under w's lock: put `s`'s front item into the heap, due `d` from now.
+    GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);
+
+    bool manual_;
+    mutable std::mutex mutex_; // guards streams_, lines_, next_worker_, shut_
+    std::deque<completion_line> lines_;
+    std::vector<std::unique_ptr<detail::sim_worker>> workers_;
+    std::deque<std::unique_ptr<sim_stream>> streams_;
+    std::size_t next_worker_ = 0;
+    bool shut_ = false;
+};
+
+} // namespace gpu_async
+
+#if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/sim_device.ipp>
+#endif
+
+#endif // GPU_ASYNC_DEVICE_SIM_DEVICE_HPP

@@ -1,0 +1,290 @@
+//
+// gpu_async/impl/sim_device.ipp: definitions of the simulated device.
+//
+#ifndef GPU_ASYNC_IMPL_SIM_DEVICE_IPP
+#define GPU_ASYNC_IMPL_SIM_DEVICE_IPP
+
+#include <gpu_async/device/sim_device.hpp>
+
+#include <algorithm>
+
+namespace gpu_async {
+
+namespace detail {
+
+/// A duration as a steady-clock offset, capped at a year so time points never overflow.
+inline std::chrono::nanoseconds sim_offset(dur_ns d) noexcept {
+    constexpr std::uint64_t cap = 365ull * 24 * 3600 * 1000000000ull;
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(d.count() < cap ? d.count() : cap));
+}
+
+inline std::error_code sim_cancelled() noexcept {
+    return std::make_error_code(std::errc::operation_canceled);
+}
+
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+// sim_stream
+
+GPU_ASYNC_DECL std::error_code sim_stream::error() const {
+    if (!failed_.load(std::memory_order_acquire)) return {};
+    std::lock_guard<std::mutex> lk(worker_->mutex);
+    return error_;
+}
+
+GPU_ASYNC_DECL query_result sim_stream::query() const {
+    const std::uint64_t t = tail();
+    if (sequence_reached(completed(), t)) return query_result::done();
+    if (failed_.load(std::memory_order_acquire)) return query_result::failed(error());
+    return query_result::pending();
+}
+
+GPU_ASYNC_DECL std::error_code sim_stream::block() {
+    const std::uint64_t t = tail();
+    if (device_->manual_) {
+        const query_result q = query();
+        if (q.is_done()) return {};
+        if (q.is_failed()) return q.error;
+        return make_error_code(errc::stalled);
+    }
+    std::unique_lock<std::mutex> lk(worker_->mutex);
+    worker_->done_cv.wait(lk, [&] {
+        return sequence_reached(completed(), t) || failed_.load(std::memory_order_acquire);
+    });
+    if (sequence_reached(completed(), t)) return {};
+    return error_;
+}
+
+GPU_ASYNC_DECL std::error_code sim_stream::arm() {
+    return error();
+}
+
+GPU_ASYNC_DECL bool sim_stream::park(dur_ns bound) const {
+    const std::uint64_t t = tail();
+    auto ended = [&] {
+        return sequence_reached(completed(), t) || failed_.load(std::memory_order_acquire);
+    };
+    if (doorbell* bell = bell_.load(std::memory_order_acquire))
+        bell->wait(ended, bound);
+    else
+        word_wait::probe().park(*line_, ended, bound);
+    return sequence_reached(completed(), t);
+}
+
+GPU_ASYNC_DECL std::uint64_t sim_stream::push(dur_ns d, std::unique_ptr<detail::sim_work> work,
+                                              std::error_code fault) {
+    detail::sim_worker& w = *worker_;
+    std::lock_guard<std::mutex> lk(w.mutex);
+    const std::uint64_t seq = tail_.load(std::memory_order_relaxed) + 1;
+    tail_.store(seq, std::memory_order_release);
+    if (w.closed) {
+        // Refused: the number is never stored; items accepted earlier still run (drain).
+        fail_locked(detail::sim_cancelled());
+        return seq;
+    }
+    if (failed_.load(std::memory_order_relaxed)) return seq; // sticky fault: never runs
+    queue_.push_back(detail::sim_item{seq, d, std::move(work), fault});
+    if (!device_->manual_ && !scheduled_) device_->schedule_locked(w, *this);
+    return seq;
+}
+
+GPU_ASYNC_DECL void sim_stream::fail_locked(std::error_code ec) {
+    if (!error_) error_ = ec;
+    failed_.store(true, std::memory_order_release);
+    worker_->done_cv.notify_all();
+}
+
+GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
+    std::error_code ec = item.fault;
+    if (!ec && item.work) ec = item.work->run();
+    if (!ec) {
+        // The item's own writes happen before this release store (the default fence of
+        // cuStreamWriteValue64).
+        line_->words[slot_.index()].store(item.seq, std::memory_order_release);
+    } else {
+        std::lock_guard<std::mutex> lk(worker_->mutex);
+        fail_locked(ec);
+        queue_.clear(); // sticky: nothing behind a fault runs
+    }
+    ring();
+}
+
+GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
+    if (doorbell* bell = bell_.load(std::memory_order_acquire)) bell->ring();
+}
+
+// ---------------------------------------------------------------------------------------------
+// sim_device
+
+GPU_ASYNC_DECL sim_device::sim_device(options opts)
+    : manual_(opts.manual) {
+    const std::size_t n = manual_ ? 1 : std::max<std::size_t>(opts.workers, 1);
+    workers_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i)
+        workers_.push_back(std::make_unique<detail::sim_worker>());
+    if (manual_) return;
+    try {
+        for (auto& w : workers_) {
+            detail::sim_worker* wp = w.get();
+            w->thread = std::thread([this, wp] { worker_loop(*wp); });
+        }
+    } catch (...) {
+        shutdown(sim_shutdown::cancel);
+        throw;
+    }
+}
+
+GPU_ASYNC_DECL sim_device::~sim_device() {
+    shutdown(sim_shutdown::cancel);
+}
+
+GPU_ASYNC_DECL completion_line& sim_device::make_line() {
+    std::lock_guard<std::mutex> lk(mutex_);
+    return lines_.emplace_back();
+}
+
+GPU_ASYNC_DECL sim_stream& sim_device::make_stream() {
+    return make_stream(make_line(), *slot_id::at(0));
+}
+
+GPU_ASYNC_DECL sim_stream& sim_device::make_stream(completion_line& line, slot_id slot) {
+    std::lock_guard<std::mutex> lk(mutex_);
+    detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
+    streams_.push_back(std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot)));
+    return *streams_.back();
+}
+
+GPU_ASYNC_DECL std::size_t sim_device::stream_count() const {
+    std::lock_guard<std::mutex> lk(mutex_);
+    return streams_.size();
+}
+
+GPU_ASYNC_DECL void sim_device::schedule_locked(detail::sim_worker& w, sim_stream& s) {
+    s.scheduled_ = true;
+    ++w.active;
+    w.heap.push({detail::sim_worker::clock::now() + detail::sim_offset(s.queue_.front().duration),
+                 w.order++, &s});
+    w.work_cv.notify_one();
+}
+
+GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
+    std::unique_lock<std::mutex> lk(w.mutex);
+    for (;;) {
+        if (w.stop) return;
+        if (w.heap.empty()) {
+            w.work_cv.wait(lk);
+            continue;
+        }
+        const detail::sim_worker::entry top = w.heap.top();
+        if (top.due > detail::sim_worker::clock::now()) {
+            w.work_cv.wait_until(lk, top.due);
+            continue;
+        }
+        w.heap.pop();
+        sim_stream& s = *top.stream;
+        if (!s.queue_.empty()) {
+            {
+                detail::sim_item item = std::move(s.queue_.front());
+                s.queue_.pop_front();
+                lk.unlock();
+                s.run(item);
+            } // the item's callable is destroyed with no lock held
+            lk.lock();
+        }
+        s.scheduled_ = false;
+        --w.active;
+        if (!s.queue_.empty()) schedule_locked(w, s);
+        w.done_cv.notify_all();
+    }
+}
+
+GPU_ASYNC_DECL bool sim_device::step(sim_stream& s) {
+    if (!manual_ || s.device_ != this) return false;
+    detail::sim_worker& w = *s.worker_;
+    {
+        detail::sim_item item;
+        {
+            std::lock_guard<std::mutex> lk(w.mutex);
+            if (s.queue_.empty()) return false;
+            item = std::move(s.queue_.front());
+            s.queue_.pop_front();
+        }
+        s.run(item);
+    }
+    std::lock_guard<std::mutex> lk(w.mutex);
+    w.done_cv.notify_all();
+    return true;
+}
+
+GPU_ASYNC_DECL std::size_t sim_device::step_all() {
+    if (!manual_) return 0;
+    std::size_t ran = 0;
+    for (bool progress = true; progress;) {
+        progress = false;
+        std::vector<sim_stream*> snapshot;
+        {
+            std::lock_guard<std::mutex> lk(mutex_);
+            for (auto& s : streams_)
+                snapshot.push_back(s.get());
+        }
+        for (sim_stream* s : snapshot) {
+            while (step(*s)) {
+                ++ran;
+                progress = true;
+            }
+        }
+    }
+    return ran;
+}
+
+GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        if (shut_) return;
+        shut_ = true;
+    }
+    for (auto& w : workers_) {
+        std::lock_guard<std::mutex> lk(w->mutex);
+        w->closed = true;
+    }
+    if (mode == sim_shutdown::drain) {
+        if (manual_) {
+            step_all();
+        } else {
+            for (auto& w : workers_) {
+                std::unique_lock<std::mutex> lk(w->mutex);
+                w->done_cv.wait(lk, [&] { return w->active == 0; });
+            }
+        }
+    }
+    for (auto& w : workers_) {
+        {
+            std::lock_guard<std::mutex> lk(w->mutex);
+            w->stop = true;
+        }
+        w->work_cv.notify_all();
+    }
+    for (auto& w : workers_)
+        if (w->thread.joinable()) w->thread.join();
+    // No worker runs any more: drop what is left; its numbers are never stored.
+    std::lock_guard<std::mutex> lk(mutex_);
+    for (auto& s : streams_) {
+        std::lock_guard<std::mutex> wl(s->worker_->mutex);
+        if (!s->queue_.empty()) {
+            s->fail_locked(detail::sim_cancelled());
+            s->queue_.clear();
+        }
+        s->scheduled_ = false;
+    }
+    for (auto& w : workers_) {
+        std::lock_guard<std::mutex> wl(w->mutex);
+        w->heap = {};
+        w->active = 0;
+        w->done_cv.notify_all();
+    }
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_IMPL_SIM_DEVICE_IPP

@@ -1,0 +1,428 @@
+#include <gpu_async/device/sim_device.hpp>
+
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+using namespace gpu_async;
+
+namespace {
+
+static_assert(completion_source<sim_stream>);
+static_assert(!std::is_copy_constructible_v<sim_stream>);
+static_assert(!std::is_constructible_v<sim_stream, sim_device&>);
+static_assert(!std::is_copy_constructible_v<sim_device>);
+
+constexpr dur_ns long_bound = dur_ns::from_ms(10000);
+
+// Parks on `s` until its tail is stored or it fails; bounded at ~10 s in all.
+bool settle(const sim_stream& s) {
+    for (int i = 0; i < 100; ++i) {
+        if (s.park(dur_ns::from_ms(100))) return true;
+        if (s.query().is_failed()) return false;
+    }
+    return false;
+}
+
+// A real clock and a sleeping timer for driving the wait machine end to end.
+struct steady_clock_port {
+    mono_ns now() const noexcept {
+        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now().time_since_epoch())
+                                               .count())};
+    }
+};
+struct sleeping_timer {
+    steady_clock_port clk;
+    void sleep_until(mono_ns at) {
+        const mono_ns now = clk.now();
+        if (at > now) std::this_thread::sleep_for(std::chrono::nanoseconds(at.since(now).count()));
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(sim_device_suite)
+
+BOOST_AUTO_TEST_CASE(sequence_numbers_and_descriptor) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    BOOST_TEST(s.tail() == 0u);
+    BOOST_TEST(s.query().is_done()); // nothing enqueued
+    BOOST_TEST(s.descriptor().is_complete());
+    BOOST_TEST(s.slot().index() == 0u);
+    BOOST_TEST(s.enqueue(dur_ns::from_us(10)) == 1u);
+    BOOST_TEST(s.enqueue([] {}) == 2u);
+    BOOST_TEST(s.enqueue([] {}, dur_ns::from_us(10)) == 3u);
+    BOOST_TEST(s.tail() == 3u);
+    const memory_descriptor d = s.descriptor();
+    BOOST_TEST(&d.line() == &s.line());
+    BOOST_TEST(d.target() == 3u);
+    BOOST_TEST(s.arm().value() == 0);
+    BOOST_TEST(!s.block());
+    BOOST_TEST(s.completed() == 3u);
+    BOOST_TEST(s.query().is_done());
+    BOOST_TEST(d.is_complete());
+    BOOST_TEST(s.descriptor_for(2).is_complete());
+    BOOST_TEST(!s.error());
+}
+
+BOOST_AUTO_TEST_CASE(items_run_in_order_per_stream) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    std::vector<int> order; // written by the device thread only, read after block()
+    s.enqueue([&] { order.push_back(1); }, dur_ns::from_us(300));
+    s.enqueue([&] { order.push_back(2); });
+    s.enqueue([&] { order.push_back(3); }, dur_ns::from_us(100));
+    BOOST_TEST(!s.block());
+    BOOST_TEST((order == std::vector<int>{1, 2, 3}));
+}
+
+BOOST_AUTO_TEST_CASE(payload_visible_once_the_word_says_done) {
+    // The release store behind each item publishes everything the item wrote (non-atomic data
+    // here: ThreadSanitizer checks the happens-before edge).
+    sim_device dev({2, false});
+    sim_stream& s = dev.make_stream();
+    std::array<std::uint64_t, 512> payload{};
+    for (std::uint64_t i = 0; i < payload.size(); ++i) {
+        const std::uint64_t seq = s.enqueue([&payload, i] { payload[i] = i * 7 + 1; });
+        BOOST_REQUIRE(seq == i + 1);
+    }
+    for (std::uint64_t i = 0; i < payload.size(); ++i) {
+        const memory_descriptor d = s.descriptor_for(i + 1);
+        while (!d.is_complete())
+            word_wait::probe().park(
+                d.line(), [&] { return d.is_complete(); }, long_bound);
+        BOOST_TEST(payload[i] == i * 7 + 1);
+    }
+}
+
+BOOST_AUTO_TEST_CASE(callable_may_be_move_only) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    auto p = std::make_unique<int>(5);
+    std::atomic<int> seen{0};
+    s.enqueue([q = std::move(p), &seen] { seen.store(*q); });
+    BOOST_TEST(!s.block());
+    BOOST_TEST(seen.load() == 5);
+}
+
+BOOST_AUTO_TEST_CASE(fault_is_reported_and_sticky) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    std::atomic<bool> ran_after{false};
+    s.enqueue(dur_ns::from_us(50));
+    const std::uint64_t bad = s.enqueue_fault();
+    s.enqueue([&] { ran_after = true; });
+    BOOST_TEST(bad == 2u);
+    const std::error_code ec = s.block();
+    BOOST_TEST((ec == errc::device_fault));
+    const query_result q = s.query();
+    BOOST_TEST(q.is_failed());
+    BOOST_TEST((q.error == errc::device_fault));
+    BOOST_TEST((s.error() == errc::device_fault));
+    BOOST_TEST((s.arm() == errc::device_fault));
+    BOOST_TEST(s.completed() == 1u); // the fault's number and everything behind it: never stored
+    BOOST_TEST(!s.park(long_bound)); // returns at once: the stream failed
+    BOOST_TEST(s.descriptor_for(1).is_complete());
+    BOOST_TEST(!s.descriptor().is_complete());
+    // Work enqueued after a fault never runs.
+    s.enqueue([&] { ran_after = true; });
+    BOOST_TEST(s.query().is_failed());
+    dev.shutdown(sim_shutdown::drain);
+    BOOST_TEST(!ran_after.load());
+    BOOST_TEST(s.completed() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    s.enqueue([]() -> std::error_code { return {}; });
+    BOOST_TEST(!s.block());
+    s.enqueue([]() -> std::error_code { return make_error_code(errc::backend); });
+    BOOST_TEST((s.block() == errc::backend));
+    BOOST_TEST((s.query().error == errc::backend));
+    BOOST_TEST(s.completed() == 1u);
+    // A fault code given as empty becomes device_fault.
+    sim_stream& t = dev.make_stream();
+    t.enqueue_fault(std::error_code{});
+    BOOST_TEST((t.block() == errc::device_fault));
+}
+
+BOOST_AUTO_TEST_CASE(manual_mode_steps_each_completion) {
+    sim_device dev({1, true});
+    BOOST_TEST(dev.manual());
+    sim_stream& a = dev.make_stream();
+    sim_stream& b = dev.make_stream();
+    int ran = 0;
+    a.enqueue(dur_ns::from_ms(10000)); // durations are ignored in manual mode
+    a.enqueue([&] { ++ran; });
+    b.enqueue([&] { ++ran; });
+    BOOST_TEST(a.query().is_pending());
+    BOOST_TEST((a.block() == errc::stalled)); // nothing but the caller would complete it
+    BOOST_TEST(!a.park(dur_ns::zero()));
+    BOOST_TEST(a.completed() == 0u);
+    BOOST_TEST(dev.step(a));
+    BOOST_TEST(a.completed() == 1u);
+    BOOST_TEST(a.query().is_pending());
+    BOOST_TEST(dev.step(b)); // out of enqueue order, as the test likes
+    BOOST_TEST(b.query().is_done());
+    BOOST_TEST(ran == 1);
+    BOOST_TEST(dev.step_all() == 1u);
+    BOOST_TEST(ran == 2);
+    BOOST_TEST(a.query().is_done());
+    BOOST_TEST(!a.block());
+    BOOST_TEST(!dev.step(a));
+    BOOST_TEST(dev.step_all() == 0u);
+    a.enqueue_fault();
+    BOOST_TEST(dev.step(a));
+    BOOST_TEST((a.block() == errc::device_fault));
+}
+
+BOOST_AUTO_TEST_CASE(step_refuses_a_threaded_device_or_a_foreign_stream) {
+    sim_device threaded;
+    sim_stream& s = threaded.make_stream();
+    BOOST_TEST(!threaded.step(s));
+    BOOST_TEST(threaded.step_all() == 0u);
+    sim_device manual({1, true});
+    BOOST_TEST(!manual.step(s));
+}
+
+BOOST_AUTO_TEST_CASE(manual_park_sees_a_step_from_another_thread) {
+    sim_device dev({1, true});
+    sim_stream& s = dev.make_stream();
+    s.enqueue([] {});
+    std::thread stepper([&] { dev.step(s); });
+    BOOST_TEST(settle(s));
+    stepper.join();
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_drain_runs_everything) {
+    sim_device dev({2, false});
+    std::vector<sim_stream*> streams;
+    for (int i = 0; i < 8; ++i)
+        streams.push_back(&dev.make_stream());
+    for (sim_stream* s : streams)
+        for (int k = 0; k < 5; ++k)
+            s->enqueue(dur_ns::from_us(200));
+    dev.shutdown(sim_shutdown::drain);
+    for (sim_stream* s : streams) {
+        BOOST_TEST(s->completed() == 5u);
+        BOOST_TEST(s->query().is_done());
+    }
+    // Refused after shutdown: never stored, reported as cancelled.
+    sim_stream& s = *streams[0];
+    BOOST_TEST(s.enqueue(dur_ns::zero()) == 6u);
+    BOOST_TEST((s.query().error == std::errc::operation_canceled));
+    BOOST_TEST((s.block() == std::errc::operation_canceled));
+    BOOST_TEST(s.completed() == 5u);
+    dev.shutdown(sim_shutdown::cancel); // idempotent
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_drain_manual_steps_the_rest) {
+    sim_device dev({1, true});
+    sim_stream& s = dev.make_stream();
+    for (int k = 0; k < 3; ++k)
+        s.enqueue(dur_ns::zero());
+    dev.shutdown(sim_shutdown::drain);
+    BOOST_TEST(s.completed() == 3u);
+    BOOST_TEST(s.query().is_done());
+}
+
+BOOST_AUTO_TEST_CASE(shutdown_cancel_finishes_the_running_item_only) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    std::atomic<bool> started{false}, release{false}, second_ran{false};
+    s.enqueue([&] {
+        started = true;
+        while (!release.load())
+            std::this_thread::yield();
+    });
+    s.enqueue([&] { second_ran = true; }, dur_ns::from_ms(60000));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!started.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::yield();
+    BOOST_REQUIRE(started.load());
+    std::thread stopper([&] { dev.shutdown(sim_shutdown::cancel); });
+    release = true;
+    stopper.join(); // returns long before the second item's minute
+    BOOST_TEST(s.completed() == 1u);
+    BOOST_TEST(!second_ran.load());
+    BOOST_TEST((s.query().error == std::errc::operation_canceled));
+    BOOST_TEST((s.block() == std::errc::operation_canceled));
+}
+
+BOOST_AUTO_TEST_CASE(destructor_cancels_pending_work) {
+    std::atomic<bool> ran{false};
+    completion_line outside; // outlives the device
+    {
+        sim_device dev({3, false});
+        sim_stream& own = dev.make_stream();
+        sim_stream& shared = dev.make_stream(outside, *slot_id::at(4));
+        own.enqueue([&] { ran = true; }, dur_ns::from_ms(60000));
+        shared.enqueue([&] { ran = true; }, dur_ns::from_ms(60000));
+    } // no worker may touch the device's lines after this
+    BOOST_TEST(!ran.load());
+    BOOST_TEST(outside.words[4].load() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(ringing_a_doorbell) {
+    sim_device dev;
+    doorbell bell;
+    sim_stream& s = dev.make_stream(bell.line(), *slot_id::at(3));
+    s.set_doorbell(&bell);
+    std::uint64_t payload = 0;
+    for (std::uint64_t i = 1; i <= 50; ++i) {
+        s.enqueue([&payload, i] { payload = i; });
+        BOOST_TEST(s.park(long_bound)); // sleeps on the doorbell's futex
+        BOOST_TEST(payload == i);
+    }
+    BOOST_TEST(bell.count() == 50u);
+    BOOST_TEST(bell.line().words[3].load() == 50u);
+    // A fault rings too, so a sleeper learns of it.
+    s.enqueue_fault(errc::device_fault, dur_ns::from_us(100));
+    BOOST_TEST(!s.park(long_bound));
+    BOOST_TEST(s.query().is_failed());
+    BOOST_TEST(bell.count() == 51u);
+    s.set_doorbell(nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
+    // What the reactor tests need: 4096 descriptors over 512 lines, one stream per slot, a few
+    // worker threads, random durations (so a random completion order).
+    sim_device dev({2, false});
+    doorbell bell;
+    std::vector<sim_stream*> streams;
+    streams.reserve(4096);
+    for (int l = 0; l < 512; ++l) {
+        completion_line& line = dev.make_line();
+        for (std::size_t k = 0; k < line_words; ++k) {
+            streams.push_back(&dev.make_stream(line, *slot_id::at(k)));
+            streams.back()->set_doorbell(&bell);
+        }
+    }
+    BOOST_TEST(dev.stream_count() == 4096u);
+    std::mt19937_64 rng(12345);
+    std::uniform_int_distribution<std::uint64_t> us(0, 3000);
+    std::atomic<std::uint64_t> order{0};
+    std::vector<std::uint64_t> finished_at(streams.size());
+    for (std::size_t i = 0; i < streams.size(); ++i)
+        streams[i]->enqueue([&, i] { finished_at[i] = order.fetch_add(1); },
+                            dur_ns::from_us(us(rng)));
+    // One waiter on the doorbell, scanning everything after each wake.
+    std::size_t left = streams.size();
+    std::vector<bool> seen(streams.size(), false);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (left != 0 && std::chrono::steady_clock::now() < deadline) {
+        const std::uint64_t rung = bell.count();
+        for (std::size_t i = 0; i < streams.size(); ++i) {
+            if (!seen[i] && streams[i]->query().is_done()) {
+                seen[i] = true;
+                --left;
+            }
+        }
+        if (left != 0) bell.wait([&] { return bell.count() != rung; }, dur_ns::from_ms(100));
+    }
+    BOOST_TEST(left == 0u);
+    // Completion order differs from enqueue order somewhere (random durations).
+    BOOST_TEST(!std::is_sorted(finished_at.begin(), finished_at.end()));
+}
+
+BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
+    // The loop a host runs: query; arm; bounded parks with a backstop query.
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    s.enqueue(dur_ns::from_ms(3));
+    BOOST_TEST(s.query().is_pending());
+    BOOST_TEST(!s.arm());
+    const memory_descriptor d = s.descriptor();
+    std::uint32_t parks = 0;
+    bool done = false;
+    for (int i = 0; i < 100000 && !done; ++i) {
+        ++parks;
+        if (s.park(dur_ns::from_us(100)))
+            done = s.query().is_done();
+        else if (s.query().is_failed())
+            break;
+    }
+    BOOST_TEST(done);
+    BOOST_TEST(d.is_complete());
+    BOOST_TEST(parks >= 1u);
+}
+
+BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
+    steady_clock_port clk;
+    sleeping_timer tmr;
+    sim_device dev;
+    {
+        sim_stream& s = dev.make_stream();
+        s.enqueue(dur_ns::from_ms(2));
+        const auto plan = wait_plan::flag(100'000, 1'000'000);
+        BOOST_REQUIRE(plan.has_value());
+        const wait_result r = run_wait(s, plan.value(), std::nullopt, clk, tmr);
+        BOOST_REQUIRE(r.has_value());
+        BOOST_TEST((r.value().kind == wait_kind::parked));
+        BOOST_TEST(r.value().parks >= 1u);
+        BOOST_TEST(s.query().is_done());
+    }
+    {
+        sim_stream& s = dev.make_stream();
+        const wait_result r = run_wait(s, wait_plan::recommended(), std::nullopt, clk, tmr);
+        BOOST_REQUIRE(r.has_value());
+        BOOST_TEST((r.value().kind == wait_kind::immediate));
+    }
+    {
+        sim_stream& s = dev.make_stream();
+        s.enqueue(dur_ns::from_ms(1));
+        const wait_result r = run_wait(s, wait_plan::block(), std::nullopt, clk, tmr);
+        BOOST_REQUIRE(r.has_value());
+        BOOST_TEST((r.value().kind == wait_kind::blocked));
+        BOOST_TEST(s.completed() == 1u);
+    }
+    {
+        sim_stream& s = dev.make_stream();
+        s.enqueue(dur_ns::from_ms(1));
+        s.enqueue_fault();
+        const wait_result r = run_wait(s, wait_plan::recommended(), std::nullopt, clk, tmr);
+        BOOST_TEST(!r.has_value());
+        BOOST_TEST((r.error() == errc::device_fault));
+    }
+    {
+        sim_stream& s = dev.make_stream();
+        s.enqueue(dur_ns::from_ms(1));
+        const auto plan = wait_plan::poll();
+        BOOST_REQUIRE(plan.has_value());
+        const wait_result r = run_wait(s, plan.value(), std::nullopt, clk, tmr);
+        BOOST_REQUIRE(r.has_value());
+        BOOST_TEST((r.value().kind == wait_kind::parked));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(manual_device_under_run_inline) {
+    // On a manual device nothing moves by itself: a park that sees nothing while the clock stands
+    // still is reported by run_inline, never a hang.
+    manual_clock clk;
+    manual_timer tmr(clk);
+    sim_device dev({1, true});
+    sim_stream& s = dev.make_stream();
+    s.enqueue(dur_ns::zero());
+    const wait_result pending = run_inline(s, wait_plan::recommended(), std::nullopt, clk, tmr);
+    BOOST_TEST((pending.error() == errc::pended_inline));
+    BOOST_TEST(dev.step(s));
+    const wait_result r = run_inline(s, wait_plan::recommended(), std::nullopt, clk, tmr);
+    BOOST_REQUIRE(r.has_value());
+    BOOST_TEST((r.value().kind == wait_kind::immediate));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
