@@ -292,8 +292,8 @@ BOOST_FIXTURE_TEST_CASE(resolution_asks_the_12_0_abi_and_initializes, fixture) {
         BOOST_TEST(v == 12000);
     for (std::uint64_t f : state.flags)
         BOOST_TEST(f == 0u);
-    BOOST_TEST(d.value()->api().cuStreamWriteValue64 != nullptr);
-    BOOST_TEST(d.value()->api().cuMemsetD8Async == nullptr); // optional, absent in the fake
+    BOOST_TEST(d.value()->api().stream_write_value64 != nullptr);
+    BOOST_TEST(d.value()->api().memset_d8_async == nullptr); // optional, absent in the fake
     BOOST_TEST(std::string(d.value()->line_table().backend) == "CUDA");
     BOOST_TEST(d.value()->status_name(600) == "CUDA_ERROR_NOT_READY");
     BOOST_TEST(d.value()->status_name(12345) == "CUDA_ERROR_12345");
@@ -321,7 +321,7 @@ BOOST_FIXTURE_TEST_CASE(init_failure_is_unavailable_with_the_status, fixture) {
 BOOST_FIXTURE_TEST_CASE(without_write_value64_only_line_creation_fails, fixture) {
     state.missing = {"cuStreamWriteValue64"};
     auto d = driver();
-    BOOST_TEST(d->api().cuStreamWriteValue64 == nullptr);
+    BOOST_TEST(d->api().stream_write_value64 == nullptr);
     state.current = 0;
     auto line = cuda_line::create(*d);
     BOOST_TEST_REQUIRE(!line.has_value());

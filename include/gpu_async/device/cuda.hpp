@@ -90,39 +90,42 @@ inline constexpr int api_version = 12000;
 using get_proc_address_fn = status_t (*)(const char* symbol, void** pfn, int cuda_version,
                                          std::uint64_t flags, int* symbol_status);
 
-/// The driver entry points the backend uses, resolved by name at run time. Null when the driver
+/// The driver entry points the backend uses, resolved by name at run time: each member is the
+/// driver function of the same name in camel case with the "cu" prefix (ctx_push_current is
+/// cuCtxPushCurrent), in its CUDA 12.0 ABI version. (Snake case, so cuda.h's renaming macros,
+/// e.g. cuCtxPushCurrent -> cuCtxPushCurrent_v2, never touch these names.) Null when the driver
 /// lacks one (only those marked optional may be null after a successful load).
 struct entry_points {
-    status_t (*cuInit)(unsigned flags) = nullptr;
-    status_t (*cuDriverGetVersion)(int* version) = nullptr;
-    status_t (*cuGetErrorName)(status_t error, const char** name) = nullptr;
-    status_t (*cuDeviceGetCount)(int* count) = nullptr;
-    status_t (*cuDeviceGet)(device_t* device, int ordinal) = nullptr;
-    status_t (*cuDeviceGetAttribute)(int* value, int attribute, device_t device) = nullptr;
-    status_t (*cuCtxGetCurrent)(context_t* context) = nullptr;
-    status_t (*cuCtxSetCurrent)(context_t context) = nullptr;
-    status_t (*cuCtxGetDevice)(device_t* device) = nullptr;
-    status_t (*cuCtxPushCurrent)(context_t context) = nullptr;
-    status_t (*cuCtxPopCurrent)(context_t* context) = nullptr;
-    status_t (*cuCtxSynchronize)() = nullptr;
-    status_t (*cuDevicePrimaryCtxRetain)(context_t* context, device_t device) = nullptr;
-    status_t (*cuDevicePrimaryCtxRelease)(device_t device) = nullptr;
-    status_t (*cuMemHostAlloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
-    status_t (*cuMemHostGetDevicePointer)(deviceptr_t* device, void* host,
-                                          unsigned flags) = nullptr;
-    status_t (*cuMemFreeHost)(void* host) = nullptr;
-    status_t (*cuStreamGetCtx)(stream_t stream, context_t* context) = nullptr;
-    status_t (*cuStreamQuery)(stream_t stream) = nullptr;
-    status_t (*cuStreamSynchronize)(stream_t stream) = nullptr;
+    status_t (*init)(unsigned flags) = nullptr;
+    status_t (*driver_get_version)(int* version) = nullptr;
+    status_t (*get_error_name)(status_t error, const char** name) = nullptr;
+    status_t (*device_get_count)(int* count) = nullptr;
+    status_t (*device_get)(device_t* device, int ordinal) = nullptr;
+    status_t (*device_get_attribute)(int* value, int attribute, device_t device) = nullptr;
+    status_t (*ctx_get_current)(context_t* context) = nullptr;
+    status_t (*ctx_set_current)(context_t context) = nullptr;
+    status_t (*ctx_get_device)(device_t* device) = nullptr;
+    status_t (*ctx_push_current)(context_t context) = nullptr;
+    status_t (*ctx_pop_current)(context_t* context) = nullptr;
+    status_t (*ctx_synchronize)() = nullptr;
+    status_t (*device_primary_ctx_retain)(context_t* context, device_t device) = nullptr;
+    status_t (*device_primary_ctx_release)(device_t device) = nullptr;
+    status_t (*mem_host_alloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*mem_host_get_device_pointer)(deviceptr_t* device, void* host,
+                                            unsigned flags) = nullptr;
+    status_t (*mem_free_host)(void* host) = nullptr;
+    status_t (*stream_get_ctx)(stream_t stream, context_t* context) = nullptr;
+    status_t (*stream_query)(stream_t stream) = nullptr;
+    status_t (*stream_synchronize)(stream_t stream) = nullptr;
     // Optional: a driver without it fails only line creation.
-    status_t (*cuStreamWriteValue64)(stream_t stream, deviceptr_t address, std::uint64_t value,
+    status_t (*stream_write_value64)(stream_t stream, deviceptr_t address, std::uint64_t value,
                                      unsigned flags) = nullptr;
     // Optional: for programs and tests that make their own streams and work.
-    status_t (*cuStreamCreate)(stream_t* stream, unsigned flags) = nullptr;
-    status_t (*cuStreamDestroy)(stream_t stream) = nullptr;
-    status_t (*cuMemAlloc)(deviceptr_t* device, std::size_t bytes) = nullptr;
-    status_t (*cuMemFree)(deviceptr_t device) = nullptr;
-    status_t (*cuMemsetD8Async)(deviceptr_t device, unsigned char value, std::size_t count,
+    status_t (*stream_create)(stream_t* stream, unsigned flags) = nullptr;
+    status_t (*stream_destroy)(stream_t stream) = nullptr;
+    status_t (*mem_alloc)(deviceptr_t* device, std::size_t bytes) = nullptr;
+    status_t (*mem_free)(deviceptr_t device) = nullptr;
+    status_t (*memset_d8_async)(deviceptr_t device, unsigned char value, std::size_t count,
                                 stream_t stream) = nullptr;
 };
 

@@ -63,34 +63,36 @@ inline constexpr status_t error_launch_failure = 719; ///< hipErrorLaunchFailure
 inline constexpr unsigned host_malloc_mapped = 0x2;          ///< hipHostMallocMapped
 inline constexpr unsigned host_malloc_coherent = 0x40000000; ///< hipHostMallocCoherent
 
-/// The runtime entry points the backend uses, resolved by name at run time. Null when the
+/// The runtime entry points the backend uses, resolved by name at run time: each member is the
+/// runtime function of the same name in camel case with the "hip" prefix (host_malloc is
+/// hipHostMalloc; device_malloc and device_free are hipMalloc and hipFree). Null when the
 /// runtime lacks one (only those marked optional may be null after a successful load).
 struct entry_points {
-    status_t (*hipInit)(unsigned flags) = nullptr;
-    status_t (*hipDriverGetVersion)(int* version) = nullptr;
-    const char* (*hipGetErrorName)(status_t error) = nullptr;
-    status_t (*hipGetDeviceCount)(int* count) = nullptr;
-    status_t (*hipGetDevice)(device_t* device) = nullptr;
-    status_t (*hipSetDevice)(device_t device) = nullptr;
-    status_t (*hipDevicePrimaryCtxRetain)(context_t* context, device_t device) = nullptr;
-    status_t (*hipDevicePrimaryCtxRelease)(device_t device) = nullptr;
-    status_t (*hipHostMalloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
-    status_t (*hipHostGetDevicePointer)(void** device, void* host, unsigned flags) = nullptr;
-    status_t (*hipHostFree)(void* host) = nullptr;
-    status_t (*hipDeviceSynchronize)() = nullptr;
-    status_t (*hipStreamQuery)(stream_t stream) = nullptr;
-    status_t (*hipStreamSynchronize)(stream_t stream) = nullptr;
+    status_t (*init)(unsigned flags) = nullptr;
+    status_t (*driver_get_version)(int* version) = nullptr;
+    const char* (*get_error_name)(status_t error) = nullptr;
+    status_t (*get_device_count)(int* count) = nullptr;
+    status_t (*get_device)(device_t* device) = nullptr;
+    status_t (*set_device)(device_t device) = nullptr;
+    status_t (*device_primary_ctx_retain)(context_t* context, device_t device) = nullptr;
+    status_t (*device_primary_ctx_release)(device_t device) = nullptr;
+    status_t (*host_malloc)(void** host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*host_get_device_pointer)(void** device, void* host, unsigned flags) = nullptr;
+    status_t (*host_free)(void* host) = nullptr;
+    status_t (*device_synchronize)() = nullptr;
+    status_t (*stream_query)(stream_t stream) = nullptr;
+    status_t (*stream_synchronize)(stream_t stream) = nullptr;
     // Optional: a runtime without them fails only line creation.
-    status_t (*hipStreamGetDevice)(stream_t stream, device_t* device) = nullptr;
-    status_t (*hipStreamWriteValue64)(stream_t stream, void* address, std::uint64_t value,
-                                      unsigned flags) = nullptr;
+    status_t (*stream_get_device)(stream_t stream, device_t* device) = nullptr;
+    status_t (*stream_write_value64)(stream_t stream, void* address, std::uint64_t value,
+                                     unsigned flags) = nullptr;
     // Optional: for programs and tests that make their own streams and work.
-    status_t (*hipStreamCreate)(stream_t* stream) = nullptr;
-    status_t (*hipStreamDestroy)(stream_t stream) = nullptr;
-    status_t (*hipMalloc)(void** device, std::size_t bytes) = nullptr;
-    status_t (*hipFree)(void* device) = nullptr;
-    status_t (*hipMemsetD8Async)(deviceptr_t device, unsigned char value, std::size_t count,
-                                 stream_t stream) = nullptr;
+    status_t (*stream_create)(stream_t* stream) = nullptr;
+    status_t (*stream_destroy)(stream_t stream) = nullptr;
+    status_t (*device_malloc)(void** device, std::size_t bytes) = nullptr;
+    status_t (*device_free)(void* device) = nullptr;
+    status_t (*memset_d8_async)(deviceptr_t device, unsigned char value, std::size_t count,
+                                stream_t stream) = nullptr;
 };
 
 /// A symbol resolver: dlsym itself fits (`context` is the library handle).

@@ -27,11 +27,11 @@ template <class Call>
 driver_status with_context(const cuda_driver& d, context_t context, const char* call_name,
                            Call&& call) noexcept {
     const auto& a = d.api();
-    if (status_t st = a.cuCtxPushCurrent(context); st != success)
+    if (status_t st = a.ctx_push_current(context); st != success)
         return driver_status{st, "cuCtxPushCurrent"};
     const status_t st = call();
     context_t popped = nullptr;
-    const status_t pop = a.cuCtxPopCurrent(&popped);
+    const status_t pop = a.ctx_pop_current(&popped);
     if (st != success) return driver_status{st, call_name};
     if (pop != success) return driver_status{pop, "cuCtxPopCurrent"};
     return driver_status{};
@@ -40,14 +40,14 @@ driver_status with_context(const cuda_driver& d, context_t context, const char* 
 inline driver_status current_device(void* self, int* device) noexcept {
     const auto& a = drv(self).api();
     context_t context = nullptr;
-    if (status_t st = a.cuCtxGetCurrent(&context); st != success)
+    if (status_t st = a.ctx_get_current(&context); st != success)
         return driver_status{st, "cuCtxGetCurrent"};
     if (context == nullptr) {
         *device = -1;
         return driver_status{};
     }
     device_t dev = 0;
-    if (status_t st = a.cuCtxGetDevice(&dev); st != success)
+    if (status_t st = a.ctx_get_device(&dev); st != success)
         return driver_status{st, "cuCtxGetDevice"};
     *device = dev;
     return driver_status{};
@@ -55,19 +55,19 @@ inline driver_status current_device(void* self, int* device) noexcept {
 
 inline driver_status retain_domain(void* self, int device, void** domain) noexcept {
     context_t context = nullptr;
-    const status_t st = drv(self).api().cuDevicePrimaryCtxRetain(&context, device);
+    const status_t st = drv(self).api().device_primary_ctx_retain(&context, device);
     *domain = context;
     return driver_status{st};
 }
 
 inline driver_status release_domain(void* self, int device, void*) noexcept {
-    return driver_status{drv(self).api().cuDevicePrimaryCtxRelease(device)};
+    return driver_status{drv(self).api().device_primary_ctx_release(device)};
 }
 
 inline driver_status alloc_page(void* self, void* domain, std::size_t bytes, void** host) noexcept {
     const cuda_driver& d = drv(self);
     return with_context(d, static_cast<context_t>(domain), "cuMemHostAlloc", [&] {
-        return d.api().cuMemHostAlloc(host, bytes, memhostalloc_devicemap | memhostalloc_portable);
+        return d.api().mem_host_alloc(host, bytes, memhostalloc_devicemap | memhostalloc_portable);
     });
 }
 
@@ -76,7 +76,7 @@ inline driver_status device_pointer(void* self, void* domain, void* host,
     const cuda_driver& d = drv(self);
     return with_context(d, static_cast<context_t>(domain), "cuMemHostGetDevicePointer", [&] {
         deviceptr_t p = 0;
-        const status_t st = d.api().cuMemHostGetDevicePointer(&p, host, 0);
+        const status_t st = d.api().mem_host_get_device_pointer(&p, host, 0);
         *address = p;
         return st;
     });
@@ -85,18 +85,18 @@ inline driver_status device_pointer(void* self, void* domain, void* host,
 inline driver_status free_page(void* self, void* domain, void* host) noexcept {
     const cuda_driver& d = drv(self);
     return with_context(d, static_cast<context_t>(domain), "cuMemFreeHost",
-                        [&] { return d.api().cuMemFreeHost(host); });
+                        [&] { return d.api().mem_free_host(host); });
 }
 
 inline driver_status settle(void* self, void* domain) noexcept {
     const cuda_driver& d = drv(self);
     return with_context(d, static_cast<context_t>(domain), "cuCtxSynchronize",
-                        [&] { return d.api().cuCtxSynchronize(); });
+                        [&] { return d.api().ctx_synchronize(); });
 }
 
 inline driver_status stream_domain(void* self, void* stream, void** domain) noexcept {
     context_t context = nullptr;
-    const status_t st = drv(self).api().cuStreamGetCtx(static_cast<stream_t>(stream), &context);
+    const status_t st = drv(self).api().stream_get_ctx(static_cast<stream_t>(stream), &context);
     *domain = context;
     return driver_status{st};
 }
@@ -104,15 +104,15 @@ inline driver_status stream_domain(void* self, void* stream, void** domain) noex
 inline driver_status write_value64(void* self, void* stream, std::uint64_t address,
                                    std::uint64_t value) noexcept {
     const auto& a = drv(self).api();
-    if (a.cuStreamWriteValue64 == nullptr) return driver_status{error_not_found};
-    return driver_status{a.cuStreamWriteValue64(static_cast<stream_t>(stream), address, value,
+    if (a.stream_write_value64 == nullptr) return driver_status{error_not_found};
+    return driver_status{a.stream_write_value64(static_cast<stream_t>(stream), address, value,
                                                 stream_write_value_default)};
 }
 
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
     const char* name = nullptr;
-    if (a.cuGetErrorName == nullptr || a.cuGetErrorName(status, &name) != success) return nullptr;
+    if (a.get_error_name == nullptr || a.get_error_name(status, &name) != success) return nullptr;
     return name;
 }
 
@@ -139,40 +139,40 @@ cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
         }
     };
     auto& a = api_;
-    get("cuInit", a.cuInit, true);
-    get("cuDriverGetVersion", a.cuDriverGetVersion, true);
-    get("cuGetErrorName", a.cuGetErrorName, true);
-    get("cuDeviceGetCount", a.cuDeviceGetCount, true);
-    get("cuDeviceGet", a.cuDeviceGet, true);
-    get("cuDeviceGetAttribute", a.cuDeviceGetAttribute, true);
-    get("cuCtxGetCurrent", a.cuCtxGetCurrent, true);
-    get("cuCtxSetCurrent", a.cuCtxSetCurrent, true);
-    get("cuCtxGetDevice", a.cuCtxGetDevice, true);
-    get("cuCtxPushCurrent", a.cuCtxPushCurrent, true);
-    get("cuCtxPopCurrent", a.cuCtxPopCurrent, true);
-    get("cuCtxSynchronize", a.cuCtxSynchronize, true);
-    get("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain, true);
-    get("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease, true);
-    get("cuMemHostAlloc", a.cuMemHostAlloc, true);
-    get("cuMemHostGetDevicePointer", a.cuMemHostGetDevicePointer, true);
-    get("cuMemFreeHost", a.cuMemFreeHost, true);
-    get("cuStreamGetCtx", a.cuStreamGetCtx, true);
-    get("cuStreamQuery", a.cuStreamQuery, true);
-    get("cuStreamSynchronize", a.cuStreamSynchronize, true);
-    get("cuStreamWriteValue64", a.cuStreamWriteValue64, false);
-    get("cuStreamCreate", a.cuStreamCreate, false);
-    get("cuStreamDestroy", a.cuStreamDestroy, false);
-    get("cuMemAlloc", a.cuMemAlloc, false);
-    get("cuMemFree", a.cuMemFree, false);
-    get("cuMemsetD8Async", a.cuMemsetD8Async, false);
+    get("cuInit", a.init, true);
+    get("cuDriverGetVersion", a.driver_get_version, true);
+    get("cuGetErrorName", a.get_error_name, true);
+    get("cuDeviceGetCount", a.device_get_count, true);
+    get("cuDeviceGet", a.device_get, true);
+    get("cuDeviceGetAttribute", a.device_get_attribute, true);
+    get("cuCtxGetCurrent", a.ctx_get_current, true);
+    get("cuCtxSetCurrent", a.ctx_set_current, true);
+    get("cuCtxGetDevice", a.ctx_get_device, true);
+    get("cuCtxPushCurrent", a.ctx_push_current, true);
+    get("cuCtxPopCurrent", a.ctx_pop_current, true);
+    get("cuCtxSynchronize", a.ctx_synchronize, true);
+    get("cuDevicePrimaryCtxRetain", a.device_primary_ctx_retain, true);
+    get("cuDevicePrimaryCtxRelease", a.device_primary_ctx_release, true);
+    get("cuMemHostAlloc", a.mem_host_alloc, true);
+    get("cuMemHostGetDevicePointer", a.mem_host_get_device_pointer, true);
+    get("cuMemFreeHost", a.mem_free_host, true);
+    get("cuStreamGetCtx", a.stream_get_ctx, true);
+    get("cuStreamQuery", a.stream_query, true);
+    get("cuStreamSynchronize", a.stream_synchronize, true);
+    get("cuStreamWriteValue64", a.stream_write_value64, false);
+    get("cuStreamCreate", a.stream_create, false);
+    get("cuStreamDestroy", a.stream_destroy, false);
+    get("cuMemAlloc", a.mem_alloc, false);
+    get("cuMemFree", a.mem_free, false);
+    get("cuMemsetD8Async", a.memset_d8_async, false);
     if (!missing.empty())
         return unavailable("the CUDA driver's entry point(s) " + missing,
                            "cuGetProcAddress found no such symbol for API version 12000");
 
-    if (cuda::status_t st = a.cuInit(0); st != cuda::success)
+    if (cuda::status_t st = a.init(0); st != cuda::success)
         return unavailable("the CUDA driver", "cuInit failed with " + status_name(st) + " (" +
                                                   std::to_string(st) + ")");
-    if (cuda::status_t st = a.cuDriverGetVersion(&version_); st != cuda::success)
+    if (cuda::status_t st = a.driver_get_version(&version_); st != cuda::success)
         return error("cuDriverGetVersion", st);
     fill_table();
     return std::nullopt;
@@ -256,14 +256,14 @@ GPU_ASYNC_DECL std::optional<coded_error> cuda_driver::check_device(cuda::device
     };
     for (const requirement& r : needs) {
         int value = 0;
-        const cuda::status_t st = api_.cuDeviceGetAttribute(&value, r.attribute, device);
+        const cuda::status_t st = api_.device_get_attribute(&value, r.attribute, device);
         if (st == cuda::error_invalid_value)
             return unavailable(who, std::string(r.name) + " is unknown to this driver (" +
                                         std::to_string(version_) + ")");
         if (st != cuda::success) return error("cuDeviceGetAttribute", st);
         if (value == 0) return unavailable(who, std::string(r.name) + " is 0: " + r.meaning);
     }
-    if (api_.cuStreamWriteValue64 == nullptr)
+    if (api_.stream_write_value64 == nullptr)
         return unavailable("cuStreamWriteValue64_v2",
                            "the CUDA driver (" + std::to_string(version_) + ") lacks it");
     return std::nullopt;
@@ -287,7 +287,7 @@ GPU_ASYNC_DECL result<cuda_line> cuda_line::create(const cuda_driver& driver,
 GPU_ASYNC_DECL result<cuda_line> cuda_line::create_on(const cuda_driver& driver, int ordinal,
                                                       mapped_line_options options) {
     cuda::device_t device = 0;
-    if (cuda::status_t st = driver.api().cuDeviceGet(&device, ordinal); st != cuda::success)
+    if (cuda::status_t st = driver.api().device_get(&device, ordinal); st != cuda::success)
         return driver.error("cuDeviceGet", st);
     if (auto e = driver.check_device(device)) return std::move(*e);
     auto made = mapped_line::create_on(driver.line_table(), device, options);
@@ -299,7 +299,7 @@ GPU_ASYNC_DECL result<cuda_source> cuda_source::create(cuda_line& line, slot_id 
                                                        cuda::stream_t stream) {
     const cuda_driver& d = line.driver();
     cuda::context_t context = nullptr;
-    if (cuda::status_t st = d.api().cuStreamGetCtx(stream, &context); st != cuda::success)
+    if (cuda::status_t st = d.api().stream_get_ctx(stream, &context); st != cuda::success)
         return d.error("cuStreamGetCtx", st);
     if (context != line.context())
         return coded_error(errc::foreign_stream,
@@ -309,7 +309,7 @@ GPU_ASYNC_DECL result<cuda_source> cuda_source::create(cuda_line& line, slot_id 
 }
 
 GPU_ASYNC_DECL query_result cuda_source::query() {
-    const cuda::status_t st = line_->driver().api().cuStreamQuery(stream_);
+    const cuda::status_t st = line_->driver().api().stream_query(stream_);
     if (st == cuda::success) return query_result::done();
     if (st == cuda::error_not_ready) return query_result::pending();
     last_error_ = line_->driver().error("cuStreamQuery", st);
@@ -317,7 +317,7 @@ GPU_ASYNC_DECL query_result cuda_source::query() {
 }
 
 GPU_ASYNC_DECL std::error_code cuda_source::block() {
-    const cuda::status_t st = line_->driver().api().cuStreamSynchronize(stream_);
+    const cuda::status_t st = line_->driver().api().stream_synchronize(stream_);
     if (st == cuda::success) return {};
     last_error_ = line_->driver().error("cuStreamSynchronize", st);
     return make_error_code(errc::device_fault);

@@ -37,37 +37,37 @@ driver_status with_device(const hip_driver& d, device_t device, const char* call
                           Call&& call) noexcept {
     const auto& a = d.api();
     device_t previous = 0;
-    if (status_t st = a.hipGetDevice(&previous); st != success)
+    if (status_t st = a.get_device(&previous); st != success)
         return driver_status{st, "hipGetDevice"};
     if (previous != device)
-        if (status_t st = a.hipSetDevice(device); st != success)
+        if (status_t st = a.set_device(device); st != success)
             return driver_status{st, "hipSetDevice"};
     const status_t st = call();
-    const status_t back = previous != device ? a.hipSetDevice(previous) : success;
+    const status_t back = previous != device ? a.set_device(previous) : success;
     if (st != success) return driver_status{st, call_name};
     if (back != success) return driver_status{back, "hipSetDevice"};
     return driver_status{};
 }
 
 inline driver_status current_device(void* self, int* device) noexcept {
-    return driver_status{drv(self).api().hipGetDevice(device)};
+    return driver_status{drv(self).api().get_device(device)};
 }
 
 inline driver_status retain_domain(void* self, int device, void** domain) noexcept {
     context_t context = nullptr;
-    const status_t st = drv(self).api().hipDevicePrimaryCtxRetain(&context, device);
+    const status_t st = drv(self).api().device_primary_ctx_retain(&context, device);
     *domain = domain_of(device);
     return driver_status{st};
 }
 
 inline driver_status release_domain(void* self, int device, void*) noexcept {
-    return driver_status{drv(self).api().hipDevicePrimaryCtxRelease(device)};
+    return driver_status{drv(self).api().device_primary_ctx_release(device)};
 }
 
 inline driver_status alloc_page(void* self, void* domain, std::size_t bytes, void** host) noexcept {
     const hip_driver& d = drv(self);
     return with_device(d, device_of(domain), "hipHostMalloc", [&] {
-        return d.api().hipHostMalloc(host, bytes, host_malloc_mapped | host_malloc_coherent);
+        return d.api().host_malloc(host, bytes, host_malloc_mapped | host_malloc_coherent);
     });
 }
 
@@ -76,7 +76,7 @@ inline driver_status device_pointer(void* self, void* domain, void* host,
     const hip_driver& d = drv(self);
     return with_device(d, device_of(domain), "hipHostGetDevicePointer", [&] {
         void* p = nullptr;
-        const status_t st = d.api().hipHostGetDevicePointer(&p, host, 0);
+        const status_t st = d.api().host_get_device_pointer(&p, host, 0);
         *address = reinterpret_cast<std::uintptr_t>(p);
         return st;
     });
@@ -85,20 +85,20 @@ inline driver_status device_pointer(void* self, void* domain, void* host,
 inline driver_status free_page(void* self, void* domain, void* host) noexcept {
     const hip_driver& d = drv(self);
     return with_device(d, device_of(domain), "hipHostFree",
-                       [&] { return d.api().hipHostFree(host); });
+                       [&] { return d.api().host_free(host); });
 }
 
 inline driver_status settle(void* self, void* domain) noexcept {
     const hip_driver& d = drv(self);
     return with_device(d, device_of(domain), "hipDeviceSynchronize",
-                       [&] { return d.api().hipDeviceSynchronize(); });
+                       [&] { return d.api().device_synchronize(); });
 }
 
 inline driver_status stream_domain(void* self, void* stream, void** domain) noexcept {
     const auto& a = drv(self).api();
-    if (a.hipStreamGetDevice == nullptr) return driver_status{error_not_found};
+    if (a.stream_get_device == nullptr) return driver_status{error_not_found};
     device_t device = 0;
-    const status_t st = a.hipStreamGetDevice(static_cast<stream_t>(stream), &device);
+    const status_t st = a.stream_get_device(static_cast<stream_t>(stream), &device);
     *domain = domain_of(device);
     return driver_status{st};
 }
@@ -106,15 +106,15 @@ inline driver_status stream_domain(void* self, void* stream, void** domain) noex
 inline driver_status write_value64(void* self, void* stream, std::uint64_t address,
                                    std::uint64_t value) noexcept {
     const auto& a = drv(self).api();
-    if (a.hipStreamWriteValue64 == nullptr) return driver_status{error_not_found};
-    return driver_status{a.hipStreamWriteValue64(
+    if (a.stream_write_value64 == nullptr) return driver_status{error_not_found};
+    return driver_status{a.stream_write_value64(
         static_cast<stream_t>(stream),
         reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), value, 0)};
 }
 
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
-    return a.hipGetErrorName != nullptr ? a.hipGetErrorName(status) : nullptr;
+    return a.get_error_name != nullptr ? a.get_error_name(status) : nullptr;
 }
 
 inline coded_error unavailable(std::string what, std::string why) {
@@ -134,36 +134,36 @@ GPU_ASYNC_DECL std::optional<coded_error> hip_driver::resolve(hip::resolve_fn lo
             missing += (missing.empty() ? "" : ", ") + std::string(name);
     };
     auto& a = api_;
-    get("hipInit", a.hipInit, true);
-    get("hipDriverGetVersion", a.hipDriverGetVersion, true);
-    get("hipGetErrorName", a.hipGetErrorName, true);
-    get("hipGetDeviceCount", a.hipGetDeviceCount, true);
-    get("hipGetDevice", a.hipGetDevice, true);
-    get("hipSetDevice", a.hipSetDevice, true);
-    get("hipDevicePrimaryCtxRetain", a.hipDevicePrimaryCtxRetain, true);
-    get("hipDevicePrimaryCtxRelease", a.hipDevicePrimaryCtxRelease, true);
-    get("hipHostMalloc", a.hipHostMalloc, true);
-    get("hipHostGetDevicePointer", a.hipHostGetDevicePointer, true);
-    get("hipHostFree", a.hipHostFree, true);
-    get("hipDeviceSynchronize", a.hipDeviceSynchronize, true);
-    get("hipStreamQuery", a.hipStreamQuery, true);
-    get("hipStreamSynchronize", a.hipStreamSynchronize, true);
-    get("hipStreamGetDevice", a.hipStreamGetDevice, false);
-    get("hipStreamWriteValue64", a.hipStreamWriteValue64, false);
-    get("hipStreamCreate", a.hipStreamCreate, false);
-    get("hipStreamDestroy", a.hipStreamDestroy, false);
-    get("hipMalloc", a.hipMalloc, false);
-    get("hipFree", a.hipFree, false);
-    get("hipMemsetD8Async", a.hipMemsetD8Async, false);
+    get("hipInit", a.init, true);
+    get("hipDriverGetVersion", a.driver_get_version, true);
+    get("hipGetErrorName", a.get_error_name, true);
+    get("hipGetDeviceCount", a.get_device_count, true);
+    get("hipGetDevice", a.get_device, true);
+    get("hipSetDevice", a.set_device, true);
+    get("hipDevicePrimaryCtxRetain", a.device_primary_ctx_retain, true);
+    get("hipDevicePrimaryCtxRelease", a.device_primary_ctx_release, true);
+    get("hipHostMalloc", a.host_malloc, true);
+    get("hipHostGetDevicePointer", a.host_get_device_pointer, true);
+    get("hipHostFree", a.host_free, true);
+    get("hipDeviceSynchronize", a.device_synchronize, true);
+    get("hipStreamQuery", a.stream_query, true);
+    get("hipStreamSynchronize", a.stream_synchronize, true);
+    get("hipStreamGetDevice", a.stream_get_device, false);
+    get("hipStreamWriteValue64", a.stream_write_value64, false);
+    get("hipStreamCreate", a.stream_create, false);
+    get("hipStreamDestroy", a.stream_destroy, false);
+    get("hipMalloc", a.device_malloc, false);
+    get("hipFree", a.device_free, false);
+    get("hipMemsetD8Async", a.memset_d8_async, false);
     if (!missing.empty())
         return unavailable("the HIP runtime's entry point(s) " + missing, "no such symbol");
 
-    if (hip::status_t st = a.hipInit(0); st != hip::success)
+    if (hip::status_t st = a.init(0); st != hip::success)
         return unavailable("the HIP runtime", "hipInit failed with " + status_name(st) + " (" +
                                                   std::to_string(st) + ")");
-    if (hip::status_t st = a.hipDriverGetVersion(&version_); st != hip::success)
+    if (hip::status_t st = a.driver_get_version(&version_); st != hip::success)
         return error("hipDriverGetVersion", st);
-    if (hip::status_t st = a.hipGetDeviceCount(&device_count_); st != hip::success)
+    if (hip::status_t st = a.get_device_count(&device_count_); st != hip::success)
         return unavailable("a HIP device", "hipGetDeviceCount failed with " + status_name(st) +
                                                " (" + std::to_string(st) + ")");
     if (device_count_ <= 0) return unavailable("a HIP device", "hipGetDeviceCount found none");
@@ -241,10 +241,10 @@ GPU_ASYNC_DECL coded_error hip_driver::error(const char* call, hip::status_t sta
 
 GPU_ASYNC_DECL std::optional<coded_error> hip_driver::check_lines() const {
     using detail::hip_impl::unavailable;
-    if (api_.hipStreamWriteValue64 == nullptr)
+    if (api_.stream_write_value64 == nullptr)
         return unavailable("hipStreamWriteValue64",
                            "the HIP runtime (" + std::to_string(version_) + ") lacks it");
-    if (api_.hipStreamGetDevice == nullptr)
+    if (api_.stream_get_device == nullptr)
         return unavailable("hipStreamGetDevice",
                            "the HIP runtime (" + std::to_string(version_) +
                                ") lacks it, so a stream's device cannot be checked");
@@ -275,7 +275,7 @@ GPU_ASYNC_DECL result<hip_source> hip_source::create(hip_line& line, slot_id slo
                                                      hip::stream_t stream) {
     const hip_driver& d = line.driver();
     hip::device_t device = 0;
-    if (hip::status_t st = d.api().hipStreamGetDevice(stream, &device); st != hip::success)
+    if (hip::status_t st = d.api().stream_get_device(stream, &device); st != hip::success)
         return d.error("hipStreamGetDevice", st);
     if (device != line.device())
         return coded_error(errc::foreign_stream,
@@ -285,7 +285,7 @@ GPU_ASYNC_DECL result<hip_source> hip_source::create(hip_line& line, slot_id slo
 }
 
 GPU_ASYNC_DECL query_result hip_source::query() {
-    const hip::status_t st = line_->driver().api().hipStreamQuery(stream_);
+    const hip::status_t st = line_->driver().api().stream_query(stream_);
     if (st == hip::success) return query_result::done();
     if (st == hip::error_not_ready) return query_result::pending();
     last_error_ = line_->driver().error("hipStreamQuery", st);
@@ -293,7 +293,7 @@ GPU_ASYNC_DECL query_result hip_source::query() {
 }
 
 GPU_ASYNC_DECL std::error_code hip_source::block() {
-    const hip::status_t st = line_->driver().api().hipStreamSynchronize(stream_);
+    const hip::status_t st = line_->driver().api().stream_synchronize(stream_);
     if (st == hip::success) return {};
     last_error_ = line_->driver().error("hipStreamSynchronize", st);
     return make_error_code(errc::device_fault);

@@ -1,0 +1,282 @@
+//
+// test/gpu/main.cpp: real-device tests of the CUDA backend (gpu_async_gpu_tests).
+//
+// Built only with -DGPU_ASYNC_BUILD_GPU_TESTS=ON. Without a CUDA driver or device it prints
+// "skipped: no CUDA driver (...)" and exits 0, so it can run anywhere. With one, it runs:
+//
+//   store_seen_by_line_and_port   a stream's store reaches the line, and a gpu_completion_port's
+//                                 async_wait on the descriptor completes (io_context, run_for)
+//   memset_then_wait_each_plan    a 256 MiB cuMemsetD8Async, then a wait with each plan (block,
+//                                 poll, flag, flag+predict) through the wait machine's inline
+//                                 driver, printing the wait time and the kind
+//   destruction_waits_for_stores  closing a line right after enqueuing work and a store returns
+//                                 only once the work and the store have finished
+//   device_error_reaches_waiter   a kernel that traps while the host parks: the backstop query
+//                                 reports errc::device_fault (needs nvcc; last, since a trap
+//                                 poisons the context), and the line then leaks on purpose
+//
+// Each result row is also printed as "RESULT|..." for scripts/gpu-check.sh. Exit status: 0 when
+// every case passed or the run was skipped, 1 otherwise.
+//
+#include <gpu_async/device/cuda.hpp>
+
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/gpu_completion_port.hpp>
+
+#if GPU_ASYNC_GPU_TESTS_HAVE_KERNELS
+#include "kernels.hpp"
+#endif
+
+#include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace asio = boost::asio;
+using namespace gpu_async;
+
+// --- a real clock and timer for the inline wait driver --------------------------------------
+
+struct steady_clock_port {
+    mono_ns now() const noexcept {
+        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now().time_since_epoch())
+                                               .count())};
+    }
+};
+
+struct thread_timer {
+    void sleep_until(mono_ns at) {
+        std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
+            std::chrono::nanoseconds(static_cast<std::int64_t>(at.ns))));
+    }
+};
+
+// --- a tiny harness ---------------------------------------------------------------------------
+
+int failures = 0;
+
+void check(bool ok, const char* what, const std::string& detail = {}) {
+    std::printf("  %s %s%s%s\n", ok ? "ok  " : "FAIL", what, detail.empty() ? "" : ": ",
+                detail.c_str());
+    if (!ok) ++failures;
+}
+
+struct gpu {
+    const cuda_driver* driver = nullptr;
+    cuda::context_t context = nullptr;
+    cuda::device_t device = 0;
+
+    const cuda::entry_points& api() const { return driver->api(); }
+    bool ok(cuda::status_t st, const char* call) const {
+        if (st == cuda::success) return true;
+        check(false, call, driver->status_name(st));
+        return false;
+    }
+};
+
+cuda::stream_t make_stream(const gpu& g) {
+    cuda::stream_t s = nullptr;
+    if (!g.ok(g.api().stream_create(&s, cuda::stream_non_blocking), "cuStreamCreate")) return {};
+    return s;
+}
+
+// --- cases ----------------------------------------------------------------------------------
+
+void store_seen_by_line_and_port(const gpu& g) {
+    std::printf("store_seen_by_line_and_port\n");
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+
+    // The line: the store lands, and a park on the line sees it.
+    auto stored = line.value().store(*slot_id::at(0), stream);
+    if (!stored.has_value()) return check(false, "store", stored.error().message());
+    const memory_descriptor d = stored.value();
+    bool seen = false;
+    for (int i = 0; i < 50000 && !seen; ++i) // bounded: at most 5 s of 100 us parks
+        seen = word_wait::probe().park(
+            d.line(), [&] { return d.is_complete(); }, dur_ns::from_us(100));
+    check(seen, "the line's word reached the stored sequence");
+
+    // The port: async_wait on the descriptor of a second store completes through the io_context.
+    asio::io_context io;
+    gpu_completion_port port(io);
+    auto second = line.value().store(*slot_id::at(1), stream);
+    if (!second.has_value()) return check(false, "store", second.error().message());
+    std::optional<boost::system::error_code> result;
+    port.async_wait(second.value(), [&](boost::system::error_code ec) { result = ec; });
+    io.run_for(std::chrono::seconds(5));
+    check(result.has_value() && !*result, "gpu_completion_port::async_wait completed",
+          result ? result->message() : "timed out after 5 s");
+
+    g.ok(g.api().stream_synchronize(stream), "cuStreamSynchronize");
+    g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
+    const auto closed = line.value().close();
+    check(!closed.has_value(), "close", closed ? closed->message() : "");
+}
+
+void memset_then_wait_each_plan(const gpu& g) {
+    std::printf("memset_then_wait_each_plan (256 MiB cuMemsetD8Async, then a wait)\n");
+    constexpr std::size_t bytes = std::size_t{256} << 20;
+    const char* predict = "+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=8";
+    const std::vector<std::string> plans = {"block", "poll", "flag:park_us=100,backstop_us=1000",
+                                            std::string("flag:park_us=100,backstop_us=1000") +
+                                                predict};
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+    cuda::deviceptr_t buffer = 0;
+    if (!g.ok(g.api().mem_alloc(&buffer, bytes), "cuMemAlloc")) return;
+    auto source = cuda_source::create(line.value(), *slot_id::at(0), stream);
+    if (!source.has_value()) return check(false, "cuda_source::create", source.error().message());
+
+    steady_clock_port clock;
+    thread_timer timer;
+    point_table<int> estimates;
+    std::printf("  %-95s %-9s %10s %10s %6s %9s\n", "plan", "kind", "wait_us", "slept_us", "parks",
+                "backstops");
+    int key = 0;
+    for (const std::string& text : plans) {
+        auto plan = wait_plan::parse(text);
+        if (!plan.has_value()) return check(false, "wait_plan::parse", plan.error().message());
+        ++key;
+        // Five rounds per plan, so the predicting plan has samples to predict from.
+        for (int round = 1; round <= 5; ++round) {
+            if (!g.ok(g.api().memset_d8_async(buffer, static_cast<unsigned char>(round), bytes,
+                                              stream),
+                      "cuMemsetD8Async"))
+                return;
+            std::optional<std::uint64_t> sleep;
+            if (plan.value().predict()) sleep = estimates.sleep_ns(key, *plan.value().predict());
+            const wait_result r = run_wait(source.value(), plan.value(), sleep, clock, timer);
+            if (!r.has_value()) return check(false, text.c_str(), r.message());
+            const wait_report& rep = r.value();
+            if (plan.value().predict() && rep.outcome)
+                estimates.observe(key, *plan.value().predict(), *rep.outcome);
+            // The authority: after the wait, the stream must be idle.
+            const bool idle = g.api().stream_query(stream) == cuda::success;
+            if (!idle) check(false, "stream idle after the wait", text);
+            std::printf("  %-95s %-9s %10.1f %10.1f %6u %9u\n", text.c_str(),
+                        std::string(to_string(rep.kind)).c_str(),
+                        static_cast<double>(rep.total.ns) / 1e3,
+                        static_cast<double>(rep.slept.ns) / 1e3, rep.parks, rep.backstop_queries);
+            std::printf("RESULT|%s|%d|%s|%.1f|%.1f|%u|%u\n", text.c_str(), round,
+                        std::string(to_string(rep.kind)).c_str(),
+                        static_cast<double>(rep.total.ns) / 1e3,
+                        static_cast<double>(rep.slept.ns) / 1e3, rep.parks, rep.backstop_queries);
+        }
+    }
+    check(true, "every plan waited for the memset and the stream was idle after each wait");
+    g.ok(g.api().mem_free(buffer), "cuMemFree");
+    g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
+}
+
+void destruction_waits_for_stores(const gpu& g) {
+    std::printf("destruction_waits_for_stores\n");
+    constexpr std::size_t bytes = std::size_t{256} << 20;
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+    cuda::deviceptr_t buffer = 0;
+    if (!g.ok(g.api().mem_alloc(&buffer, bytes), "cuMemAlloc")) return;
+    {
+        auto line = cuda_line::create(*g.driver);
+        if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+        for (int i = 0; i < 4; ++i) // about a millisecond of work ahead of the last store
+            g.ok(g.api().memset_d8_async(buffer, 0, bytes, stream), "cuMemsetD8Async");
+        auto stored = line.value().store(*slot_id::at(0), stream);
+        if (!stored.has_value()) return check(false, "store", stored.error().message());
+        const auto closed = line.value().close(); // settles the context, then frees
+        check(!closed.has_value(), "close settled the context", closed ? closed->message() : "");
+        check(g.api().stream_query(stream) == cuda::success,
+              "the stream had finished when close returned");
+    }
+    g.ok(g.api().mem_free(buffer), "cuMemFree");
+    g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
+}
+
+void device_error_reaches_waiter(const gpu& g) {
+    std::printf("device_error_reaches_waiter\n");
+#if GPU_ASYNC_GPU_TESTS_HAVE_KERNELS
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+    auto source = cuda_source::create(line.value(), *slot_id::at(0), stream);
+    if (!source.has_value()) return check(false, "cuda_source::create", source.error().message());
+    // About 20 ms of spinning at ~2 GHz, then a trap: the wait is parked by then.
+    if (int st = gpu_async_test_launch_spin_then_trap(stream, 40'000'000); st != 0)
+        return check(false, "launch spin_then_trap", "cudaError " + std::to_string(st));
+    steady_clock_port clock;
+    thread_timer timer;
+    const wait_plan plan = wait_plan::recommended();
+    const wait_result r = run_wait(source.value(), plan, std::nullopt, clock, timer);
+    const bool faulted =
+        !r.has_value() && (r.error() == errc::device_fault || r.error() == errc::driver_status);
+    check(faulted, "the wait failed with the device's error",
+          r.has_value() ? std::string("it succeeded")
+                        : r.message() + (source.value().last_error()
+                                             ? " / " + source.value().last_error()->message()
+                                             : std::string()));
+    // The context is poisoned: settling fails, so the line leaks its page and its reference.
+    const auto closed = line.value().close();
+    check(closed.has_value() && line.value().mapped().leaked(),
+          "close reported the failed settle and leaked the page",
+          closed ? closed->message() : "close succeeded");
+#else
+    std::printf("  skipped: built without a CUDA compiler (the trapping kernel needs nvcc)\n");
+#endif
+}
+
+} // namespace
+
+int main() {
+    auto loaded = cuda_driver::load();
+    if (!loaded.has_value()) {
+        std::printf("skipped: no CUDA driver (%s)\n", loaded.error().message().c_str());
+        return 0;
+    }
+    gpu g;
+    g.driver = loaded.value();
+    int count = 0;
+    if (g.api().device_get_count(&count) != cuda::success || count == 0) {
+        std::printf("skipped: no CUDA device\n");
+        return 0;
+    }
+    const auto& a = g.api();
+    if (a.stream_create == nullptr || a.stream_destroy == nullptr || a.mem_alloc == nullptr ||
+        a.mem_free == nullptr || a.memset_d8_async == nullptr) {
+        std::printf("FAIL: the driver lacks a stream or memory entry point the tests need\n");
+        return 1;
+    }
+    if (auto e = g.driver->check_device(0)) {
+        std::printf("skipped: CUDA device 0 cannot own a line (%s)\n", e->message().c_str());
+        return 0;
+    }
+    if (!g.ok(a.device_primary_ctx_retain(&g.context, 0), "cuDevicePrimaryCtxRetain") ||
+        !g.ok(a.ctx_set_current(g.context), "cuCtxSetCurrent"))
+        return 1;
+    std::printf("CUDA driver %d, %d device(s); word wait: %s\n", g.driver->version(), count,
+                std::string(word_wait::probe().name()).c_str());
+
+    store_seen_by_line_and_port(g);
+    memset_then_wait_each_plan(g);
+    destruction_waits_for_stores(g);
+    device_error_reaches_waiter(g); // last: a trap poisons the context
+
+    std::printf("%s: %d failure(s)\n", failures == 0 ? "passed" : "FAILED", failures);
+    return failures == 0 ? 0 : 1;
+}
