@@ -29,7 +29,8 @@ memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint6
 
 // A source whose word a virtual device stores at a set time (a stream's tail on virtual time).
 struct line_source {
-    explicit line_source(completion_line& l) : line(l) {}
+    explicit line_source(completion_line& l)
+        : line(l) {}
     completion_line& line;
     std::uint64_t target = 1;
     std::error_code fail;
@@ -282,7 +283,8 @@ BOOST_AUTO_TEST_CASE(spec_14_scenario_on_virtual_time) {
     for (std::size_t i = 0; i < 3; ++i)
         ex.spawn([](reactor& r, memory_descriptor d, std::optional<mono_ns>& out,
                     manual_clock& c) -> fill_task<> {
-            if (co_await r.ready(d, std::nullopt)) out = c.now();
+            const bool ok = co_await r.ready(d, std::nullopt);
+            if (ok) out = c.now();
         }(ex.get_reactor(), desc(line, i, 1), done[i], clk));
     ex.spawn([](int& n, manual_clock& c) -> fill_task<> {
         for (int i = 0; i < 10; ++i) {

@@ -6,7 +6,7 @@
 //     fill_executor ex(dur_ns::from_us(100));              // the park bound
 //     reactor& r = ex.get_reactor();
 //     ex.spawn([](reactor& r, memory_descriptor d) -> fill_task<> {
-//         if (co_await r.ready(d, std::nullopt)) { ... }     // true: d completed
+//         const bool ok = co_await r.ready(d, std::nullopt); // true: d completed
 //     }(r, d));
 //     ex.spawn([]() -> fill_task<> { for (...) { work(); co_await yield_now(); } }());
 //     auto stats = ex.run(idle);                              // or errc::stalled
@@ -16,6 +16,9 @@
 // promptly; run() returns when every task finished, or with errc::stalled when tasks are left
 // that nothing registered can wake. Tasks must not let exceptions escape (the core does not use
 // exceptions): an escaping exception terminates the program.
+//
+// Compiler note: g++ 12 miscompiles a co_await used directly as an if-condition
+// (`if (co_await x)`: the coroutine's body never runs). Bind the result first, as above.
 //
 // Standard library only: no threads, no blocking, no clock (the idle reads it).
 //
