@@ -22,6 +22,7 @@
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/std_host.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #endif // GPU_ASYNC_GPU_ASYNC_HPP

@@ -1,0 +1,466 @@
+//
+// gpu_async/host/std_host.hpp: the std host (SPEC.md section 13): a monotonic clock over the
+// process clock, a timer that sleeps the calling thread, the idle of the FILL executor, the
+// blocking wait (the `naive` executor kind), and a watcher thread that completes waiters of any
+// runtime.
+//
+//     std_clock clk;                          // mono_ns over std::chrono::steady_clock
+//     std_timer tmr;                          // sleeps the calling thread
+//     std_idle idle;                          // for fill_executor::run(idle)
+//     auto r = wait(stream, plan, table, point);   // blocking, feeds the point table
+//
+//     std_watcher w;                          // one background thread
+//     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
+//     watch_handle c = w.on_complete(descriptor, [] { ... });   // callback form
+//
+// Host layer: std threads and the word wait; no Boost, no Asio.
+//
+#ifndef GPU_ASYNC_HOST_STD_HOST_HPP
+#define GPU_ASYNC_HOST_STD_HOST_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/park_fallback.hpp>
+#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace gpu_async {
+
+/// The process monotonic clock (std::chrono::steady_clock) as mono_ns.
+class std_clock {
+public:
+    mono_ns now() const noexcept {
+        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                               std::chrono::steady_clock::now().time_since_epoch())
+                                               .count())};
+    }
+
+    /// The steady_clock time point of `t`.
+    static std::chrono::steady_clock::time_point to_time_point(mono_ns t) noexcept {
+        using rep = std::chrono::nanoseconds::rep;
+        constexpr auto max_ns = static_cast<std::uint64_t>(std::numeric_limits<rep>::max());
+        return std::chrono::steady_clock::time_point(
+            std::chrono::nanoseconds(static_cast<rep>(t.ns < max_ns ? t.ns : max_ns)));
+    }
+};
+
+/// A timer that sleeps the calling thread until a point of std_clock. It never returns before
+/// the deadline (it sleeps again after an early return); at once when the deadline has passed.
+class std_timer {
+public:
+    void sleep_until(mono_ns at) const {
+        const std_clock clk;
+        while (clk.now() < at)
+            std::this_thread::sleep_until(std_clock::to_time_point(at));
+    }
+};
+
+static_assert(clock<std_clock>);
+static_assert(timer<std_timer>);
+
+/// The park capabilities of the std host: a word park needs a user-mode monitor (the word
+/// wait's portable fallback only spins and yields, which is a poll, so a flag plan resolves to
+/// poll there with the probe's reason). Word stores and blocking waits are the source's own.
+inline park_capabilities std_park_capabilities(const word_wait& ww = word_wait::probe()) {
+    park_capabilities caps;
+    if (ww.path() == word_wait_path::fallback)
+        caps.set_missing(park_capability::word_park, "no user-mode monitor");
+    return caps;
+}
+
+/// The idle of the FILL executor on the std host (satisfies reactor_idle): the std clock, a
+/// thread sleep to a deadline, and a park on a line with the word wait the probe found (a
+/// user-mode monitor where the CPU has one, else the portable pause-spin-then-yield loop).
+class std_idle {
+public:
+    /// Parks with `ww` (by default what the probe found).
+    explicit std_idle(const word_wait& ww = word_wait::probe()) noexcept
+        : ww_(&ww) {}
+
+    mono_ns now() const noexcept { return clock_.now(); }
+
+    void sleep_until(mono_ns at) const { std_timer{}.sleep_until(at); }
+
+    /// Parks on `line` until `done()`, a store, or `bound`; returns `done()`.
+    template <class Pred>
+    bool park_line(const completion_line& line, Pred&& done, dur_ns bound) const {
+        return ww_->park(line, std::forward<Pred>(done), bound);
+    }
+
+    /// The word-wait path parks run.
+    word_wait_path path() const noexcept { return ww_->path(); }
+
+    /// Which path the park uses, e.g. "umwait" or "fallback (pause-spin, then yield)".
+    std::string_view name() const noexcept { return ww_->name(); }
+
+    /// The executor label of this idle.
+    static constexpr std::string_view label() noexcept { return "gpu-reactor"; }
+
+private:
+    std_clock clock_;
+    const word_wait* ww_;
+};
+
+static_assert(reactor_idle<std_idle>);
+
+/// The blocking wait (the `naive` executor kind): runs the wait machine over `source` on the
+/// calling thread with the inline driver, on the std clock and timer, with the sleep estimate
+/// of `point` in `table` (plans with a prediction); then feeds `table` the outcome (plans with a
+/// prediction, waits that end with one). Returns the report, or the error that ended the wait
+/// (a source's error unchanged). The table is not synchronised: one per thread, or lock it.
+template <completion_source Source, class Key>
+wait_result wait(Source& source, const wait_plan& plan, point_table<Key>& table, const Key& point) {
+    std::optional<std::uint64_t> sleep;
+    if (plan.predict()) sleep = table.sleep_ns(point, *plan.predict());
+    const std_clock clk;
+    std_timer tmr;
+    wait_result r = run_inline(source, plan, sleep, clk, tmr);
+    if (r.has_value() && plan.predict() && r.value().outcome)
+        table.observe(point, *plan.predict(), *r.value().outcome);
+    return r;
+}
+
+class std_watcher;
+
+namespace detail {
+
+// One registration of the watcher. Shared by the handle and the watcher's registry.
+struct watch_state {
+    enum class phase : std::uint8_t { registered, firing, done, dropped };
+
+    const completion_line* line = nullptr;
+    std::size_t slot = 0;
+    std::uint64_t target = 0;
+    std::function<void()> callback; // empty for the future form
+    std::multimap<std::uint64_t, std::shared_ptr<watch_state>>::iterator where; // registry
+    phase state = phase::registered; // guarded by the watcher's mutex
+
+    // The future form's own completion flag (no watcher lock needed to wait on it).
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+};
+
+} // namespace detail
+
+/// The waitable handle of one watcher registration: future-like (`wait`, `wait_for`, `ready`).
+/// Move-only. Destroying (or `reset`ting) it before it resolved removes the registration: a
+/// callback is then never run after the destructor returned (it waits for one already running
+/// on the watcher thread, unless called from that callback).
+class watch_handle {
+public:
+    watch_handle() = default;
+    watch_handle(watch_handle&& o) noexcept
+        : watcher_(std::exchange(o.watcher_, nullptr))
+        , state_(std::move(o.state_)) {}
+    watch_handle& operator=(watch_handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            watcher_ = std::exchange(o.watcher_, nullptr);
+            state_ = std::move(o.state_);
+        }
+        return *this;
+    }
+    watch_handle(const watch_handle&) = delete;
+    watch_handle& operator=(const watch_handle&) = delete;
+    ~watch_handle() { reset(); }
+
+    /// True when the handle refers to a registration.
+    bool valid() const noexcept { return state_ != nullptr; }
+
+    /// True once the descriptor was seen complete (and, in the callback form, the callback has
+    /// returned).
+    bool ready() const {
+        if (!state_) return false;
+        std::lock_guard lk(state_->m);
+        return state_->done;
+    }
+
+    /// Blocks until ready(). Precondition: valid().
+    void wait() const {
+        std::unique_lock lk(state_->m);
+        state_->cv.wait(lk, [&] { return state_->done; });
+    }
+
+    /// Blocks until ready() or `d` has passed; returns ready(). Precondition: valid().
+    template <class Rep, class Period>
+    bool wait_for(std::chrono::duration<Rep, Period> d) const {
+        std::unique_lock lk(state_->m);
+        return state_->cv.wait_for(lk, d, [&] { return state_->done; });
+    }
+
+    /// Drops the registration (see the class comment); the handle becomes empty.
+    inline void reset();
+
+private:
+    friend class std_watcher;
+    watch_handle(std_watcher& w, std::shared_ptr<detail::watch_state> s) noexcept
+        : watcher_(&w)
+        , state_(std::move(s)) {}
+
+    std_watcher* watcher_ = nullptr;
+    std::shared_ptr<detail::watch_state> state_;
+};
+
+/// A background thread that watches completion lines for waiters on any runtime (threads, a
+/// foreign event loop, a coroutine library): each registration names (line, slot, target) and
+/// resolves once the word reaches the target.
+///
+/// - Registrations are grouped per line and, per slot, ordered by target, so one scan costs a
+///   load per watched slot and O(log n) per completion.
+/// - While nothing is watched the thread sleeps on a condition variable. While something is,
+///   it parks on the first watched line with the word wait when the CPU has a user-mode
+///   monitor (any store to that line wakes it), bounded by `park_bound`; otherwise it sleeps
+///   `park_bound` between scans. Every line is scanned after each park or sleep, and a new
+///   registration ends a sleep at once.
+/// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
+///   may register again, drop handles or do anything that does not wait for the watcher itself.
+/// - A line must outlive its registrations (drop the handles before freeing the line).
+class std_watcher {
+public:
+    /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
+    explicit std_watcher(dur_ns park_bound = dur_ns::from_us(100),
+                         const word_wait& ww = word_wait::probe())
+        : park_bound_(park_bound)
+        , ww_(&ww) {
+        thread_ = std::thread([this] { run(); });
+    }
+    std_watcher(const std_watcher&) = delete;
+    std_watcher& operator=(const std_watcher&) = delete;
+
+    /// Stops and joins the thread. Registrations still pending never resolve; their handles
+    /// must be destroyed before the watcher.
+    ~std_watcher() {
+        {
+            std::lock_guard lk(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+
+    /// Watches `d`; the handle resolves once `d` is complete.
+    watch_handle watch(const memory_descriptor& d) { return add(d, {}); }
+
+    /// Watches (line, slot, target).
+    watch_handle watch(const completion_line& line, slot_id slot, std::uint64_t target) {
+        return add(memory_descriptor(line, slot, target), {});
+    }
+
+    /// Runs `fn` on the watcher thread, with no lock held, once `d` is complete; the handle
+    /// becomes ready after `fn` returned. Never invoked from within this function.
+    watch_handle on_complete(const memory_descriptor& d, std::function<void()> fn) {
+        return add(d, std::move(fn));
+    }
+
+    /// Registrations not yet resolved.
+    std::size_t pending() const {
+        std::lock_guard lk(m_);
+        return total_;
+    }
+
+    /// Lines with at least one registration.
+    std::size_t lines() const {
+        std::lock_guard lk(m_);
+        return lines_.size();
+    }
+
+    /// How the thread waits between scans: "park: <word wait>" or "sleep".
+    std::string waiting() const {
+        return use_park() ? std::string("park: ") + std::string(ww_->name()) : std::string("sleep");
+    }
+
+    /// Number of scans of the watched lines so far.
+    std::uint64_t scans() const noexcept { return scans_.load(std::memory_order_relaxed); }
+
+private:
+    friend class watch_handle;
+    using state_ptr = std::shared_ptr<detail::watch_state>;
+    using slot_map = std::multimap<std::uint64_t, state_ptr>;
+    struct line_entry {
+        std::array<slot_map, line_words> slots;
+        std::size_t count = 0;
+    };
+
+    bool use_park() const noexcept { return ww_->path() != word_wait_path::fallback; }
+
+    watch_handle add(const memory_descriptor& d, std::function<void()> fn) {
+        auto s = std::make_shared<detail::watch_state>();
+        s->line = &d.line();
+        s->slot = d.slot().index();
+        s->target = d.target();
+        s->callback = std::move(fn);
+        {
+            std::lock_guard lk(m_);
+            line_entry& e = lines_[s->line];
+            s->where = e.slots[s->slot].emplace(s->target, s);
+            ++e.count;
+            ++total_;
+            generation_.fetch_add(1, std::memory_order_relaxed);
+        }
+        cv_.notify_all();
+        return watch_handle(*this, std::move(s));
+    }
+
+    // Called by a handle that is dropped.
+    void drop(const state_ptr& s) {
+        std::unique_lock lk(m_);
+        if (s->state == detail::watch_state::phase::registered) {
+            unlink(*s);
+            s->state = detail::watch_state::phase::dropped;
+            // The thread may be parked on this line: the caller may free it once we return.
+            idle_cv_.wait(lk, [&] { return parked_on_ != s->line || lines_.count(s->line) != 0; });
+            return;
+        }
+        // A callback of this registration is running: wait for it, unless we are inside it.
+        if (std::this_thread::get_id() != thread_.get_id())
+            idle_cv_.wait(lk, [&] { return s->state != detail::watch_state::phase::firing; });
+    }
+
+    void unlink(detail::watch_state& s) {
+        auto it = lines_.find(s.line);
+        it->second.slots[s.slot].erase(s.where);
+        --total_;
+        if (--it->second.count == 0) lines_.erase(it);
+    }
+
+    // Moves every registration whose word reached its target into `out`. Lock held.
+    void collect(std::vector<state_ptr>& out) {
+        constexpr std::uint64_t half = std::uint64_t{1} << 63;
+        for (auto li = lines_.begin(); li != lines_.end();) {
+            line_entry& e = li->second;
+            for (std::size_t i = 0; i < line_words; ++i) {
+                slot_map& sm = e.slots[i];
+                if (sm.empty()) continue;
+                const std::uint64_t w = li->first->words[i].load(std::memory_order_acquire);
+                // Reached targets t: w - t < 2^63, i.e. t in (w - 2^63, w] on the circle: at
+                // most two numeric ranges of the ordered map.
+                auto take = [&](std::uint64_t lo, std::uint64_t hi) {
+                    auto b = sm.lower_bound(lo);
+                    auto end = sm.upper_bound(hi);
+                    while (b != end) {
+                        b->second->state = detail::watch_state::phase::firing;
+                        out.push_back(std::move(b->second));
+                        b = sm.erase(b);
+                        --e.count;
+                        --total_;
+                    }
+                };
+                if (w >= half) {
+                    take(w - half + 1, w);
+                } else {
+                    take(0, w);
+                    if (w + half + 1 != 0) take(w + half + 1, ~std::uint64_t{0});
+                }
+            }
+            if (e.count == 0)
+                li = lines_.erase(li);
+            else
+                ++li;
+        }
+    }
+
+    void run() {
+        std::vector<state_ptr> fired;
+        std::unique_lock lk(m_);
+        while (!stop_) {
+            if (total_ == 0) {
+                cv_.wait(lk, [&] { return stop_ || total_ > 0; });
+                continue;
+            }
+            scans_.fetch_add(1, std::memory_order_relaxed);
+            collect(fired);
+            if (!fired.empty()) {
+                lk.unlock();
+                for (auto& s : fired) {
+                    if (s->callback) {
+                        auto fn = std::move(s->callback);
+                        fn();
+                    }
+                    {
+                        std::lock_guard sl(s->m);
+                        s->done = true;
+                    }
+                    s->cv.notify_all();
+                }
+                lk.lock();
+                for (auto& s : fired)
+                    s->state = detail::watch_state::phase::done;
+                fired.clear();
+                idle_cv_.notify_all();
+                continue;
+            }
+            const std::uint64_t gen = generation_.load(std::memory_order_relaxed);
+            if (use_park()) {
+                const completion_line* line = lines_.begin()->first;
+                std::array<std::uint64_t, line_words> seen{};
+                for (std::size_t i = 0; i < line_words; ++i)
+                    seen[i] = line->words[i].load(std::memory_order_relaxed);
+                parked_on_ = line;
+                lk.unlock();
+                ww_->park(
+                    *line,
+                    [&] {
+                        for (std::size_t i = 0; i < line_words; ++i)
+                            if (line->words[i].load(std::memory_order_relaxed) != seen[i])
+                                return true;
+                        return generation_.load(std::memory_order_relaxed) != gen;
+                    },
+                    park_bound_);
+                lk.lock();
+                parked_on_ = nullptr;
+                idle_cv_.notify_all();
+            } else {
+                cv_.wait_for(lk, std::chrono::nanoseconds(park_bound_.count()), [&] {
+                    return stop_ || generation_.load(std::memory_order_relaxed) != gen;
+                });
+            }
+        }
+    }
+
+    dur_ns park_bound_;
+    const word_wait* ww_;
+    mutable std::mutex m_;
+    std::condition_variable cv_;      // registrations and stop
+    std::condition_variable idle_cv_; // the thread left a park, or finished firing
+    std::map<const completion_line*, line_entry> lines_;
+    std::size_t total_ = 0;
+    std::atomic<std::uint64_t> generation_{0}; // registrations made (ends a park or sleep)
+    const completion_line* parked_on_ = nullptr;
+    bool stop_ = false;
+    std::atomic<std::uint64_t> scans_{0};
+    std::thread thread_;
+};
+
+inline void watch_handle::reset() {
+    if (!state_) return;
+    watcher_->drop(state_);
+    state_.reset();
+    watcher_ = nullptr;
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_HOST_STD_HOST_HPP

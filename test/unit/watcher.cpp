@@ -1,0 +1,243 @@
+#include <gpu_async/host/std_host.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+using namespace gpu_async;
+
+namespace {
+
+// Bound of every wait in these tests: far beyond any scan; only a hang reaches it.
+constexpr auto long_wait = std::chrono::seconds(10);
+
+slot_id slot(std::size_t i) {
+    return *slot_id::at(i);
+}
+
+// Spins (with yields) until `pred` or 10 s; returns pred().
+template <class Pred>
+bool eventually(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + long_wait;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= end) return pred();
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(watcher)
+
+BOOST_AUTO_TEST_CASE(register_and_resolve) {
+    std_watcher w;
+    completion_line line;
+    watch_handle h = w.watch(line, slot(2), 5);
+    BOOST_TEST(h.valid());
+    BOOST_TEST(!h.ready());
+    BOOST_TEST(w.pending() == 1u);
+    BOOST_TEST(w.lines() == 1u);
+    line.words[2].store(4, std::memory_order_release); // not yet
+    BOOST_TEST(!h.wait_for(std::chrono::milliseconds(2)));
+    line.words[2].store(5, std::memory_order_release);
+    BOOST_TEST(h.wait_for(long_wait));
+    BOOST_TEST(h.ready());
+    BOOST_TEST(w.pending() == 0u);
+    BOOST_TEST(w.lines() == 0u);
+    BOOST_TEST(w.scans() > 0u);
+    BOOST_TEST(!w.waiting().empty());
+}
+
+BOOST_AUTO_TEST_CASE(already_complete_resolves) {
+    std_watcher w;
+    completion_line line;
+    line.words[0].store(9);
+    watch_handle h = w.watch(memory_descriptor(line, slot(0), 3));
+    h.wait();
+    BOOST_TEST(h.ready());
+}
+
+BOOST_AUTO_TEST_CASE(a_waiter_on_another_thread_is_woken) {
+    std_watcher w;
+    completion_line line;
+    watch_handle h = w.watch(line, slot(1), 1);
+    std::atomic<bool> woke{false};
+    std::thread waiter([&] {
+        h.wait();
+        woke = true;
+    });
+    line.words[1].store(1, std::memory_order_release);
+    waiter.join();
+    BOOST_TEST(woke.load());
+}
+
+BOOST_AUTO_TEST_CASE(drop_before_resolution_removes_it) {
+    std_watcher w;
+    completion_line line;
+    {
+        watch_handle h = w.watch(line, slot(0), 1);
+        watch_handle g = w.watch(line, slot(7), 1);
+        BOOST_TEST(w.pending() == 2u);
+        h.reset();
+        BOOST_TEST(!h.valid());
+        BOOST_TEST(w.pending() == 1u);
+        BOOST_TEST(w.lines() == 1u);
+    } // g dropped by its destructor
+    BOOST_TEST(w.pending() == 0u);
+    BOOST_TEST(w.lines() == 0u);
+    // A dropped callback never runs, even when its word arrives later.
+    std::atomic<int> ran{0};
+    {
+        watch_handle c = w.on_complete(memory_descriptor(line, slot(3), 1), [&] { ++ran; });
+    }
+    line.words[3].store(1);
+    watch_handle probe = w.watch(line, slot(3), 1); // resolves after a scan of that word
+    BOOST_TEST(probe.wait_for(long_wait));
+    BOOST_TEST(ran.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(move_keeps_the_registration) {
+    std_watcher w;
+    completion_line line;
+    watch_handle a = w.watch(line, slot(0), 1);
+    watch_handle b(std::move(a));
+    BOOST_TEST(!a.valid());
+    watch_handle c;
+    c = std::move(b);
+    BOOST_TEST(w.pending() == 1u);
+    line.words[0].store(1);
+    BOOST_TEST(c.wait_for(long_wait));
+}
+
+BOOST_AUTO_TEST_CASE(targets_in_wrapping_order) {
+    std_watcher w;
+    completion_line line;
+    constexpr std::uint64_t top = ~std::uint64_t{0};
+    line.words[0].store(top - 1);
+    line.words[1].store(1);
+    watch_handle after_wrap = w.watch(line, slot(0), 1); // pending until the word wraps to 1
+    watch_handle before = w.watch(line, slot(1), top);   // 1 follows 2^64-1: complete
+    watch_handle ahead = w.watch(line, slot(1), 2);      // pending
+    BOOST_TEST(before.wait_for(long_wait));
+    BOOST_TEST(!after_wrap.ready());
+    BOOST_TEST(!ahead.ready());
+    line.words[0].store(1);
+    BOOST_TEST(after_wrap.wait_for(long_wait));
+    BOOST_TEST(!ahead.ready());
+    BOOST_TEST(w.pending() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(callback_form_runs_then_is_ready) {
+    std_watcher w;
+    completion_line line;
+    std::atomic<std::thread::id> ran_on{};
+    watch_handle h = w.on_complete(memory_descriptor(line, slot(4), 2),
+                                   [&] { ran_on = std::this_thread::get_id(); });
+    line.words[4].store(2);
+    BOOST_TEST(h.wait_for(long_wait));
+    BOOST_TEST((ran_on.load() != std::thread::id{}));
+    BOOST_TEST((ran_on.load() != std::this_thread::get_id()));
+}
+
+BOOST_AUTO_TEST_CASE(a_callback_that_registers_again_does_not_deadlock) {
+    std_watcher w;
+    completion_line line;
+    std::mutex m;
+    std::vector<watch_handle> chained;
+    std::atomic<int> round{0};
+    // Each callback registers the next target of the same slot from inside, then drops an
+    // unrelated pending registration: both take the watcher's lock, which must be free.
+    watch_handle spare = w.watch(line, slot(6), 1);
+    std::function<void()> next = [&] {
+        const int r = ++round;
+        if (r == 1) spare.reset();
+        if (r < 5) {
+            watch_handle h =
+                w.on_complete(memory_descriptor(line, slot(0), std::uint64_t(r + 1)), next);
+            std::lock_guard lk(m);
+            chained.push_back(std::move(h));
+        }
+    };
+    watch_handle first = w.on_complete(memory_descriptor(line, slot(0), 1), next);
+    for (std::uint64_t v = 1; v <= 5; ++v) {
+        line.words[0].store(v, std::memory_order_release);
+        BOOST_TEST_REQUIRE(eventually([&] { return round.load() >= static_cast<int>(v); }));
+    }
+    BOOST_TEST(round.load() == 5);
+    BOOST_TEST(first.ready());
+    BOOST_TEST(w.pending() == 0u);
+    std::lock_guard lk(m);
+    BOOST_TEST(chained.size() == 4u);
+    chained.clear();
+}
+
+BOOST_AUTO_TEST_CASE(thousands_of_handles_over_many_lines) {
+    std_watcher w;
+    constexpr std::size_t n_lines = 200;
+    constexpr std::size_t per_slot = 4; // 200 lines x 8 slots x 4 targets = 6400 handles
+    std::deque<completion_line> lines(n_lines);
+    std::vector<watch_handle> handles;
+    std::vector<bool> is_callback;
+    std::atomic<std::size_t> callbacks{0};
+    std::mt19937_64 rng(42);
+    for (auto& line : lines)
+        for (std::size_t s = 0; s < line_words; ++s)
+            for (std::size_t t = 1; t <= per_slot; ++t) {
+                const memory_descriptor d(line, slot(s), t);
+                is_callback.push_back(rng() % 2 == 0);
+                if (is_callback.back())
+                    handles.push_back(w.on_complete(d, [&] { ++callbacks; }));
+                else
+                    handles.push_back(w.watch(d));
+            }
+    BOOST_TEST(w.pending() == n_lines * line_words * per_slot);
+    BOOST_TEST(w.lines() == n_lines);
+    // Drop every fourth before anything completes.
+    for (std::size_t i = 0; i < handles.size(); i += 4)
+        handles[i].reset();
+    const std::size_t kept = handles.size() - (handles.size() + 3) / 4;
+    std::size_t kept_callbacks = 0;
+    for (std::size_t i = 0; i < handles.size(); ++i)
+        if (handles[i].valid() && is_callback[i]) ++kept_callbacks;
+    BOOST_TEST(w.pending() == kept);
+    // Complete the lines in a random order.
+    std::vector<std::size_t> order(n_lines);
+    for (std::size_t i = 0; i < n_lines; ++i)
+        order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    for (std::size_t i : order)
+        for (std::size_t s = 0; s < line_words; ++s)
+            lines[i].words[s].store(per_slot, std::memory_order_release);
+    for (auto& h : handles)
+        if (h.valid()) BOOST_TEST_REQUIRE(h.wait_for(long_wait));
+    BOOST_TEST(w.pending() == 0u);
+    BOOST_TEST(w.lines() == 0u);
+    handles.clear();
+    BOOST_TEST(callbacks.load() == kept_callbacks);
+}
+
+BOOST_AUTO_TEST_CASE(sleeps_while_nothing_is_watched) {
+    std_watcher w;
+    completion_line line;
+    {
+        watch_handle h = w.watch(line, slot(0), 1);
+        line.words[0].store(1);
+        BOOST_TEST(h.wait_for(long_wait));
+    }
+    // With nothing watched the thread waits on its condition variable: no scans happen.
+    const std::uint64_t scans = w.scans();
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    BOOST_TEST(w.scans() == scans);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
