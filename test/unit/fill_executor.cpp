@@ -269,6 +269,40 @@ BOOST_AUTO_TEST_CASE(tasks_await_tasks_and_get_their_values) {
     BOOST_TEST(ex.tasks_left() == 0u);
 }
 
+BOOST_AUTO_TEST_CASE(a_task_may_spawn_tasks_while_the_executor_runs) {
+    manual_clock clk;
+    scripted_idle idle(clk);
+    fill_executor ex;
+    std::vector<int> order;
+    struct local {
+        static fill_task<> child(std::vector<int>& o, int id) {
+            o.push_back(id);
+            co_return;
+        }
+        static fill_task<> parent(fill_executor& e, std::vector<int>& o) {
+            o.push_back(0);
+            e.spawn(child(o, 1));
+            e.spawn(child(o, 2));
+            co_await yield_now();
+            o.push_back(3);
+        }
+    };
+    ex.spawn(local::parent(ex, order));
+    ex.spawn(fill_task<>(local::child(order, 9))); // moved in
+    const auto s = ex.run(idle);
+    BOOST_REQUIRE(s.has_value());
+    const std::vector<int> expect{0, 9, 1, 2, 3};
+    BOOST_TEST(order == expect, boost::test_tools::per_element());
+    BOOST_TEST(ex.tasks_left() == 0u);
+    BOOST_TEST(s.value().resumptions == 5u);
+    // An unstarted task that is never spawned is destroyed with its handle.
+    auto unstarted = local::child(order, 7);
+    BOOST_TEST(!unstarted.done());
+    fill_task<> moved = std::move(unstarted);
+    BOOST_TEST(unstarted.done()); // empty after the move
+    BOOST_TEST(order.size() == 5u);
+}
+
 BOOST_AUTO_TEST_CASE(spec_14_scenario_on_virtual_time) {
     // A device stores at 2, 4 and 6 ms into three slots of one line; three tasks await one slot
     // each; a fourth does CPU work in slices of 250 us (ten of them).
