@@ -1,0 +1,460 @@
+//
+// gpu_async/host/uring_host.hpp: the io_uring host (SPEC.md sections 8 and 13): `uring_idle`,
+// the idle of the `io-uring` executor kind: the FILL executor whose deadline sleeps are io_uring
+// timeouts, whose parks for ringing producers are io_uring futex waits, and whose ring also
+// carries the program's own I/O (sockets), so one thread waits for all of it in one place.
+//
+//     auto idle = uring_idle::create();            // a ring of 8 entries, or errc::ring_setup
+//     fill_executor ex;
+//     ex.run(idle.value());                        // sleeps are IORING_OP_TIMEOUTs
+//
+// - Sleep: one IORING_OP_TIMEOUT with a nanosecond __kernel_timespec, relative to the
+//   monotonic clock; -ETIME is the normal result.
+// - Park: where a doorbell is set (every producer of the lines parked on rings it) and the
+//   kernel supports IORING_OP_FUTEX_WAIT (probed with io_uring_get_probe), a park is a futex
+//   wait on the doorbell's low 32 bits with shared futex flags, linked (IOSQE_IO_LINK) to an
+//   IORING_OP_LINK_TIMEOUT of the bound, in the same ring. Otherwise, it parks with the word
+//   wait, ending early when a completion of the program's own operations arrives.
+// - Refusal: if the ring refuses an operation (no entry, a failed submit, an error result other
+//   than the normal ones), that sleep falls back to a thread sleep and that park to the word-wait
+//   park, and failed_ops() counts it (exported beside the label: describe()).
+// - Own operations: `prepare(op)` gives an entry whose completion runs `op`'s callback on the
+//   thread that waits on the ring (inside sleep_until or park_line, which then return early so
+//   the executor can run what became ready), or in `poll()`.
+// - Setup: a ring that cannot be made (no kernel support: ENOSYS; seccomp: EPERM; the sysctl
+//   kernel.io_uring_disabled: EPERM) gives errc::ring_setup with the errno text;
+//   uring_capabilities() turns that into executor capabilities, so resolve() falls back to
+//   gpu-reactor with the coded warning (strict: refused).
+//
+// Not thread-safe: one ring, one thread (the executor's). Host layer: liburing (link -luring,
+// CMake target gpu_async::uring).
+//
+#ifndef GPU_ASYNC_HOST_URING_HOST_HPP
+#define GPU_ASYNC_HOST_URING_HOST_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/executor_kind.hpp>
+#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/std_host.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <liburing.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace gpu_async {
+
+namespace detail::uring {
+
+// Neither liburing 2.3 nor Debian 12's kernel headers know the io_uring futex operations
+// (Linux 6.7), so the ABI values are defined here. The entry of IORING_OP_FUTEX_WAIT: fd = the
+// futex2 flags, addr = the futex address, addr2 = the expected value, addr3 = the wake mask;
+// len, the op flags (futex_flags), buf_index and file_index must be zero.
+inline constexpr std::uint8_t op_futex_wait = 51;
+inline constexpr std::uint32_t futex2_size_u32 = 0x02;
+inline constexpr std::uint32_t futex2_private = 0x80; // not used: doorbells are shared futexes
+inline constexpr std::uint64_t futex_bitset_match_any = 0xffffffffu;
+
+// user_data of the idle's own operations: small numbers no operation object can have.
+inline constexpr std::uint64_t tag_timeout = 1;
+inline constexpr std::uint64_t tag_futex = 2;
+inline constexpr std::uint64_t tag_link_timeout = 3;
+inline constexpr std::uint64_t tag_reserved = 16;
+
+// A doorbell an io_uring futex waiter can register with (so its ring() issues the wake).
+template <class Bell>
+concept registers_sleepers = requires(const Bell& b) {
+    b.add_sleeper();
+    b.remove_sleeper();
+};
+
+inline std::string errno_text(int err) {
+    std::string s = std::strerror(err);
+    s += " (errno ";
+    s += std::to_string(err);
+    s += ")";
+    return s;
+}
+
+} // namespace detail::uring
+
+/// Options of a ring.
+struct uring_options {
+    /// Submission queue entries (the reference's 8).
+    unsigned entries = 8;
+    /// Test hook: when non-zero, ring creation fails as if io_uring_queue_init had returned
+    /// -inject_setup_errno (e.g. ENOSYS, EPERM).
+    int inject_setup_errno = 0;
+    /// Use IORING_OP_FUTEX_WAIT for parks on a doorbell where the kernel supports it.
+    bool futex_park = true;
+};
+
+/// One of the program's own operations on the idle's ring: give it to uring_idle::prepare,
+/// fill the entry, and `complete(op, res)` runs when its completion is reaped. Must stay put
+/// until then.
+struct uring_op {
+    using complete_fn = void (*)(uring_op& op, int res) noexcept;
+    explicit uring_op(complete_fn fn) noexcept
+        : complete(fn) {}
+    complete_fn complete;
+};
+
+/// The idle of the `io-uring` executor kind (satisfies reactor_idle). Move-only.
+class uring_idle {
+public:
+    /// Makes a ring of `opts.entries` entries, or errc::ring_setup with the errno text.
+    static result<uring_idle> create(const uring_options& opts = {}) {
+        auto ring = std::make_unique<io_uring>();
+        const int rc = opts.inject_setup_errno != 0
+                           ? -opts.inject_setup_errno
+                           : io_uring_queue_init(opts.entries, ring.get(), 0);
+        if (rc < 0) return coded_error(errc::ring_setup, {setup_reason(-rc)});
+        uring_idle idle(std::move(ring), opts);
+        return idle;
+    }
+
+    uring_idle(uring_idle&& o) noexcept
+        : ring_(std::move(o.ring_))
+        , futex_supported_(o.futex_supported_)
+        , bell_(o.bell_)
+        , ww_(o.ww_)
+        , refuse_(o.refuse_)
+        , failed_ops_(o.failed_ops_)
+        , ring_sleeps_(o.ring_sleeps_)
+        , futex_parks_(o.futex_parks_)
+        , foreign_(o.foreign_) {}
+    uring_idle& operator=(uring_idle&&) = delete;
+    uring_idle(const uring_idle&) = delete;
+    uring_idle& operator=(const uring_idle&) = delete;
+
+    /// Tears the ring down; the kernel cancels operations still in flight.
+    ~uring_idle() {
+        if (ring_) io_uring_queue_exit(ring_.get());
+    }
+
+    // reactor_idle
+
+    mono_ns now() const noexcept { return std_clock{}.now(); }
+
+    /// Sleeps until `at` with one IORING_OP_TIMEOUT (again, if the timeout ended early), or
+    /// returns early when a completion of the program's own operations was dispatched. A
+    /// refused timeout sleeps the thread instead and counts a failed operation.
+    void sleep_until(mono_ns at) {
+        foreign_ = 0;
+        while (foreign_ == 0) {
+            const mono_ns t = now();
+            if (t >= at) return;
+            const std::uint64_t left = at.since(t).count();
+            __kernel_timespec ts{};
+            ts.tv_sec = static_cast<long long>(left / 1000000000u);
+            ts.tv_nsec = static_cast<long long>(left % 1000000000u);
+            io_uring_sqe* sqe = entry();
+            if (sqe == nullptr) return refused_sleep(at);
+            io_uring_prep_timeout(sqe, &ts, 0, 0);
+            io_uring_sqe_set_data64(sqe, detail::uring::tag_timeout);
+            if (refuse_) sqe->opcode = 0xff; // injected refusal: the kernel rejects the entry
+            if (io_uring_submit(ring_.get()) < 0) return refused_sleep(at);
+            ++ring_sleeps_;
+            own_done_ = false;
+            own_error_ = 0;
+            // Wait for our timeout, dispatching the program's completions meanwhile.
+            while (!own_done_ && foreign_ == 0)
+                if (!wait_one()) return refused_sleep(at);
+            if (own_done_ && own_error_ != 0) return refused_sleep(at);
+        }
+    }
+
+    /// Parks on `line` until `done()`, a wake, `bound`, or a completion of the program's own
+    /// operations; returns `done()`. With a doorbell set and kernel support: a futex wait on the
+    /// doorbell linked to a timeout; otherwise the word wait.
+    template <class Pred>
+    bool park_line(const completion_line& line, Pred&& done, dur_ns bound) {
+        foreign_ = 0;
+        if (done()) return true;
+        reap_ready();
+        if (foreign_ != 0) return done();
+        if (bell_ != nullptr && futex_supported_) {
+            const std::optional<bool> r = futex_park(done, bound);
+            if (r) return *r;
+            ++failed_ops_;
+        }
+        return ww_->park(
+                   line, [&] { return done() || io_uring_cq_ready(ring_.get()) > 0; }, bound) &&
+               done();
+    }
+
+    // Configuration.
+
+    /// Declares that every producer of the lines this idle parks on rings `bell` after its
+    /// store, so parks sleep on the doorbell's futex (in the ring). nullptr: park with the word
+    /// wait. `bell` must outlive the idle (a futex wait may still be in flight on it).
+    void set_doorbell(const doorbell* bell) noexcept { bell_ = bell; }
+
+    /// The word wait of parks that do not use the futex (default: the probe's).
+    void set_word_wait(const word_wait& ww) noexcept { ww_ = &ww; }
+
+    /// Test hook: while true, every operation the idle submits for itself is rejected by the
+    /// kernel (an entry with an invalid opcode), so sleeps and parks take their fallbacks.
+    void inject_refusal(bool on) noexcept { refuse_ = on; }
+
+    // The program's own operations.
+
+    /// A submission entry for `op` (its user_data set), or nullptr when the ring stays full
+    /// after submitting what it holds. Fill the entry, then submit() (or let the next sleep or
+    /// park submit it).
+    io_uring_sqe* prepare(uring_op& op) noexcept {
+        io_uring_sqe* sqe = entry();
+        if (sqe != nullptr) io_uring_sqe_set_data(sqe, &op);
+        return sqe;
+    }
+
+    /// Submits the prepared entries; the number submitted, or -errno.
+    int submit() noexcept { return io_uring_submit(ring_.get()); }
+
+    /// Dispatches every completion already there without waiting; returns how many of the
+    /// program's operations completed.
+    std::size_t poll() {
+        foreign_ = 0;
+        reap_ready();
+        return foreign_;
+    }
+
+    /// The ring itself (registered files, buffers...). Do not reap its completions directly.
+    io_uring& ring() noexcept { return *ring_; }
+
+    // What runs, and how it went.
+
+    /// The executor label: "io-uring".
+    static constexpr std::string_view label() noexcept { return "io-uring"; }
+    /// Operations the ring refused (each fell back to a thread sleep or a word-wait park).
+    std::uint64_t failed_ops() const noexcept { return failed_ops_; }
+    /// "io-uring (failed ops: N)".
+    std::string describe() const {
+        return std::string(label()) + " (failed ops: " + std::to_string(failed_ops_) + ")";
+    }
+    /// True when the kernel supports IORING_OP_FUTEX_WAIT (and the options allow it).
+    bool futex_supported() const noexcept { return futex_supported_; }
+    /// Timeouts submitted to the ring.
+    std::uint64_t ring_sleeps() const noexcept { return ring_sleeps_; }
+    /// Futex waits submitted to the ring.
+    std::uint64_t futex_parks() const noexcept { return futex_parks_; }
+    /// How parks run: "io_uring futex wait" or the word wait's name.
+    std::string park_path() const {
+        if (bell_ != nullptr && futex_supported_) return "io_uring futex wait";
+        return std::string(ww_->name());
+    }
+
+    /// The text of a setup errno, with the usual reason named.
+    static std::string setup_reason(int err) {
+        std::string s = detail::uring::errno_text(err);
+        if (err == ENOSYS) s += ": no kernel support for io_uring";
+        if (err == EPERM || err == EACCES) {
+            s += ": not permitted (seccomp, or the sysctl kernel.io_uring_disabled";
+            std::ifstream f("/proc/sys/kernel/io_uring_disabled");
+            int v = 0;
+            if (f >> v) s += " = " + std::to_string(v);
+            s += ")";
+        }
+        return s;
+    }
+
+private:
+    uring_idle(std::unique_ptr<io_uring> ring, const uring_options& opts)
+        : ring_(std::move(ring))
+        , ww_(&word_wait::probe()) {
+        if (opts.futex_park) {
+            if (io_uring_probe* p = io_uring_get_probe_ring(ring_.get())) {
+                // A doorbell that cannot count an io_uring sleeper would skip the wake.
+                futex_supported_ = detail::uring::registers_sleepers<doorbell> &&
+                                   p->last_op >= detail::uring::op_futex_wait &&
+                                   io_uring_opcode_supported(p, detail::uring::op_futex_wait);
+                io_uring_free_probe(p);
+            }
+        }
+    }
+
+    void refused_sleep(mono_ns at) {
+        ++failed_ops_;
+        std_timer{}.sleep_until(at);
+    }
+
+    // A free entry, submitting what is queued once when the ring is full.
+    io_uring_sqe* entry() noexcept {
+        io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
+        if (sqe == nullptr) {
+            io_uring_submit(ring_.get());
+            sqe = io_uring_get_sqe(ring_.get());
+        }
+        return sqe;
+    }
+
+    // Handles one completion: ours update the wait state, the program's run their callback.
+    void dispatch(const io_uring_cqe& cqe) {
+        const std::uint64_t tag = io_uring_cqe_get_data64(&cqe);
+        switch (tag) {
+        case detail::uring::tag_timeout:
+            // -ETIME: expired (the normal result); 0: ended by a count (none is used).
+            own_done_ = true;
+            own_error_ = (cqe.res == -ETIME || cqe.res == 0) ? 0 : -cqe.res;
+            return;
+        case detail::uring::tag_futex:
+            // 0: woken; -EAGAIN: the word had moved; -ECANCELED: the link timeout fired;
+            // -EINTR: a signal. Anything else: refused.
+            futex_done_ = true;
+            futex_error_ =
+                (cqe.res == 0 || cqe.res == -EAGAIN || cqe.res == -ECANCELED || cqe.res == -EINTR)
+                    ? 0
+                    : -cqe.res;
+            return;
+        case detail::uring::tag_link_timeout:
+            // -ETIME: fired; -ECANCELED / -ENOENT / -EALREADY: the futex wait ended first.
+            link_done_ = true;
+            return;
+        default:
+            break;
+        }
+        if (tag < detail::uring::tag_reserved) return; // a stale operation of ours
+        auto* op = reinterpret_cast<uring_op*>(static_cast<std::uintptr_t>(tag));
+        ++foreign_;
+        op->complete(*op, cqe.res);
+    }
+
+    void reap_ready() {
+        io_uring_cqe* cqe = nullptr;
+        while (io_uring_peek_cqe(ring_.get(), &cqe) == 0 && cqe != nullptr) {
+            const io_uring_cqe copy = *cqe;
+            io_uring_cqe_seen(ring_.get(), cqe);
+            dispatch(copy);
+        }
+    }
+
+    // Waits for at least one completion and dispatches every ready one; false on a wait error
+    // other than a signal.
+    bool wait_one() {
+        io_uring_cqe* cqe = nullptr;
+        const int rc = io_uring_wait_cqe(ring_.get(), &cqe);
+        if (rc == -EINTR) return true;
+        if (rc < 0) return false;
+        reap_ready();
+        return true;
+    }
+
+    // The doorbell's futex: the low 32 bits of word 0.
+    const std::uint32_t* bell_word() const noexcept {
+        const auto* p = reinterpret_cast<const std::uint32_t*>(&bell_->line().words[0]);
+        return std::endian::native == std::endian::little ? p : p + 1;
+    }
+
+    // One futex park in the ring (repeated until done, the bound, or a program completion).
+    // Empty when the ring refused it (the caller falls back).
+    template <class Pred>
+    std::optional<bool> futex_park(Pred& done, dur_ns bound) {
+        const mono_ns deadline = now().after(bound);
+        for (;;) {
+            const auto seen = static_cast<std::uint32_t>(bell_->count());
+            const doorbell_sleeper guard(*bell_);
+            if (done()) return true;
+            const mono_ns t = now();
+            if (t >= deadline) return static_cast<bool>(done());
+            const std::uint64_t left = deadline.since(t).count();
+            io_uring_sqe* wait = entry();
+            if (wait == nullptr) return std::nullopt;
+            io_uring_sqe* tmo = io_uring_get_sqe(ring_.get());
+            if (tmo == nullptr) {
+                // Make the lone entry harmless, then refuse.
+                io_uring_prep_nop(wait);
+                io_uring_sqe_set_data64(wait, detail::uring::tag_reserved - 1);
+                return std::nullopt;
+            }
+            io_uring_prep_rw(detail::uring::op_futex_wait, wait,
+                             static_cast<int>(detail::uring::futex2_size_u32), bell_word(), 0,
+                             seen);
+            wait->addr3 = detail::uring::futex_bitset_match_any;
+            wait->flags |= IOSQE_IO_LINK;
+            io_uring_sqe_set_data64(wait, detail::uring::tag_futex);
+            if (refuse_) wait->opcode = 0xff;
+            __kernel_timespec ts{};
+            ts.tv_sec = static_cast<long long>(left / 1000000000u);
+            ts.tv_nsec = static_cast<long long>(left % 1000000000u);
+            io_uring_prep_link_timeout(tmo, &ts, 0);
+            io_uring_sqe_set_data64(tmo, detail::uring::tag_link_timeout);
+            futex_done_ = link_done_ = false;
+            futex_error_ = 0;
+            if (io_uring_submit(ring_.get()) < 0) return std::nullopt;
+            ++futex_parks_;
+            // Both completions come (the timeout's says whether it fired); a program completion
+            // ends the park early.
+            while (!(futex_done_ && link_done_) && foreign_ == 0)
+                if (!wait_one()) return std::nullopt;
+            if (futex_done_ && futex_error_ != 0) return std::nullopt;
+            if (foreign_ != 0) return static_cast<bool>(done());
+        }
+    }
+
+    // Registers the caller as a futex sleeper of the doorbell, so ring() issues its wake.
+    class doorbell_sleeper {
+    public:
+        explicit doorbell_sleeper(const doorbell& b) noexcept
+            : bell_(&b) {
+            enter(*bell_);
+        }
+        ~doorbell_sleeper() { leave(*bell_); }
+        doorbell_sleeper(const doorbell_sleeper&) = delete;
+        doorbell_sleeper& operator=(const doorbell_sleeper&) = delete;
+
+    private:
+        template <class Bell>
+        static void enter(const Bell& b) noexcept {
+            if constexpr (detail::uring::registers_sleepers<Bell>) b.add_sleeper();
+        }
+        template <class Bell>
+        static void leave(const Bell& b) noexcept {
+            if constexpr (detail::uring::registers_sleepers<Bell>) b.remove_sleeper();
+        }
+        const doorbell* bell_;
+    };
+
+    std::unique_ptr<io_uring> ring_;
+    bool futex_supported_ = false;
+    const doorbell* bell_ = nullptr;
+    const word_wait* ww_;
+    bool refuse_ = false;
+    std::uint64_t failed_ops_ = 0;
+    std::uint64_t ring_sleeps_ = 0;
+    std::uint64_t futex_parks_ = 0;
+    std::size_t foreign_ = 0;
+    // The state of the idle's own operation in flight.
+    bool own_done_ = false;
+    int own_error_ = 0;
+    bool futex_done_ = false;
+    bool link_done_ = false;
+    int futex_error_ = 0;
+};
+
+static_assert(reactor_idle<uring_idle>);
+
+/// The executor capabilities of a host that can make rings with `opts`: io-uring is missing,
+/// with the setup error's text, when a ring cannot be made; gpu-reactor and naive are available
+/// (the std idle runs everywhere). resolve() then falls back along io-uring -> gpu-reactor.
+inline executor_capabilities uring_capabilities(const uring_options& opts = {}) {
+    executor_capabilities caps;
+    auto probe = uring_idle::create(opts);
+    if (!probe.has_value()) caps.set_missing(executor_kind::io_uring, probe.error().message());
+    return caps;
+}
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_HOST_URING_HOST_HPP

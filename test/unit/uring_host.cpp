@@ -1,0 +1,306 @@
+#if defined(GPU_ASYNC_HAS_LIBURING)
+#include <gpu_async/host/uring_host.hpp>
+
+#include <gpu_async/core/fill_executor.hpp>
+#include <gpu_async/device/sim_device.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <thread>
+
+using namespace gpu_async;
+
+namespace {
+
+// io_uring waits must not run under valgrind (it starves other threads while one blocks in
+// io_uring_enter).
+bool under_valgrind() {
+    const char* p = std::getenv("LD_PRELOAD");
+    return p != nullptr && std::strstr(p, "vgpreload") != nullptr;
+}
+
+// A ring, or none (with the reason logged) where io_uring is refused entirely or valgrind runs.
+// This machine supports io_uring: there the tests run.
+std::optional<uring_idle> ring_or_skip(const uring_options& opts = {}) {
+    if (under_valgrind()) {
+        BOOST_TEST_MESSAGE("skipped: io_uring waits do not run under valgrind");
+        return std::nullopt;
+    }
+    auto r = uring_idle::create(opts);
+    if (!r.has_value()) {
+        BOOST_TEST_MESSAGE("skipped: the kernel refuses io_uring: " << r.error().message());
+        return std::nullopt;
+    }
+    return std::move(r).value();
+}
+
+// Spins (with yields) until `pred` or 10 s; returns pred().
+template <class Pred>
+bool eventually(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= end) return pred();
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+wait_plan plan_of(std::string_view text) {
+    return wait_plan::parse(text).value();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(uring_host)
+
+BOOST_AUTO_TEST_CASE(label_and_counters) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    BOOST_TEST(uring_idle::label() == "io-uring");
+    BOOST_TEST(idle->failed_ops() == 0u);
+    BOOST_TEST(idle->describe() == "io-uring (failed ops: 0)");
+    BOOST_TEST(!idle->park_path().empty());
+    BOOST_TEST_MESSAGE("io_uring futex wait supported: " << idle->futex_supported());
+}
+
+BOOST_AUTO_TEST_CASE(timeout_is_never_early) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    for (std::uint64_t us : {0u, 50u, 200u, 1000u, 5000u}) {
+        const mono_ns at = idle->now().after(dur_ns::from_us(us));
+        idle->sleep_until(at);
+        const mono_ns end = idle->now();
+        BOOST_TEST(end.ns >= at.ns);
+        BOOST_TEST_MESSAGE("io_uring timeout of " << us << " us: late by " << end.since(at).count()
+                                                  << " ns");
+    }
+    BOOST_TEST(idle->ring_sleeps() >= 4u); // the 0 us sleep may need no timeout at all
+    BOOST_TEST(idle->failed_ops() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(refused_timeout_falls_back_to_a_thread_sleep) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    idle->inject_refusal(true);
+    const mono_ns at = idle->now().after(dur_ns::from_us(500));
+    idle->sleep_until(at);
+    BOOST_TEST(idle->now().ns >= at.ns);
+    BOOST_TEST(idle->failed_ops() == 1u);
+    BOOST_TEST(idle->describe() == "io-uring (failed ops: 1)");
+    // The ring works again once the refusal stops.
+    idle->inject_refusal(false);
+    idle->sleep_until(idle->now().after(dur_ns::from_us(100)));
+    BOOST_TEST(idle->failed_ops() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(futex_park_woken_by_a_ringing_producer) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    if (!idle->futex_supported()) {
+        BOOST_TEST_MESSAGE("skipped: no IORING_OP_FUTEX_WAIT (kernel before 6.7), or the "
+                           "doorbell cannot count an io_uring sleeper");
+        return;
+    }
+    doorbell bell;
+    completion_line line;
+    const memory_descriptor d(line, *slot_id::at(0), 1);
+    idle->set_doorbell(&bell);
+    BOOST_TEST(idle->park_path() == "io_uring futex wait");
+    std::thread producer([&] {
+        // Store once the idle sleeps in the ring (it registered as the doorbell's sleeper).
+        eventually([&] { return bell.sleepers() > 0; });
+        line.words[0].store(1, std::memory_order_release);
+        bell.ring();
+    });
+    const bool seen = idle->park_line(
+        line, [&] { return d.is_complete(); }, dur_ns::from_ms(10000));
+    producer.join();
+    BOOST_TEST(seen);
+    BOOST_TEST(idle->futex_parks() >= 1u);
+    BOOST_TEST(idle->failed_ops() == 0u);
+    BOOST_TEST(bell.sleepers() == 0u);
+    // Nothing rings: the linked timeout ends the park at its bound.
+    const memory_descriptor later(line, *slot_id::at(0), 2);
+    const mono_ns before = idle->now();
+    BOOST_TEST(!idle->park_line(
+        line, [&] { return later.is_complete(); }, dur_ns::from_us(500)));
+    BOOST_TEST(idle->now().since(before).count() >= dur_ns::from_us(500).count());
+    BOOST_TEST(idle->failed_ops() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(refused_park_falls_back_to_the_word_wait) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    doorbell bell;
+    completion_line line;
+    const memory_descriptor d(line, *slot_id::at(1), 1);
+    idle->set_doorbell(&bell);
+    idle->inject_refusal(true);
+    BOOST_TEST(!idle->park_line(
+        line, [&] { return d.is_complete(); }, dur_ns::from_us(300)));
+    if (idle->futex_supported()) BOOST_TEST(idle->failed_ops() == 1u);
+    line.words[1].store(1);
+    BOOST_TEST(idle->park_line(
+        line, [&] { return d.is_complete(); }, dur_ns::from_us(300)));
+    // Without a doorbell the park is the word wait and submits nothing.
+    idle->set_doorbell(nullptr);
+    const std::uint64_t failed = idle->failed_ops();
+    BOOST_TEST(!idle->park_line(
+        line, [] { return false; }, dur_ns::from_us(200)));
+    BOOST_TEST(idle->failed_ops() == failed);
+    BOOST_TEST(idle->park_path() == std::string(word_wait::probe().name()));
+}
+
+BOOST_AUTO_TEST_CASE(setup_failure_is_the_coded_error) {
+    for (int err : {ENOSYS, EPERM, ENOMEM}) {
+        BOOST_TEST_CONTEXT(err) {
+            uring_options opts;
+            opts.inject_setup_errno = err;
+            auto r = uring_idle::create(opts);
+            BOOST_TEST_REQUIRE(!r.has_value());
+            BOOST_TEST((r.error().code() == errc::ring_setup));
+            const std::string msg = r.error().message();
+            BOOST_TEST(msg.find("io_uring setup failed") != std::string::npos, msg);
+            BOOST_TEST(msg.find(std::strerror(err)) != std::string::npos, msg);
+            if (err == ENOSYS) BOOST_TEST(msg.find("no kernel support") != std::string::npos);
+            if (err == EPERM) BOOST_TEST(msg.find("io_uring_disabled") != std::string::npos);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(executor_resolution_with_a_failing_ring) {
+    uring_options opts;
+    opts.inject_setup_errno = EPERM;
+    const executor_capabilities caps = uring_capabilities(opts);
+    BOOST_TEST(!caps.has(executor_kind::io_uring));
+    BOOST_TEST(caps.has(executor_kind::gpu_reactor));
+    auto fb = resolve(executor_kind::io_uring, caps);
+    BOOST_TEST_REQUIRE(fb.has_value());
+    BOOST_TEST((fb.value().kind == executor_kind::gpu_reactor));
+    BOOST_TEST_REQUIRE(fb.value().warning.has_value());
+    BOOST_TEST((fb.value().warning->code() == errc::executor_fallback));
+    BOOST_TEST(fb.value().warning->message().find("io_uring setup failed") != std::string::npos);
+    auto strict = resolve(executor_kind::io_uring, caps, executor_strictness::strict);
+    BOOST_TEST_REQUIRE(!strict.has_value());
+    BOOST_TEST((strict.error().code() == errc::executor_refused));
+}
+
+BOOST_AUTO_TEST_CASE(executor_resolution_with_a_working_ring) {
+    if (!ring_or_skip()) return;
+    auto r = resolve(executor_kind::io_uring, uring_capabilities());
+    BOOST_TEST_REQUIRE(r.has_value());
+    BOOST_TEST((r.value().kind == executor_kind::io_uring));
+    BOOST_TEST(!r.value().warning.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(program_operations_share_the_ring) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    struct nop_op : uring_op {
+        nop_op()
+            : uring_op([](uring_op& o, int r) noexcept {
+                auto& self = static_cast<nop_op&>(o);
+                self.res = r;
+                ++self.completions;
+            }) {}
+        int res = -1;
+        int completions = 0;
+    };
+    nop_op op;
+    io_uring_sqe* sqe = idle->prepare(op);
+    BOOST_TEST_REQUIRE(sqe != nullptr);
+    io_uring_prep_nop(sqe);
+    // A long sleep ends early once the program's completion is dispatched.
+    const mono_ns far = idle->now().after(dur_ns::from_ms(60000));
+    idle->sleep_until(far);
+    BOOST_TEST(idle->now().ns < far.ns);
+    BOOST_TEST(op.completions == 1);
+    BOOST_TEST(op.res == 0);
+    // poll() dispatches what is there without waiting.
+    nop_op op2;
+    sqe = idle->prepare(op2);
+    BOOST_TEST_REQUIRE(sqe != nullptr);
+    io_uring_prep_nop(sqe);
+    BOOST_TEST(idle->submit() == 1);
+    BOOST_TEST(eventually([&] { return idle->poll() > 0 || op2.completions > 0; }));
+    BOOST_TEST(op2.completions == 1);
+    // A park ends early too.
+    nop_op op3;
+    sqe = idle->prepare(op3);
+    BOOST_TEST_REQUIRE(sqe != nullptr);
+    io_uring_prep_nop(sqe);
+    BOOST_TEST(idle->submit() == 1);
+    completion_line line;
+    const mono_ns before = idle->now();
+    idle->park_line(
+        line, [] { return false; }, dur_ns::from_ms(60000));
+    BOOST_TEST(idle->now().since(before).count() < dur_ns::from_ms(60000).count());
+    BOOST_TEST(op3.completions == 1);
+}
+
+BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
+    auto idle = ring_or_skip();
+    if (!idle) return;
+    sim_device dev;
+    doorbell bell;
+    const std_clock clk;
+    fill_executor ex;
+    int finished = 0;
+    int alarms = 0;
+    auto waiter = [&](sim_stream& s) -> fill_task<> {
+        s.enqueue(dur_ns::from_ms(3));
+        auto r = co_await fill_wait(
+            ex.get_reactor(), s, plan_of("flag:park_us=100,backstop_us=1000"), std::nullopt, clk);
+        if (r.has_value()) ++finished;
+    };
+    auto sleeper = [&]() -> fill_task<> {
+        co_await ex.get_reactor().alarm(clk.now().after(dur_ns::from_ms(1)));
+        ++alarms;
+    };
+    // Only an alarm pending: the reactor sleeps, and the sleep is an io_uring timeout.
+    ex.spawn(sleeper());
+    auto slept = ex.run(*idle);
+    BOOST_TEST_REQUIRE(slept.has_value());
+    BOOST_TEST(alarms == 1);
+    BOOST_TEST(slept.value().sleeps > 0u);
+    BOOST_TEST(idle->ring_sleeps() > 0u);
+    // Device waits: parks, on the doorbell's futex in the ring where the kernel has it.
+    for (int i = 0; i < 4; ++i) {
+        sim_stream& s = dev.make_stream();
+        s.set_doorbell(&bell);
+        ex.spawn(waiter(s));
+    }
+    idle->set_doorbell(&bell);
+    auto stats = ex.run(*idle);
+    BOOST_TEST_REQUIRE(stats.has_value());
+    BOOST_TEST(finished == 4);
+    BOOST_TEST(stats.value().parks > 0u);
+    if (idle->futex_supported()) BOOST_TEST(idle->futex_parks() > 0u);
+    BOOST_TEST(idle->failed_ops() == 0u);
+    BOOST_TEST_MESSAGE("FILL on io-uring: " << stats.value().parks << " parks, "
+                                            << stats.value().sleeps << " sleeps, "
+                                            << idle->futex_parks() << " futex parks, "
+                                            << idle->ring_sleeps() << " ring sleeps");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+#else // no liburing: nothing to test, said so
+
+#include <boost/test/unit_test.hpp>
+
+BOOST_AUTO_TEST_SUITE(uring_host)
+BOOST_AUTO_TEST_CASE(skipped_without_liburing) {
+    BOOST_TEST_MESSAGE("skipped: built without liburing (GPU_ASYNC_HAS_LIBURING undefined)");
+    BOOST_TEST(true);
+}
+BOOST_AUTO_TEST_SUITE_END()
+
+#endif
