@@ -133,6 +133,86 @@ bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
     }
 }
 
+// The hardware park loops: arm, re-check, wait, until `done()` or `deadline_ns` (steady-clock
+// nanoseconds). Each executes an instruction only the probe may vouch for: word_wait::park calls
+// them only on the path its probe confirmed. (The aarch64 test calls park_wfe directly under
+// qemu-user, where WFE always exists and returns at once.)
+
+#if GPU_ASYNC_WORDWAIT_X86
+namespace x86 {
+
+template <class Pred>
+bool park_umwait(const completion_line& line, Pred& done, std::uint64_t deadline_ns,
+                 std::uint64_t max_ticks) {
+    for (;;) {
+        umonitor(&line);
+        if (done()) return true;
+        const std::uint64_t now = wordwait_now_ns();
+        if (now >= deadline_ns) return static_cast<bool>(done());
+        const std::uint64_t left = deadline_ns - now;
+        umwait(rdtsc() + (left < max_ticks ? left : max_ticks));
+    }
+}
+
+template <class Pred>
+bool park_monitorx(const completion_line& line, Pred& done, std::uint64_t deadline_ns) {
+    for (;;) {
+        monitorx(&line);
+        if (done()) return true;
+        const std::uint64_t now = wordwait_now_ns();
+        if (now >= deadline_ns) return static_cast<bool>(done());
+        const std::uint64_t left = deadline_ns - now;
+        constexpr std::uint64_t max_timer = std::numeric_limits<std::uint32_t>::max();
+        mwaitx(static_cast<std::uint32_t>(left < max_timer ? left : max_timer));
+    }
+}
+
+} // namespace x86
+#endif
+
+#if GPU_ASYNC_WORDWAIT_ARM
+namespace arm {
+
+template <class Pred>
+bool park_wfe(const completion_line& line, Pred& done, std::uint64_t deadline_ns) {
+    for (;;) {
+        ldxr(&line.words[0]);
+        if (done()) {
+            clrex();
+            return true;
+        }
+        if (wordwait_now_ns() >= deadline_ns) {
+            clrex();
+            return static_cast<bool>(done());
+        }
+        wfe();
+    }
+}
+
+template <class Pred>
+bool park_wfet(const completion_line& line, Pred& done, std::uint64_t deadline_ns,
+               std::uint64_t cntfrq) {
+    for (;;) {
+        ldxr(&line.words[0]);
+        if (done()) {
+            clrex();
+            return true;
+        }
+        const std::uint64_t now = wordwait_now_ns();
+        if (now >= deadline_ns) {
+            clrex();
+            return static_cast<bool>(done());
+        }
+        // At most one second per wait keeps left * cntfrq within 64 bits.
+        const std::uint64_t left =
+            deadline_ns - now < 1000000000u ? deadline_ns - now : 1000000000u;
+        wfet(read_cntvct() + left * cntfrq / 1000000000u + 1);
+    }
+}
+
+} // namespace arm
+#endif
+
 } // namespace detail
 
 /// The word-wait capability. Obtain it from `probe()`; it is immutable and shared.
@@ -187,15 +267,15 @@ public:
         switch (path_) {
 #if GPU_ASYNC_WORDWAIT_X86
         case word_wait_path::umwait:
-            return park_umwait(line, done, deadline);
+            return detail::x86::park_umwait(line, done, deadline, umwait_max_ticks_);
         case word_wait_path::monitorx:
-            return park_monitorx(line, done, deadline);
+            return detail::x86::park_monitorx(line, done, deadline);
 #endif
 #if GPU_ASYNC_WORDWAIT_ARM
         case word_wait_path::wfe:
-            return park_wfe(line, done, deadline);
+            return detail::arm::park_wfe(line, done, deadline);
         case word_wait_path::wfet:
-            return park_wfet(line, done, deadline);
+            return detail::arm::park_wfet(line, done, deadline, cntfrq_);
 #endif
         default:
             return detail::fallback_park(done, deadline);
@@ -213,71 +293,6 @@ private:
         , umwait_max_ticks_(found.umwait_max_ticks_)
         , cntfrq_(found.cntfrq_)
         , granule_(found.granule_) {}
-
-#if GPU_ASYNC_WORDWAIT_X86
-    template <class Pred>
-    bool park_umwait(const completion_line& line, Pred& done, std::uint64_t deadline) const {
-        for (;;) {
-            detail::x86::umonitor(&line);
-            if (done()) return true;
-            const std::uint64_t now = detail::wordwait_now_ns();
-            if (now >= deadline) return static_cast<bool>(done());
-            const std::uint64_t left = deadline - now;
-            detail::x86::umwait(detail::x86::rdtsc() +
-                                (left < umwait_max_ticks_ ? left : umwait_max_ticks_));
-        }
-    }
-
-    template <class Pred>
-    bool park_monitorx(const completion_line& line, Pred& done, std::uint64_t deadline) const {
-        for (;;) {
-            detail::x86::monitorx(&line);
-            if (done()) return true;
-            const std::uint64_t now = detail::wordwait_now_ns();
-            if (now >= deadline) return static_cast<bool>(done());
-            const std::uint64_t left = deadline - now;
-            constexpr std::uint64_t max_timer = std::numeric_limits<std::uint32_t>::max();
-            detail::x86::mwaitx(static_cast<std::uint32_t>(left < max_timer ? left : max_timer));
-        }
-    }
-#endif
-
-#if GPU_ASYNC_WORDWAIT_ARM
-    template <class Pred>
-    bool park_wfe(const completion_line& line, Pred& done, std::uint64_t deadline) const {
-        for (;;) {
-            detail::arm::ldxr(&line.words[0]);
-            if (done()) {
-                detail::arm::clrex();
-                return true;
-            }
-            if (detail::wordwait_now_ns() >= deadline) {
-                detail::arm::clrex();
-                return static_cast<bool>(done());
-            }
-            detail::arm::wfe();
-        }
-    }
-
-    template <class Pred>
-    bool park_wfet(const completion_line& line, Pred& done, std::uint64_t deadline) const {
-        for (;;) {
-            detail::arm::ldxr(&line.words[0]);
-            if (done()) {
-                detail::arm::clrex();
-                return true;
-            }
-            const std::uint64_t now = detail::wordwait_now_ns();
-            if (now >= deadline) {
-                detail::arm::clrex();
-                return static_cast<bool>(done());
-            }
-            // At most one second per wait keeps left * cntfrq within 64 bits.
-            const std::uint64_t left = deadline - now < 1000000000u ? deadline - now : 1000000000u;
-            detail::arm::wfet(detail::arm::read_cntvct() + left * cntfrq_ / 1000000000u + 1);
-        }
-    }
-#endif
 
     word_wait_path path_ = word_wait_path::fallback;
     std::array<word_wait_path_report, word_wait_path_count> paths_{};
