@@ -9,6 +9,8 @@
 //   memset_then_wait_each_plan    a 256 MiB cuMemsetD8Async, then a wait with each plan (block,
 //                                 poll, flag, flag+predict) through the wait machine's inline
 //                                 driver, printing the wait time and the kind
+//   memset_then_port_wait_each_plan
+//                                 the same through gpu_completion_port::async_wait(source, plan)
 //   destruction_waits_for_stores  closing a line right after enqueuing work and a store returns
 //                                 only once the work and the store have finished
 //   device_error_reaches_waiter   a kernel that traps while the host parks: the backstop query
@@ -185,6 +187,58 @@ void memset_then_wait_each_plan(const gpu& g) {
     g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
 }
 
+void memset_then_port_wait_each_plan(const gpu& g) {
+    std::printf("memset_then_port_wait_each_plan (the same, through gpu_completion_port)\n");
+    constexpr std::size_t bytes = std::size_t{256} << 20;
+    const std::vector<std::string> plans = {
+        "block", "poll", "flag:park_us=100,backstop_us=1000",
+        "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,"
+        "max_sleep_us=50000,window=8"};
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+    cuda::deviceptr_t buffer = 0;
+    if (!g.ok(g.api().mem_alloc(&buffer, bytes), "cuMemAlloc")) return;
+    auto source = cuda_source::create(line.value(), *slot_id::at(0), stream);
+    if (!source.has_value()) return check(false, "cuda_source::create", source.error().message());
+    asio::io_context io;
+    gpu_completion_port port(io);
+    bool all_ok = true;
+    for (const std::string& text : plans) {
+        auto plan = wait_plan::parse(text);
+        if (!plan.has_value()) return check(false, "wait_plan::parse", plan.error().message());
+        for (int round = 1; round <= 5; ++round) {
+            if (!g.ok(g.api().memset_d8_async(buffer, static_cast<unsigned char>(round), bytes,
+                                              stream),
+                      "cuMemsetD8Async"))
+                return;
+            std::optional<boost::system::error_code> ec;
+            wait_report rep;
+            port.async_wait(source.value(), plan.value(), text,
+                            [&](boost::system::error_code e, wait_report r) {
+                                ec = e;
+                                rep = r;
+                            });
+            io.restart();
+            io.run_for(std::chrono::seconds(10));
+            if (!ec || *ec) {
+                all_ok = false;
+                check(false, text.c_str(), ec ? ec->message() : "no completion within 10 s");
+                break;
+            }
+            std::printf("RESULT|port %s|%d|%s|%.1f|%.1f|%u|%u\n", text.c_str(), round,
+                        std::string(to_string(rep.kind)).c_str(),
+                        static_cast<double>(rep.total.ns) / 1e3,
+                        static_cast<double>(rep.slept.ns) / 1e3, rep.parks, rep.backstop_queries);
+        }
+    }
+    check(all_ok, "every plan completed through the port");
+    g.ok(g.api().stream_synchronize(stream), "cuStreamSynchronize");
+    g.ok(g.api().mem_free(buffer), "cuMemFree");
+    g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
+}
+
 void destruction_waits_for_stores(const gpu& g) {
     std::printf("destruction_waits_for_stores\n");
     constexpr std::size_t bytes = std::size_t{256} << 20;
@@ -274,6 +328,7 @@ int main() {
 
     store_seen_by_line_and_port(g);
     memset_then_wait_each_plan(g);
+    memset_then_port_wait_each_plan(g);
     destruction_waits_for_stores(g);
     device_error_reaches_waiter(g); // last: a trap poisons the context
 

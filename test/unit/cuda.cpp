@@ -1,5 +1,11 @@
 #include <gpu_async/device/cuda.hpp>
 
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include "common/io_context_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <array>
@@ -8,6 +14,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +44,7 @@ struct fake_cuda {
     unsigned alloc_flags = 0;
     bool land_stores = true;
     int stream_status = 0;
+    int pending_queries = 0; // cuStreamQuery answers NOT_READY this many times first
     std::array<char, 2> ctx_storage{};
     std::array<char, 3> stream_storage{};
 
@@ -46,6 +54,12 @@ struct fake_cuda {
         for (int i = 0; i < 2; ++i)
             if (c == ctx(i)) return i;
         return -1;
+    }
+    std::size_t count_prefix(const std::string& prefix) const {
+        std::size_t n = 0;
+        for (const auto& c : calls)
+            if (c.rfind(prefix, 0) == 0) ++n;
+        return n;
     }
     int failed(const char* name) {
         calls.emplace_back(name);
@@ -163,6 +177,10 @@ int f_cuStreamGetCtx(cuda::stream_t s, cuda::context_t* c) {
 }
 int f_cuStreamQuery(cuda::stream_t) {
     fake->calls.emplace_back("cuStreamQuery");
+    if (fake->pending_queries > 0) {
+        --fake->pending_queries;
+        return cuda::error_not_ready;
+    }
     return fake->stream_status;
 }
 int f_cuStreamSynchronize(cuda::stream_t) {
@@ -529,6 +547,62 @@ BOOST_FIXTURE_TEST_CASE(a_source_on_a_foreign_stream_is_refused, fixture) {
     auto failed = cuda_source::create(line.value(), slot(0), state.stream(0));
     BOOST_TEST_REQUIRE(!failed.has_value());
     BOOST_TEST(failed.error().code() == errc::driver_status);
+}
+
+// The Asio port accepts a CUDA line's descriptors and CUDA sources (fake driver: the "device"
+// stores at once, and the stream reports what the test sets).
+BOOST_FIXTURE_TEST_CASE(the_port_waits_on_a_cuda_descriptor, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto stored = line.value().store(slot(1), state.stream(0));
+    BOOST_TEST_REQUIRE(stored.has_value());
+    boost::asio::io_context io;
+    gpu_completion_port port(io);
+    std::optional<boost::system::error_code> result;
+    port.async_wait(stored.value(), [&](boost::system::error_code ec) { result = ec; });
+    gpu_async::test::run_to_completion(io);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(!*result);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_port_runs_a_plan_over_a_cuda_source, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto made = cuda_source::create(line.value(), slot(0), state.stream(0));
+    BOOST_TEST_REQUIRE(made.has_value());
+    boost::asio::io_context io;
+    gpu_completion_port port(io);
+
+    // Pending at the first query; the plan arms a store, which lands in the line at once; the
+    // port parks on the line, sees it, and the final query (the authority) says done.
+    state.pending_queries = 1;
+    std::optional<boost::system::error_code> result;
+    wait_report report;
+    port.async_wait(made.value(), wait_plan::recommended(), "cuda",
+                    [&](boost::system::error_code ec, wait_report r) {
+                        result = ec;
+                        report = r;
+                    });
+    gpu_async::test::run_to_completion(io);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(!*result);
+    BOOST_TEST((report.kind == wait_kind::parked));
+    BOOST_TEST(made.value().descriptor().target() == 1u); // the plan armed one store
+    BOOST_TEST(state.count_prefix("cuStreamWriteValue64") == 1u);
+
+    // A device fault reaches the waiter as the source's code.
+    state.stream_status = 719;
+    std::optional<boost::system::error_code> failed;
+    port.async_wait(made.value(), wait_plan::recommended(), "cuda",
+                    [&](boost::system::error_code ec, wait_report) { failed = ec; });
+    io.restart();
+    gpu_async::test::run_to_completion(io);
+    BOOST_TEST_REQUIRE(failed.has_value());
+    BOOST_TEST((*failed == errc::device_fault));
+    BOOST_TEST_REQUIRE(made.value().last_error().has_value());
+    BOOST_TEST(made.value().last_error()->args().at(1) == "CUDA_ERROR_LAUNCH_FAILED");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
