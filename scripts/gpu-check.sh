@@ -89,7 +89,7 @@ fi
 cuda_args=()
 [ -x "$cuda_root/bin/nvcc" ] && cuda_args+=(-DCMAKE_CUDA_COMPILER="$cuda_root/bin/nvcc")
 bench=OFF
-[ -f "$root/bench/gpu.cpp" ] && bench=ON
+[ -f "$root/bench/gpu_bench.cpp" ] && bench=ON
 log "configure ($build, benchmarks $bench)"
 if ! timeout 300 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
     -DGPU_ASYNC_BUILD_GPU_TESTS=ON -DGPU_ASYNC_BUILD_TESTS=OFF -DGPU_ASYNC_BUILD_EXAMPLES=OFF \
@@ -98,8 +98,8 @@ if ! timeout 300 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
 fi
 targets=(gpu_async_gpu_tests)
 if [ "$bench" = ON ] && cmake --build "$build" --target help 2>/dev/null |
-    grep -q 'gpu_async_bench_gpu'; then
-    targets+=(gpu_async_bench_gpu)
+    grep -q 'gpu_bench'; then
+    targets+=(gpu_bench)
 fi
 log "build ${targets[*]} (-j$jobs)"
 if ! timeout 420 cmake --build "$build" -j"$jobs" --target "${targets[@]}" >>"$out/build.log" 2>&1; then
@@ -128,14 +128,14 @@ fi
 
 # --- benchmark --------------------------------------------------------------------------------
 bench_rc=0
-if [[ " ${targets[*]} " == *" gpu_async_bench_gpu "* ]]; then
-    log "run gpu_async_bench_gpu"
-    bench_bin=$(find "$build/bench" -name gpu_async_bench_gpu -type f -perm -u+x | head -1)
+if [[ " ${targets[*]} " == *" gpu_bench "* ]]; then
+    log "run gpu_bench"
+    bench_bin=$(find "$build/bench" -name gpu_bench -type f -perm -u+x | head -1)
     timeout 240 "$bench_bin" >"$out/bench-gpu.log" 2>&1
     bench_rc=$?
     {
         echo ""
-        echo "## GPU benchmark (gpu_async_bench_gpu)"
+        echo "## GPU benchmark (gpu_bench)"
         echo ""
         grep '^|' "$out/bench-gpu.log" || echo "(no table; see bench-gpu.log)"
     } >>"$results"
@@ -144,5 +144,5 @@ else
 fi
 
 if [ "$tests_rc" -ne 0 ]; then finish 1 "FAILED: gpu_async_gpu_tests exited $tests_rc"; fi
-if [ "$bench_rc" -ne 0 ]; then finish 1 "FAILED: gpu_async_bench_gpu exited $bench_rc"; fi
+if [ "$bench_rc" -ne 0 ]; then finish 1 "FAILED: gpu_bench exited $bench_rc"; fi
 finish 0 "passed"

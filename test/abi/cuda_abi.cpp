@@ -17,6 +17,8 @@ static_assert(std::is_same_v<c::stream_t, CUstream>);
 static_assert(std::is_same_v<c::context_t, CUcontext>);
 static_assert(std::is_same_v<c::device_t, CUdevice>);
 static_assert(std::is_same_v<c::deviceptr_t, CUdeviceptr>);
+static_assert(std::is_same_v<c::event_t, CUevent>);
+static_assert(std::is_same_v<c::host_fn_t, CUhostFn>);
 static_assert(sizeof(c::status_t) == sizeof(CUresult));
 
 static_assert(c::success == CUDA_SUCCESS);
@@ -35,6 +37,9 @@ static_assert(c::memhostalloc_portable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(c::memhostalloc_devicemap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(c::stream_write_value_default == CU_STREAM_WRITE_VALUE_DEFAULT);
 static_assert(c::stream_non_blocking == CU_STREAM_NON_BLOCKING);
+static_assert(c::ctx_sched_spin == CU_CTX_SCHED_SPIN);
+static_assert(c::ctx_sched_blocking_sync == CU_CTX_SCHED_BLOCKING_SYNC);
+static_assert(c::event_disable_timing == CU_EVENT_DISABLE_TIMING);
 static_assert(c::get_proc_address_default == CU_GET_PROC_ADDRESS_DEFAULT);
 static_assert(c::proc_address_success == CU_GET_PROC_ADDRESS_SUCCESS);
 static_assert(c::proc_address_symbol_not_found == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
@@ -72,6 +77,12 @@ GPU_ASYNC_ABI_SAME_SIGNATURE(ep, stream_destroy, cuStreamDestroy);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, mem_alloc, cuMemAlloc);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, mem_free, cuMemFree);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, memset_d8_async, cuMemsetD8Async);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, ctx_set_flags, cuCtxSetFlags);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_create, cuEventCreate);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_record, cuEventRecord);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_query, cuEventQuery);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_destroy, cuEventDestroy);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, launch_host_func, cuLaunchHostFunc);
 
 int main() {
     return 0;

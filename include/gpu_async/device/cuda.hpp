@@ -42,6 +42,7 @@
 // The driver's own handle types (cuda.h declares them the same way), so CUstream, CUcontext and
 // cudaStream_t values convert without casts.
 struct CUctx_st;
+struct CUevent_st;
 struct CUstream_st;
 
 namespace gpu_async {
@@ -49,11 +50,13 @@ namespace gpu_async {
 /// The CUDA driver ABI this backend uses, declared here so no CUDA header is needed.
 namespace cuda {
 
-using status_t = int;                   ///< CUresult
-using device_t = int;                   ///< CUdevice
-using context_t = ::CUctx_st*;          ///< CUcontext
-using stream_t = ::CUstream_st*;        ///< CUstream (and cudaStream_t)
-using deviceptr_t = unsigned long long; ///< CUdeviceptr
+using status_t = int;                        ///< CUresult
+using device_t = int;                        ///< CUdevice
+using context_t = ::CUctx_st*;               ///< CUcontext
+using stream_t = ::CUstream_st*;             ///< CUstream (and cudaStream_t)
+using event_t = ::CUevent_st*;               ///< CUevent
+using host_fn_t = void (*)(void* user_data); ///< CUhostFn
+using deviceptr_t = unsigned long long;      ///< CUdeviceptr
 
 inline constexpr status_t success = 0;                 ///< CUDA_SUCCESS
 inline constexpr status_t error_invalid_value = 1;     ///< CUDA_ERROR_INVALID_VALUE
@@ -73,7 +76,11 @@ inline constexpr int attribute_can_use_64_bit_stream_mem_ops = 122;
 inline constexpr unsigned memhostalloc_portable = 0x01;   ///< CU_MEMHOSTALLOC_PORTABLE
 inline constexpr unsigned memhostalloc_devicemap = 0x02;  ///< CU_MEMHOSTALLOC_DEVICEMAP
 inline constexpr unsigned stream_write_value_default = 0; ///< CU_STREAM_WRITE_VALUE_DEFAULT
-inline constexpr unsigned stream_non_blocking = 0x1;      ///< CU_STREAM_NON_BLOCKING
+inline constexpr unsigned stream_non_blocking = 0x1;
+inline constexpr unsigned ctx_sched_spin = 0x01;          ///< CU_CTX_SCHED_SPIN
+inline constexpr unsigned ctx_sched_blocking_sync = 0x04; ///< CU_CTX_SCHED_BLOCKING_SYNC
+inline constexpr unsigned event_disable_timing =
+    0x2; ///< CU_EVENT_DISABLE_TIMING      ///< CU_STREAM_NON_BLOCKING
 
 inline constexpr std::uint64_t get_proc_address_default = 0; ///< CU_GET_PROC_ADDRESS_DEFAULT
 inline constexpr int proc_address_success = 0;               ///< CU_GET_PROC_ADDRESS_SUCCESS
@@ -127,6 +134,12 @@ struct entry_points {
     status_t (*mem_free)(deviceptr_t device) = nullptr;
     status_t (*memset_d8_async)(deviceptr_t device, unsigned char value, std::size_t count,
                                 stream_t stream) = nullptr;
+    status_t (*ctx_set_flags)(unsigned flags) = nullptr; // CUDA 12.1 and later
+    status_t (*event_create)(event_t* event, unsigned flags) = nullptr;
+    status_t (*event_record)(event_t event, stream_t stream) = nullptr;
+    status_t (*event_query)(event_t event) = nullptr;
+    status_t (*event_destroy)(event_t event) = nullptr;
+    status_t (*launch_host_func)(stream_t stream, host_fn_t fn, void* user_data) = nullptr;
 };
 
 } // namespace cuda

@@ -165,6 +165,12 @@ cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
     get("cuMemAlloc", a.mem_alloc, false);
     get("cuMemFree", a.mem_free, false);
     get("cuMemsetD8Async", a.memset_d8_async, false);
+    get("cuCtxSetFlags", a.ctx_set_flags, false);
+    get("cuEventCreate", a.event_create, false);
+    get("cuEventRecord", a.event_record, false);
+    get("cuEventQuery", a.event_query, false);
+    get("cuEventDestroy", a.event_destroy, false);
+    get("cuLaunchHostFunc", a.launch_host_func, false);
     if (!missing.empty())
         return unavailable("the CUDA driver's entry point(s) " + missing,
                            "cuGetProcAddress found no such symbol for API version 12000");
