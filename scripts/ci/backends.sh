@@ -11,7 +11,8 @@
 #  3. test/gpu: configures with -DGPU_ASYNC_BUILD_GPU_TESTS=ON (nvcc compiles the trapping
 #     kernel when the toolkit exists), builds gpu_async_gpu_tests with g++ and clang++ under
 #     -Werror, and runs each: without a driver it must print "skipped: ..." and exit 0; with one
-#     it runs the device tests and must pass.
+#     it runs the device tests and must pass. The GPU benchmark (bench/gpu_bench.cpp) is built
+#     and run the same way (a clean skip without a driver, a table with one).
 #
 # Runs from the repository root. Environment: BACKENDS_BUILD_DIR (default build-ci-backends),
 # BACKENDS_JOBS (default 2), BACKENDS_TIMEOUT_S (per build or run, default 600).
@@ -69,12 +70,14 @@ for cxx in g++ clang++; do
     timeout "$limit" cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CXX_COMPILER="$cxx" -DGPU_ASYNC_WERROR=ON -DGPU_ASYNC_BUILD_GPU_TESTS=ON \
         -DGPU_ASYNC_BUILD_TESTS=OFF -DGPU_ASYNC_BUILD_EXAMPLES=OFF \
-        -DGPU_ASYNC_BUILD_BENCHMARKS=OFF >/dev/null
-    timeout "$limit" cmake --build "$dir" -j"$jobs" --target gpu_async_gpu_tests
-    if ldd "$dir/test/gpu/gpu_async_gpu_tests" | grep -q 'libcuda\.so'; then
-        echo "backends.sh: gpu_async_gpu_tests links libcuda; it must load it at run time" >&2
-        exit 1
-    fi
+        -DGPU_ASYNC_BUILD_BENCHMARKS=ON >/dev/null
+    timeout "$limit" cmake --build "$dir" -j"$jobs" --target gpu_async_gpu_tests gpu_bench
+    for bin in "$dir/test/gpu/gpu_async_gpu_tests" "$dir/bench/gpu_bench"; do
+        if ldd "$bin" | grep -q 'libcuda\.so'; then
+            echo "backends.sh: $bin links libcuda; it must load it at run time" >&2
+            exit 1
+        fi
+    done
     say "test/gpu: run ($cxx)"
     out=$(timeout "$limit" "$dir/test/gpu/gpu_async_gpu_tests") || {
         echo "$out"
@@ -87,6 +90,20 @@ for cxx in g++ clang++; do
     *"passed: 0 failure(s)"*) say "test/gpu passed on a device ($cxx)" ;;
     *)
         echo "backends.sh: gpu_async_gpu_tests neither skipped nor passed" >&2
+        exit 1
+        ;;
+    esac
+    say "bench/gpu_bench: run ($cxx)"
+    out=$(timeout "$limit" "$dir/bench/gpu_bench" --rounds 20) || {
+        echo "$out"
+        echo "backends.sh: gpu_bench failed" >&2
+        exit 1
+    }
+    echo "$out"
+    case "$out" in
+    skipped:* | *"| strategy |"*) ;;
+    *)
+        echo "backends.sh: gpu_bench neither skipped nor printed its table" >&2
         exit 1
         ;;
     esac
