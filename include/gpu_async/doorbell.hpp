@@ -70,7 +70,27 @@ public:
         return line_.words[0].load(std::memory_order_acquire);
     }
 
-    /// Number of threads currently registered as sleeping in `wait`.
+    /// Registers a sleeper that waits on `futex_word()` by other means (e.g. an io_uring
+    /// IORING_OP_FUTEX_WAIT with shared futex flags), so `ring()` issues the wake while it is
+    /// registered. The protocol is `wait`'s: read `seen = uint32(count())`, `add_sleeper()`
+    /// (its seq_cst fence is the waiter's half of the argument above), re-check the condition,
+    /// then futex-wait on `futex_word()` expecting `seen`; `remove_sleeper()` once woken.
+    void add_sleeper() const noexcept {
+        sleepers_.fetch_add(1, std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
+    /// Ends a registration made with `add_sleeper()`.
+    void remove_sleeper() const noexcept {
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+    /// The futex word: the low 32 bits of word 0 (the ring counter's low half).
+    const std::uint32_t* futex_word() const noexcept {
+        const auto* p = reinterpret_cast<const std::uint32_t*>(&line_.words[0]);
+        return std::endian::native == std::endian::little ? p : p + 1;
+    }
+
+    /// Number of threads currently registered as sleeping (in `wait` or by `add_sleeper`).
     std::uint32_t sleepers() const noexcept {
         return sleepers_.load(std::memory_order_relaxed);
     }
@@ -99,15 +119,14 @@ public:
         }
         for (;;) {
             const auto seen = static_cast<std::uint32_t>(count());
-            sleepers_.fetch_add(1, std::memory_order_relaxed);
-            std::atomic_thread_fence(std::memory_order_seq_cst);
+            add_sleeper();
             if (done()) {
-                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+                remove_sleeper();
                 return true;
             }
             const std::uint64_t now = detail::wordwait_now_ns();
             if (now >= deadline) {
-                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+                remove_sleeper();
                 return static_cast<bool>(done());
             }
             const std::uint64_t left =
@@ -119,17 +138,11 @@ public:
             (void)left;
             std::this_thread::yield();
 #endif
-            sleepers_.fetch_sub(1, std::memory_order_relaxed);
+            remove_sleeper();
         }
     }
 
 private:
-    /// The low 32 bits of word 0, as the futex word.
-    const std::uint32_t* futex_word() const noexcept {
-        const auto* p = reinterpret_cast<const std::uint32_t*>(&line_.words[0]);
-        return std::endian::native == std::endian::little ? p : p + 1;
-    }
-
     completion_line line_;
     mutable std::atomic<std::uint32_t> sleepers_{0};
     std::atomic<std::uint64_t> wakes_{0};

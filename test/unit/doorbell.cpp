@@ -139,7 +139,7 @@ BOOST_AUTO_TEST_CASE(predicate_on_another_line_word) {
 // Lost-wake torture of the spin-then-futex path: as many lock-step rounds as fit in ~1.5 s (up
 // to 1e6; about 1e5 run on a shared 2-core VM). A lost wake shows as a wait that ran to its
 // 1 s bound. The soak below runs 1e7 rounds (GPU_ASYNC_SOAK_ROUNDS) when asked for:
-//   gpu_async_tests --run_test=doorbell_suite/lost_wake_soak
+//   gpu_async_tests --run_test=doorbell_soak_suite/lost_wake_soak
 BOOST_AUTO_TEST_CASE(lost_wake_torture) {
     doorbell bell;
     const auto r = test::lost_wake_torture(
@@ -152,6 +152,47 @@ BOOST_AUTO_TEST_CASE(lost_wake_torture) {
     BOOST_TEST(r.lost == 0u, "first lost round " << r.first_lost);
     BOOST_TEST(bell.sleepers() == 0u);
 }
+
+BOOST_AUTO_TEST_CASE(futex_word_is_the_low_half_of_word_0) {
+    doorbell bell;
+    bell.line().words[0].store(0x1122334455667788ull);
+    BOOST_TEST(*bell.futex_word() == 0x55667788u);
+}
+
+BOOST_AUTO_TEST_CASE(external_sleeper_is_woken) {
+    // A sleeper registered with add_sleeper() (as an io_uring futex waiter is) gets the wake.
+    doorbell bell;
+    std::atomic<bool> woke{false};
+    std::thread sleeper([&] {
+        for (;;) {
+            const auto seen = static_cast<std::uint32_t>(bell.count());
+            bell.add_sleeper();
+            if (bell.count() >= 1) {
+                bell.remove_sleeper();
+                break;
+            }
+#if GPU_ASYNC_HAS_FUTEX
+            detail::futex_wait(bell.futex_word(), seen, 10'000'000'000ull);
+#else
+            (void)seen;
+            std::this_thread::yield();
+#endif
+            bell.remove_sleeper();
+        }
+        woke = true;
+    });
+    BOOST_REQUIRE(eventually([&] { return bell.sleepers() == 1; }));
+    bell.ring();
+    sleeper.join();
+    BOOST_TEST(woke.load());
+    BOOST_TEST(bell.wakes_issued() == 1u);
+    BOOST_TEST(bell.sleepers() == 0u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The soak, in a suite of its own so that selecting doorbell_suite does not run it.
+BOOST_AUTO_TEST_SUITE(doorbell_soak_suite)
 
 BOOST_AUTO_TEST_CASE(lost_wake_soak, *boost::unit_test::disabled()) {
     doorbell bell;
