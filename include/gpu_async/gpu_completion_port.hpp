@@ -10,6 +10,10 @@
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/reactor_service.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -19,14 +23,22 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/compose.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -178,6 +190,189 @@ private:
     asio::executor_work_guard<handler_executor> handler_work_;
 };
 
+/// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
+/// (the slot is read before the handler moves), registers it. Never invokes the handler inline.
+template <class IoExecutor, class Handler>
+void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
+                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
+                        std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
+    using handler_type = std::decay_t<Handler>;
+    using op_type = port_wait_op<handler_type, IoExecutor>;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
+    if (slot.is_connected()) slot.template emplace<reactor_cancel_handler>(svc, op);
+    try {
+        svc.start(port, op, bound, deadline);
+    } catch (...) {
+        op->destroy();
+        throw;
+    }
+}
+
+/// What a port shares with its pending waits: the reactor's per-port list, a generation that
+/// cancel() and the destructor advance (plan-driven waits started before give up at their next
+/// step), and the point table with its lock.
+struct port_state {
+    reactor_port reactor;
+    std::atomic<std::uint64_t> generation{0};
+    mutable std::mutex points_mutex;
+    point_table<std::string> points;
+};
+
+/// The deadline plan a point is fed with: the plan's own, or (plans without a prediction) the
+/// widest window, so the point learns either way.
+inline deadline_plan feeding_plan(const wait_plan& plan) noexcept {
+    if (plan.predict()) return *plan.predict();
+    deadline_plan d;
+    d.window = window_max;
+    return d;
+}
+
+/// The process monotonic clock as the core's time points.
+inline mono_ns steady_now() noexcept {
+    const auto t = std::chrono::steady_clock::now().time_since_epoch();
+    return mono_ns{static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t).count())};
+}
+
+/// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
+/// (query, block and arm inline; the predicted sleep on a steady_timer; each park as a reactor
+/// wait on the source's descriptor with the park as its deadline).
+template <class Source, class Executor>
+class plan_wait_op {
+public:
+    plan_wait_op(Source& source, const wait_plan& plan, std::string point,
+                 std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex)
+        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex)) {
+    }
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec = {}) {
+        impl& m = *impl_;
+        switch (m.next) {
+        case step::initial: {
+            m.generation = m.state->generation.load(std::memory_order_acquire);
+            std::optional<std::uint64_t> sleep;
+            if (m.plan.predict()) {
+                std::lock_guard lk(m.state->points_mutex);
+                sleep = m.state->points.sleep_ns(m.point, *m.plan.predict());
+            }
+            m.action = m.machine.start(m.plan, sleep, steady_now());
+            m.next = step::running;
+            // Everything runs from the executor: never a completion inside the initiation.
+            const Executor ex = m.ex;
+            asio::post(ex, std::move(self));
+            return;
+        }
+        case step::running:
+            break;
+        case step::sleeping:
+            if (ec == asio::error::operation_aborted) return abort(self);
+            m.action = m.machine.on_event(wait_event::slept(steady_now()));
+            break;
+        case step::parking:
+            if (ec == asio::error::operation_aborted) return abort(self);
+            m.action = m.machine.on_event(wait_event::parked(!ec, steady_now()));
+            break;
+        }
+        m.next = step::running;
+        run(self);
+    }
+
+private:
+    enum class step : std::uint8_t { initial, running, sleeping, parking };
+
+    struct impl {
+        impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
+             reactor_service& sv, const Executor& e)
+            : source(&s)
+            , plan(p)
+            , point(std::move(pt))
+            , state(std::move(st))
+            , svc(&sv)
+            , ex(e)
+            , timer(e) {}
+        Source* source;
+        wait_plan plan;
+        std::string point;
+        std::shared_ptr<port_state> state;
+        reactor_service* svc;
+        Executor ex;
+        asio::steady_timer timer;
+        wait_machine machine;
+        wait_action action = wait_action::query();
+        std::uint64_t generation = 0;
+        step next = step::initial;
+    };
+
+    template <class Self>
+    void abort(Self& self) {
+        self.complete(asio::error::operation_aborted, wait_report{});
+    }
+
+    template <class Self>
+    void run(Self& self) {
+        impl& m = *impl_;
+        for (;;) {
+            if (self.cancelled() != asio::cancellation_type::none ||
+                m.state->generation.load(std::memory_order_acquire) != m.generation)
+                return abort(self);
+            switch (m.action.kind) {
+            case wait_action::type::query: {
+                const wait_action::type before = m.action.kind;
+                m.action = m.machine.on_event(wait_event::queried(m.source->query(), steady_now()));
+                if (m.action.kind == before) {
+                    // Polling: let other handlers run between queries.
+                    const Executor ex = m.ex;
+                    asio::post(ex, std::move(self));
+                    return;
+                }
+                break;
+            }
+            case wait_action::type::block:
+                m.action = m.machine.on_event(wait_event::blocked(m.source->block(), steady_now()));
+                break;
+            case wait_action::type::arm:
+                m.action = m.machine.on_event(wait_event::armed(m.source->arm(), steady_now()));
+                break;
+            case wait_action::type::sleep_until: {
+                m.next = step::sleeping;
+                m.timer.expires_at(std::chrono::steady_clock::time_point(
+                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
+                m.timer.async_wait(std::move(self));
+                return;
+            }
+            case wait_action::type::park: {
+                m.next = step::parking;
+                const dur_ns bound = m.action.bound;
+                const auto deadline = std::chrono::steady_clock::now() +
+                                      std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
+                const memory_descriptor desc = m.source->descriptor();
+                const Executor ex = m.ex;
+                reactor_service& svc = *m.svc;
+                reactor_port* port = &m.state->reactor;
+                start_reactor_wait(svc, port, ex, std::move(self), desc, bound, deadline);
+                return;
+            }
+            case wait_action::type::done: {
+                const wait_report report = m.action.report;
+                if (report.outcome) {
+                    std::lock_guard lk(m.state->points_mutex);
+                    m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);
+                }
+                self.complete(boost::system::error_code{}, report);
+                return;
+            }
+            case wait_action::type::failed:
+                self.complete(boost::system::error_code(m.action.error), wait_report{});
+                return;
+            }
+        }
+    }
+
+    std::unique_ptr<impl> impl_;
+};
+
 } // namespace detail
 
 /// An I/O object that waits for GPU memory descriptors to complete.
@@ -205,7 +400,7 @@ public:
     explicit basic_gpu_completion_port(const executor_type& ex)
         : executor_(ex)
         , service_(&asio::use_service<reactor_service>(detail::context_of(executor_)))
-        , impl_(std::make_unique<detail::reactor_port>()) {}
+        , state_(std::make_shared<detail::port_state>()) {}
 
     /// A port on `ctx`'s executor.
     template <class ExecutionContext>
@@ -218,7 +413,7 @@ public:
     basic_gpu_completion_port(basic_gpu_completion_port&& other) noexcept
         : executor_(other.executor_)
         , service_(other.service_)
-        , impl_(std::move(other.impl_)) {}
+        , state_(std::move(other.state_)) {}
 
     /// Takes over `other`'s pending waits (from a port of a convertible executor type).
     template <class Executor1>
@@ -227,7 +422,7 @@ public:
     noexcept
         : executor_(other.executor_)
         , service_(other.service_)
-        , impl_(std::move(other.impl_)) {}
+        , state_(std::move(other.state_)) {}
 
     /// Cancels this port's waits, then takes over `other`'s.
     basic_gpu_completion_port& operator=(basic_gpu_completion_port&& other) noexcept {
@@ -235,7 +430,7 @@ public:
             release();
             executor_ = other.executor_;
             service_ = other.service_;
-            impl_ = std::move(other.impl_);
+            state_ = std::move(other.state_);
         }
         return *this;
     }
@@ -259,10 +454,31 @@ public:
     /// call are not affected. May be called from any thread.
     ///
     /// @returns the number of waits cancelled.
-    std::size_t cancel() { return impl_ ? service_->cancel(*impl_) : 0; }
+    std::size_t cancel() {
+        if (!state_) return 0;
+        state_->generation.fetch_add(1, std::memory_order_acq_rel);
+        return service_->cancel(state_->reactor);
+    }
 
     /// Number of this port's waits still pending (a snapshot; for tests and diagnostics).
-    std::size_t pending() const { return impl_ ? service_->pending(*impl_) : 0; }
+    std::size_t pending() const { return state_ ? service_->pending(state_->reactor) : 0; }
+
+    /// The point table's prediction at `point` under `plan` (nanoseconds), or none for a point
+    /// that has not been fed yet. Thread-safe.
+    std::optional<std::uint64_t> prediction_ns(std::string_view point,
+                                               const deadline_plan& plan) const {
+        if (!state_) return std::nullopt;
+        std::lock_guard lk(state_->points_mutex);
+        return state_->points.prediction_ns(std::string(point), plan);
+    }
+
+    /// A copy of the port's point table (the estimator every plan-driven wait feeds). Keys are
+    /// the `point` strings given to async_wait. Thread-safe.
+    point_table<std::string> points() const {
+        if (!state_) return {};
+        std::lock_guard lk(state_->points_mutex);
+        return state_->points;
+    }
 
     /// Starts an asynchronous wait for a memory descriptor to complete.
     ///
@@ -301,6 +517,50 @@ public:
             initiate_async_wait(this), token, desc);
     }
 
+    /// Starts an asynchronous plan-driven wait for a completion source's pending work.
+    ///
+    /// Runs the wait driver of SPEC.md section 6 (gpu_async::wait_machine) as a composed
+    /// operation: one immediate query; for flag plans an arm; for predicting plans the sleep the
+    /// port's point table predicts for `point`, on an asio::steady_timer; then polls (poll
+    /// plans: one query per turn of the executor, other handlers run in between) or parks (flag
+    /// plans: each park is a reactor wait on `source.descriptor()` bounded by the plan's park,
+    /// with a status query at least every backstop, and a final query as the authority). A block
+    /// plan calls `source.block()` on the thread running the operation. The outcome feeds the
+    /// port's point table at `point`.
+    ///
+    /// @param source any gpu_async::completion_source; must outlive the wait. Its query(),
+    ///   arm(), block() and descriptor() are called from the operation's executor.
+    /// @param plan the wait plan (copied).
+    /// @param point the readback point: the key (a std::string) of the port's point table.
+    /// @param token the completion token.
+    ///
+    /// @par Completion signature
+    /// @code void(boost::system::error_code ec, gpu_async::wait_report report) @endcode
+    /// On success `ec` is empty and `report` says how the wait ended (kind blocked, immediate,
+    /// late or parked), its outcome, time, parks and backstop queries. A source error arrives
+    /// unchanged as `ec` (compare it with the source's codes, e.g. `ec == errc::device_fault`);
+    /// a cancelled wait gets asio::error::operation_aborted. On error `report` is empty.
+    ///
+    /// @par Per-operation cancellation
+    /// cancellation_type::terminal: the wait stops at its current step (a sleep or a park ends
+    /// at once; a query or a block in progress finishes first). Port-wide cancel() and the
+    /// destructor end a parked plan-driven wait at once, and one in any other step at its next
+    /// step; cancel() counts only the parked ones.
+    ///
+    /// @par Thread safety
+    /// As for the descriptor overload. The point table is locked for each read and each feed.
+    ///
+    /// The handler is never invoked from within this function: the first step is posted.
+    template <completion_source Source,
+              class CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_wait(Source& source, const wait_plan& plan, std::string_view point,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return asio::async_compose<CompletionToken, void(boost::system::error_code, wait_report)>(
+            detail::plan_wait_op<Source, Executor>(source, plan, std::string(point), state_shared(),
+                                                   *service_, executor_),
+            token, executor_);
+    }
+
 private:
     template <class>
     friend class basic_gpu_completion_port;
@@ -319,40 +579,39 @@ private:
             using handler_type = std::decay_t<WaitHandler>;
             static_assert(std::is_invocable_v<handler_type&&, boost::system::error_code>,
                           "a wait handler must be callable as void(boost::system::error_code)");
-            using op_type = detail::port_wait_op<handler_type, Executor>;
-            // Read the slot before the handler is moved into the op.
-            auto slot = asio::get_associated_cancellation_slot(handler);
-            op_type* op =
-                op_type::create(std::forward<WaitHandler>(handler), self_->executor_, desc, slot);
-            reactor_service& svc = *self_->service_;
-            if (slot.is_connected()) slot.template emplace<detail::reactor_cancel_handler>(svc, op);
-            if (!self_->impl_) self_->impl_ = std::make_unique<detail::reactor_port>();
-            try {
-                svc.start(self_->impl_.get(), op);
-            } catch (...) {
-                op->destroy();
-                throw;
-            }
+            detail::start_reactor_wait(*self_->service_, &self_->state().reactor, self_->executor_,
+                                       std::forward<WaitHandler>(handler), desc);
         }
 
     private:
         basic_gpu_completion_port* self_;
     };
 
+    std::shared_ptr<detail::port_state> state_shared() {
+        state();
+        return state_;
+    }
+
+    detail::port_state& state() {
+        if (!state_) state_ = std::make_shared<detail::port_state>(); // a moved-from port
+        return *state_;
+    }
+
     void release() noexcept {
-        if (impl_) {
+        if (state_) {
+            state_->generation.fetch_add(1, std::memory_order_acq_rel);
             try {
-                service_->cancel(*impl_);
+                service_->cancel(state_->reactor);
             } catch (...) {
                 // posting the completions failed (out of memory): nothing better to do here
             }
-            impl_.reset();
+            state_.reset();
         }
     }
 
     executor_type executor_;
     reactor_service* service_;
-    std::unique_ptr<detail::reactor_port> impl_;
+    std::shared_ptr<detail::port_state> state_;
 };
 
 /// The port on the polymorphic I/O executor.

@@ -4,6 +4,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/run_fill_bounded.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -24,46 +25,12 @@ using gpu_async::completion_line;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::run_fill;
+using gpu_async::test::run_fill_bounded;
 
 namespace {
 
 gpu_async::slot_id slot(std::size_t i) {
     return *gpu_async::slot_id::at(i);
-}
-
-/// Runs run_fill(ctx) with a watchdog: if it has not returned within the bound, the watchdog
-/// stops the context and the test fails. Returns run_fill's count.
-std::size_t run_fill_bounded(asio::io_context& ctx, gpu_async::fill_options opt = {}) {
-    std::mutex m;
-    std::condition_variable cv;
-    bool finished = false, fired = false;
-    std::thread watchdog([&] {
-        std::unique_lock lk(m);
-        if (!cv.wait_for(lk, gpu_async::test::run_bound, [&] { return finished; })) {
-            fired = true;
-            ctx.stop();
-        }
-    });
-    std::size_t n = 0;
-    try {
-        n = run_fill(ctx, opt);
-    } catch (...) {
-        {
-            std::lock_guard lk(m);
-            finished = true;
-        }
-        cv.notify_all();
-        watchdog.join();
-        throw;
-    }
-    {
-        std::lock_guard lk(m);
-        finished = true;
-    }
-    cv.notify_all();
-    watchdog.join();
-    BOOST_TEST_REQUIRE(!fired, "run_fill did not return within the bound");
-    return n;
 }
 
 } // namespace

@@ -1,0 +1,323 @@
+// Tests of the plan-driven async_wait of <gpu_async/gpu_completion_port.hpp> over the simulated
+// device.
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/run_fill.hpp>
+
+#include "common/io_context_fixture.hpp"
+#include "common/run_fill_bounded.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <functional>
+#include <future>
+#include <optional>
+#include <tuple>
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using gpu_async::gpu_completion_port;
+using gpu_async::sim_device;
+using gpu_async::wait_kind;
+using gpu_async::wait_plan;
+using gpu_async::wait_report;
+using gpu_async::test::run_to_completion;
+
+namespace {
+
+wait_plan plan(std::string_view text) {
+    auto p = wait_plan::parse(text);
+    BOOST_TEST_REQUIRE(p.has_value());
+    return p.value();
+}
+
+constexpr std::string_view flag_text = "flag:park_us=100,backstop_us=1000";
+constexpr std::string_view flag_predict_text =
+    "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,"
+    "max_sleep_us=50000,window=8";
+
+struct result {
+    std::optional<error_code> ec;
+    wait_report report;
+};
+
+auto record(result& r) {
+    return [&r](error_code ec, wait_report rep) {
+        BOOST_TEST(!r.ec.has_value()); // exactly once
+        r.ec = ec;
+        r.report = rep;
+    };
+}
+
+sim_device::options manual() {
+    sim_device::options o;
+    o.manual = true;
+    return o;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gpu_completion_port_plan_tests)
+
+BOOST_AUTO_TEST_CASE(immediate_when_the_work_is_already_done) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.enqueue(gpu_async::dur_ns{});
+    dev.step_all();
+    result r;
+    bool initiating = true;
+    port.async_wait(s, plan(flag_text), "readback", [&](error_code ec, wait_report rep) {
+        BOOST_TEST(!initiating);
+        record(r)(ec, rep);
+    });
+    initiating = false;
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(!*r.ec);
+    BOOST_TEST((r.report.kind == wait_kind::immediate));
+    BOOST_REQUIRE(r.report.outcome.has_value());
+    BOOST_TEST(r.report.outcome->is_exact());
+    BOOST_TEST(port.points().size() == 1u); // fed
+}
+
+BOOST_AUTO_TEST_CASE(flag_plan_parks_through_the_reactor_and_feeds_the_estimator) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.set_doorbell(&port.bell());
+    s.enqueue(gpu_async::dur_ns{});
+    result r;
+    port.async_wait(s, plan(flag_text), "readback", record(r));
+    // Runs after the wait's first step has queried (pending), armed and parked.
+    asio::post(ctx, [&] { dev.step_all(); });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(!*r.ec);
+    BOOST_TEST((r.report.kind == wait_kind::parked));
+    BOOST_TEST(r.report.parks >= 1u);
+    BOOST_REQUIRE(r.report.outcome.has_value());
+    BOOST_TEST(r.report.outcome->is_exact());
+    const auto d = plan(flag_predict_text).predict().value();
+    BOOST_TEST(port.prediction_ns("readback", d).has_value());
+    BOOST_TEST(!port.prediction_ns("elsewhere", d).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(poll_plan_queries_until_done_letting_other_handlers_run) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.enqueue(gpu_async::dur_ns{});
+    result r;
+    port.async_wait(s, plan("poll"), "p", record(r));
+    int turns = 0;
+    // Another handler keeps running between the poll's queries, then completes the work.
+    std::function<void()> other = [&] {
+        if (++turns == 5)
+            dev.step_all();
+        else
+            asio::post(ctx, other);
+    };
+    asio::post(ctx, other);
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(!*r.ec);
+    BOOST_TEST(turns == 5);
+    BOOST_TEST((r.report.kind == wait_kind::parked));
+}
+
+BOOST_AUTO_TEST_CASE(block_plan_blocks_and_feeds_nothing) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev; // threads: block() waits for them
+    auto& s = dev.make_stream();
+    s.enqueue(gpu_async::dur_ns::from_us(200));
+    result r;
+    port.async_wait(s, plan("block"), "b", record(r));
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(!*r.ec);
+    BOOST_TEST((r.report.kind == wait_kind::blocked));
+    BOOST_TEST(!r.report.outcome.has_value());
+    BOOST_TEST(port.points().empty());
+}
+
+BOOST_AUTO_TEST_CASE(late_after_the_predicted_sleep) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    const wait_plan p = plan(flag_predict_text);
+    // Teach the point a long prediction: one parked wait finished well after its start.
+    {
+        s.enqueue(gpu_async::dur_ns{});
+        asio::steady_timer t(ctx, std::chrono::milliseconds(2));
+        t.async_wait([&](error_code) { dev.step_all(); });
+        result first;
+        port.async_wait(s, p, "decode", record(first));
+        run_to_completion(ctx);
+        BOOST_REQUIRE(first.ec.has_value());
+        BOOST_TEST(!*first.ec);
+        BOOST_TEST((first.report.kind == wait_kind::parked));
+    }
+    const auto predicted = port.prediction_ns("decode", *p.predict());
+    BOOST_REQUIRE(predicted.has_value());
+    BOOST_TEST(*predicted >= 2'000'000u); // at least the 2 ms it took
+    // Now the work completes while the wait sleeps: the first query after the sleep finds it
+    // done.
+    ctx.restart();
+    s.enqueue(gpu_async::dur_ns{});
+    result second;
+    port.async_wait(s, p, "decode", record(second));
+    asio::post(ctx, [&] { dev.step_all(); }); // runs while the wait sleeps on its timer
+    run_to_completion(ctx);
+    BOOST_REQUIRE(second.ec.has_value());
+    BOOST_TEST(!*second.ec);
+    BOOST_TEST((second.report.kind == wait_kind::late));
+    BOOST_TEST(second.report.slept.count() > 0u);
+    BOOST_REQUIRE(second.report.outcome.has_value());
+    BOOST_TEST(second.report.outcome->is_late());
+    // A late outcome never raises the prediction.
+    BOOST_TEST(port.prediction_ns("decode", *p.predict()).value() <= *predicted);
+}
+
+BOOST_AUTO_TEST_CASE(source_error_arrives_as_the_error_code) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.enqueue_fault();
+    result r;
+    port.async_wait(s, plan(flag_text), "f", record(r));
+    asio::post(ctx, [&] { dev.step_all(); });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST((*r.ec == gpu_async::errc::device_fault));
+    BOOST_TEST(port.points().empty());
+}
+
+BOOST_AUTO_TEST_CASE(terminal_cancellation_while_parked) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.enqueue(gpu_async::dur_ns{}); // never stepped
+    asio::cancellation_signal sig;
+    result r;
+    port.async_wait(s, plan(flag_text), "c", asio::bind_cancellation_slot(sig.slot(), record(r)));
+    asio::steady_timer t(ctx, std::chrono::milliseconds(1));
+    t.async_wait([&](error_code) { sig.emit(asio::cancellation_type::terminal); });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(*r.ec == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    const wait_plan p = plan(flag_predict_text);
+    // A 40 ms prediction: the next wait sleeps (about 39.85 ms).
+    s.enqueue(gpu_async::dur_ns{});
+    dev.step_all();
+    {
+        // Feed through a parked wait that took >= 40 ms.
+        s.enqueue(gpu_async::dur_ns{});
+        asio::steady_timer t(ctx, std::chrono::milliseconds(40));
+        t.async_wait([&](error_code) { dev.step_all(); });
+        result first;
+        port.async_wait(s, p, "sleepy", record(first));
+        run_to_completion(ctx);
+        BOOST_REQUIRE(first.ec.has_value());
+    }
+    ctx.restart();
+    s.enqueue(gpu_async::dur_ns{}); // never stepped
+    asio::cancellation_signal sig;
+    result r;
+    port.async_wait(s, p, "sleepy", asio::bind_cancellation_slot(sig.slot(), record(r)));
+    asio::post(ctx, [&] { sig.emit(asio::cancellation_type::terminal); });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(*r.ec == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(port_cancel_and_destruction_end_plan_waits) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    auto& s = dev.make_stream();
+    s.enqueue(gpu_async::dur_ns{}); // never stepped
+    result a, b;
+    {
+        gpu_completion_port port(ctx);
+        port.async_wait(s, plan(flag_text), "x", record(a));
+        asio::post(ctx, [&] { port.cancel(); });
+        run_to_completion(ctx);
+        BOOST_REQUIRE(a.ec.has_value());
+        BOOST_TEST(*a.ec == asio::error::operation_aborted);
+        ctx.restart();
+        port.async_wait(s, plan(flag_text), "x", record(b));
+        ctx.poll(); // first step: now parked
+    }
+    run_to_completion(ctx);
+    BOOST_REQUIRE(b.ec.has_value());
+    BOOST_TEST(*b.ec == asio::error::operation_aborted);
+}
+
+BOOST_AUTO_TEST_CASE(threaded_device_with_ringing_under_run_and_run_fill) {
+    for (bool fill : {false, true}) {
+        BOOST_TEST_CONTEXT("run_fill " << fill) {
+            asio::io_context ctx;
+            gpu_completion_port port(ctx);
+            sim_device dev;
+            auto& s = dev.make_stream();
+            s.set_doorbell(&port.bell());
+            result r;
+            s.enqueue(gpu_async::dur_ns::from_us(500));
+            port.async_wait(s, plan(flag_text), "t", record(r));
+            if (fill)
+                gpu_async::test::run_fill_bounded(ctx);
+            else
+                run_to_completion(ctx);
+            BOOST_REQUIRE(r.ec.has_value());
+            BOOST_TEST(!*r.ec);
+            BOOST_TEST(
+                (r.report.kind == wait_kind::parked || r.report.kind == wait_kind::immediate));
+            BOOST_TEST(port.points().size() == 1u);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(tokens_future_and_deferred) {
+    asio::thread_pool pool(2);
+    gpu_completion_port port(pool);
+    sim_device dev;
+    auto& s = dev.make_stream();
+    s.set_doorbell(&port.bell());
+    s.enqueue(gpu_async::dur_ns::from_us(100));
+    std::future<wait_report> f = port.async_wait(s, plan(flag_text), "fut", asio::use_future);
+    BOOST_TEST_REQUIRE((f.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
+    const wait_report rep = f.get();
+    BOOST_TEST((rep.kind == wait_kind::parked || rep.kind == wait_kind::immediate));
+
+    auto op = port.async_wait(s, plan("poll"), "def", asio::deferred);
+    s.enqueue(gpu_async::dur_ns::from_us(100));
+    std::future<wait_report> g = std::move(op)(asio::use_future);
+    BOOST_TEST_REQUIRE((g.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
+    BOOST_CHECK_NO_THROW(g.get());
+    pool.join();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
