@@ -14,6 +14,8 @@
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/hip.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
+#include <gpu_async/impl/reactor_service.ipp>
+#include <gpu_async/impl/run_fill.ipp>
 #include <gpu_async/impl/sim_device.ipp>
 #include <gpu_async/impl/wordwait.ipp>
 
