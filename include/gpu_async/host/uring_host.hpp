@@ -44,7 +44,6 @@
 
 #include <liburing.h>
 
-#include <bit>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -72,13 +71,6 @@ inline constexpr std::uint64_t tag_timeout = 1;
 inline constexpr std::uint64_t tag_futex = 2;
 inline constexpr std::uint64_t tag_link_timeout = 3;
 inline constexpr std::uint64_t tag_reserved = 16;
-
-// A doorbell an io_uring futex waiter can register with (so its ring() issues the wake).
-template <class Bell>
-concept registers_sleepers = requires(const Bell& b) {
-    b.add_sleeper();
-    b.remove_sleeper();
-};
 
 inline std::string errno_text(int err) {
     std::string s = std::strerror(err);
@@ -276,9 +268,7 @@ private:
         , ww_(&word_wait::probe()) {
         if (opts.futex_park) {
             if (io_uring_probe* p = io_uring_get_probe_ring(ring_.get())) {
-                // A doorbell that cannot count an io_uring sleeper would skip the wake.
-                futex_supported_ = detail::uring::registers_sleepers<doorbell> &&
-                                   p->last_op >= detail::uring::op_futex_wait &&
+                futex_supported_ = p->last_op >= detail::uring::op_futex_wait &&
                                    io_uring_opcode_supported(p, detail::uring::op_futex_wait);
                 io_uring_free_probe(p);
             }
@@ -351,12 +341,6 @@ private:
         return true;
     }
 
-    // The doorbell's futex: the low 32 bits of word 0.
-    const std::uint32_t* bell_word() const noexcept {
-        const auto* p = reinterpret_cast<const std::uint32_t*>(&bell_->line().words[0]);
-        return std::endian::native == std::endian::little ? p : p + 1;
-    }
-
     // One futex park in the ring (repeated until done, the bound, or a program completion).
     // Empty when the ring refused it (the caller falls back).
     template <class Pred>
@@ -379,8 +363,8 @@ private:
                 return std::nullopt;
             }
             io_uring_prep_rw(detail::uring::op_futex_wait, wait,
-                             static_cast<int>(detail::uring::futex2_size_u32), bell_word(), 0,
-                             seen);
+                             static_cast<int>(detail::uring::futex2_size_u32), bell_->futex_word(),
+                             0, seen);
             wait->addr3 = detail::uring::futex_bitset_match_any;
             wait->flags |= IOSQE_IO_LINK;
             io_uring_sqe_set_data64(wait, detail::uring::tag_futex);
@@ -403,26 +387,19 @@ private:
         }
     }
 
-    // Registers the caller as a futex sleeper of the doorbell, so ring() issues its wake.
+    // Registers the caller as a futex sleeper of the doorbell (doorbell::add_sleeper), so its
+    // ring() issues the wake while the ring's futex wait may sleep.
     class doorbell_sleeper {
     public:
         explicit doorbell_sleeper(const doorbell& b) noexcept
             : bell_(&b) {
-            enter(*bell_);
+            bell_->add_sleeper();
         }
-        ~doorbell_sleeper() { leave(*bell_); }
+        ~doorbell_sleeper() { bell_->remove_sleeper(); }
         doorbell_sleeper(const doorbell_sleeper&) = delete;
         doorbell_sleeper& operator=(const doorbell_sleeper&) = delete;
 
     private:
-        template <class Bell>
-        static void enter(const Bell& b) noexcept {
-            if constexpr (detail::uring::registers_sleepers<Bell>) b.add_sleeper();
-        }
-        template <class Bell>
-        static void leave(const Bell& b) noexcept {
-            if constexpr (detail::uring::registers_sleepers<Bell>) b.remove_sleeper();
-        }
         const doorbell* bell_;
     };
 
