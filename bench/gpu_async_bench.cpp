@@ -1,0 +1,724 @@
+//
+// bench/gpu_async_bench.cpp: gpu-async-bench, every wait strategy side by side on the simulated
+// device.
+//
+// Workload (one cell = a work duration and a pending count N): N lanes, each a stream of the
+// simulated device with one item in flight; the item takes the work duration (uniform jitter of
+// +-25 %, so completions come in a shuffled order), records the time just before the stream's
+// store, and the lane's handler, on the one io_context thread, records store-to-handler latency
+// and launches the lane's next item. So N waits are pending at every moment.
+//
+// Strategies (how the handler learns the store happened):
+//   ours-service          gpu_completion_port::async_wait(descriptor), io_context::run, the reactor
+//                         service's watcher thread (streams ring its doorbell)
+//   ours-service+predict  the plan-driven wait, flag plan +predict, io_context::run
+//   ours-fill             async_wait(descriptor) under run_fill (no watcher thread)
+//   ours-fill+predict     the plan-driven wait under run_fill
+//   callback-post         the device thread posts the handler itself (cudaLaunchHostFunc)
+//   timer-poll-50us       an asio::steady_timer every 50 us scans the pending words (HPX, ad hoc)
+//   timer-poll-1ms        the same every 1 ms
+//   blocking-cv-thread    a waiter thread blocks (condition variable) on each wait in order and
+//                         posts the handler (BlockingSync)
+//   spin-poll-thread      a thread spins over the pending words and posts the handlers (stdexec's
+//                         stream scheduler)
+//
+// CPU: the whole process's CPU time over the measured window, less the simulated device's
+// worker threads (their own CPU clocks), per second of wall time: the cost of waiting plus the
+// handlers' own (common) work. The device's CPU is reported separately.
+//
+// Also: completions per second through one io_context thread with 64, 4096 and 65536 pending
+// descriptors (host stores, no device), for the service, run_fill and a plain asio::post loop.
+//
+#include "common/stats.hpp"
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/reactor_service.hpp>
+#include <gpu_async/run_fill.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/program_options.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef GPU_ASYNC_BENCH_PLOT_SCRIPT
+#define GPU_ASYNC_BENCH_PLOT_SCRIPT ""
+#endif
+
+namespace {
+
+namespace asio = boost::asio;
+namespace po = boost::program_options;
+using gpu_async::dur_ns;
+using gpu_async::bench::now_ns;
+
+// ---------------------------------------------------------------------------------------------
+// Strategies
+
+enum class strategy : std::uint8_t {
+    ours_service,
+    ours_service_predict,
+    ours_fill,
+    ours_fill_predict,
+    callback_post,
+    timer_50us,
+    timer_1ms,
+    blocking_cv,
+    spin_poll,
+};
+
+constexpr strategy all_strategies[] = {
+    strategy::ours_service,      strategy::ours_service_predict, strategy::ours_fill,
+    strategy::ours_fill_predict, strategy::callback_post,        strategy::timer_50us,
+    strategy::timer_1ms,         strategy::blocking_cv,          strategy::spin_poll};
+
+const char* name(strategy s) {
+    switch (s) {
+    case strategy::ours_service:
+        return "ours-service";
+    case strategy::ours_service_predict:
+        return "ours-service+predict";
+    case strategy::ours_fill:
+        return "ours-fill";
+    case strategy::ours_fill_predict:
+        return "ours-fill+predict";
+    case strategy::callback_post:
+        return "callback-post";
+    case strategy::timer_50us:
+        return "timer-poll-50us";
+    case strategy::timer_1ms:
+        return "timer-poll-1ms";
+    case strategy::blocking_cv:
+        return "blocking-cv-thread";
+    case strategy::spin_poll:
+        return "spin-poll-thread";
+    }
+    return "?";
+}
+
+bool is_ours(strategy s) {
+    return s == strategy::ours_service || s == strategy::ours_service_predict ||
+           s == strategy::ours_fill || s == strategy::ours_fill_predict;
+}
+bool is_fill(strategy s) {
+    return s == strategy::ours_fill || s == strategy::ours_fill_predict;
+}
+
+// The plan of the +predict strategies (SPEC.md section 3's example suffix).
+constexpr const char* predict_plan_text =
+    "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,"
+    "window=8";
+
+// ---------------------------------------------------------------------------------------------
+// One cell
+
+struct cell {
+    std::uint64_t work_us;
+    std::size_t pending;
+};
+
+struct cell_result {
+    strategy strat;
+    cell c;
+    gpu_async::bench::summary lat;
+    std::vector<std::uint64_t> sorted; // samples, sorted (kept for the CDF of the plot cell)
+    double cpu_per_s = 0;              // process less device, per wall second
+    double device_cpu_per_s = 0;
+    double completions_per_s = 0;
+    std::string note;
+};
+
+struct lane {
+    gpu_async::sim_stream* stream = nullptr;
+    std::atomic<std::uint64_t> store_ns{0};
+    std::uint64_t seq = 0;
+    std::uint32_t rng = 0;
+};
+
+class cell_run {
+public:
+    cell_run(strategy s, cell c, double seconds, double warm_seconds)
+        : strat_(s)
+        , cell_(c)
+        , seconds_(seconds)
+        , warm_seconds_(warm_seconds)
+        , lanes_(c.pending)
+        , device_(gpu_async::sim_device::options{1, false})
+        , timer_(ctx_)
+        , end_timer_(ctx_) {
+        auto plan = gpu_async::wait_plan::parse(predict_plan_text);
+        if (!plan) throw std::runtime_error(plan.error().message());
+        plan_ = *plan;
+        if (is_ours(s)) port_.emplace(ctx_);
+        gpu_async::completion_line* line = nullptr;
+        for (std::size_t i = 0; i < lanes_.size(); ++i) {
+            if (i % gpu_async::line_words == 0) line = &device_.make_line();
+            lanes_[i].stream =
+                &device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
+            if (port_) lanes_[i].stream->set_doorbell(&port_->bell());
+            lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
+        }
+        samples_.reserve(1 << 16);
+    }
+
+    ~cell_run() { teardown(); }
+
+    cell_result run() {
+        const std::uint64_t t0 = now_ns();
+        warm_at_ = t0 + static_cast<std::uint64_t>(warm_seconds_ * 1e9);
+        end_at_ = warm_at_ + static_cast<std::uint64_t>(seconds_ * 1e9);
+        if (strat_ == strategy::blocking_cv) waiter_ = std::thread([this] { cv_waiter(); });
+        if (strat_ == strategy::spin_poll) waiter_ = std::thread([this] { spinner(); });
+        asio::post(ctx_, [this] {
+            for (auto& l : lanes_)
+                launch(l);
+            if (strat_ == strategy::timer_50us || strat_ == strategy::timer_1ms) arm_poll_timer();
+        });
+        end_timer_.expires_at(std::chrono::steady_clock::time_point(
+            std::chrono::nanoseconds(static_cast<std::int64_t>(warm_at_))));
+        end_timer_.async_wait([this](boost::system::error_code) {
+            // The measured window starts here (on the io thread, between handlers).
+            measuring_ = true;
+            cpu0_ = gpu_async::bench::process_cpu_ns();
+            dev0_ = device_cpu_.total_ns();
+            win0_ = now_ns();
+            end_timer_.expires_at(std::chrono::steady_clock::time_point(
+                std::chrono::nanoseconds(static_cast<std::int64_t>(end_at_))));
+            end_timer_.async_wait([this](boost::system::error_code) {
+                cpu1_ = gpu_async::bench::process_cpu_ns();
+                dev1_ = device_cpu_.total_ns();
+                win1_ = now_ns();
+                measuring_ = false;
+                stopping_ = true;
+                ctx_.stop();
+            });
+        });
+        if (is_fill(strat_))
+            gpu_async::run_fill(ctx_);
+        else
+            ctx_.run();
+        teardown();
+
+        cell_result r;
+        r.strat = strat_;
+        r.c = cell_;
+        const double wall = static_cast<double>(win1_ - win0_);
+        const std::uint64_t dev = dev1_ - dev0_;
+        const std::uint64_t proc = cpu1_ - cpu0_;
+        r.cpu_per_s = wall > 0 && proc > dev ? static_cast<double>(proc - dev) / wall : 0;
+        r.device_cpu_per_s = wall > 0 ? static_cast<double>(dev) / wall : 0;
+        r.completions_per_s = wall > 0 ? static_cast<double>(samples_.size()) * 1e9 / wall : 0;
+        std::sort(samples_.begin(), samples_.end());
+        r.lat = gpu_async::bench::summarize(samples_);
+        r.sorted = std::move(samples_);
+        if (failures_ != 0) r.note = std::to_string(failures_) + " waits failed";
+        return r;
+    }
+
+private:
+    void teardown() {
+        stopping_ = true;
+        ctx_.stop();
+        {
+            std::lock_guard lk(mutex_);
+            cv_.notify_all();
+        }
+        // Fails every stream (queued items dropped), so a blocked waiter returns.
+        device_.shutdown(gpu_async::sim_shutdown::cancel);
+        if (waiter_.joinable()) waiter_.join();
+    }
+
+    std::uint64_t next_duration_ns(lane& l) {
+        // xorshift32: uniform in [0.75, 1.25] x work.
+        l.rng ^= l.rng << 13;
+        l.rng ^= l.rng >> 17;
+        l.rng ^= l.rng << 5;
+        const std::uint64_t w = cell_.work_us * 1000;
+        return w - w / 4 + (w / 2) * (l.rng % 1024) / 1024;
+    }
+
+    // On the io thread: start lane l's next item and its wait.
+    void launch(lane& l) {
+        lane* lp = &l;
+        const dur_ns d{next_duration_ns(l)};
+        if (strat_ == strategy::callback_post) {
+            l.seq = l.stream->enqueue(
+                [this, lp] {
+                    device_cpu_.add_self();
+                    lp->store_ns.store(now_ns(), std::memory_order_relaxed);
+                    asio::post(ctx_, [this, lp] { complete(*lp); });
+                },
+                d);
+            return;
+        }
+        l.seq = l.stream->enqueue(
+            [this, lp] {
+                device_cpu_.add_self();
+                lp->store_ns.store(now_ns(), std::memory_order_relaxed);
+            },
+            d);
+        switch (strat_) {
+        case strategy::ours_service:
+        case strategy::ours_fill:
+            port_->async_wait(l.stream->descriptor_for(l.seq),
+                              [this, lp](boost::system::error_code ec) {
+                                  if (ec)
+                                      ++failures_;
+                                  else
+                                      complete(*lp);
+                              });
+            break;
+        case strategy::ours_service_predict:
+        case strategy::ours_fill_predict:
+            port_->async_wait(*l.stream, plan_, "bench",
+                              [this, lp](boost::system::error_code ec, gpu_async::wait_report) {
+                                  if (ec)
+                                      ++failures_;
+                                  else
+                                      complete(*lp);
+                              });
+            break;
+        case strategy::timer_50us:
+        case strategy::timer_1ms:
+            polled_.push_back(lp);
+            break;
+        case strategy::blocking_cv:
+        case strategy::spin_poll: {
+            std::lock_guard lk(mutex_);
+            incoming_.push_back(lp);
+            cv_.notify_one();
+            break;
+        }
+        case strategy::callback_post:
+            break;
+        }
+    }
+
+    // On the io thread: the handler of lane l.
+    void complete(lane& l) {
+        if (stopping_) return;
+        const std::uint64_t now = now_ns();
+        const std::uint64_t stored = l.store_ns.load(std::memory_order_relaxed);
+        if (measuring_) samples_.push_back(now > stored ? now - stored : 0);
+        launch(l);
+    }
+
+    void arm_poll_timer() {
+        const auto period = strat_ == strategy::timer_50us ? std::chrono::microseconds(50)
+                                                           : std::chrono::microseconds(1000);
+        timer_.expires_after(period);
+        timer_.async_wait([this](boost::system::error_code ec) {
+            if (ec || stopping_) return;
+            // Scan the pending words; complete what is done (the handlers may add lanes).
+            ready_.clear();
+            for (std::size_t i = 0; i < polled_.size();) {
+                lane* l = polled_[i];
+                if (l->stream->completed() >= l->seq) {
+                    ready_.push_back(l);
+                    polled_[i] = polled_.back();
+                    polled_.pop_back();
+                } else {
+                    ++i;
+                }
+            }
+            for (lane* l : ready_)
+                complete(*l);
+            arm_poll_timer();
+        });
+    }
+
+    // The BlockingSync stand-in: one thread, each wait in order, blocking on the stream
+    // (sim_stream::block waits on the device's condition variable).
+    void cv_waiter() {
+        std::deque<lane*> mine;
+        for (;;) {
+            {
+                std::unique_lock lk(mutex_);
+                cv_.wait(lk, [&] { return stopping_.load() || !incoming_.empty(); });
+                if (stopping_) return;
+                mine.insert(mine.end(), incoming_.begin(), incoming_.end());
+                incoming_.clear();
+            }
+            while (!mine.empty() && !stopping_) {
+                lane* l = mine.front();
+                mine.pop_front();
+                if (l->stream->block()) return; // the device shut down
+                asio::post(ctx_, [this, l] { complete(*l); });
+            }
+        }
+    }
+
+    // The stdexec stand-in: one thread spinning over the pending words.
+    void spinner() {
+        std::vector<lane*> mine;
+        while (!stopping_) {
+            {
+                std::lock_guard lk(mutex_);
+                mine.insert(mine.end(), incoming_.begin(), incoming_.end());
+                incoming_.clear();
+            }
+            for (std::size_t i = 0; i < mine.size();) {
+                lane* l = mine[i];
+                if (l->stream->completed() >= l->seq) {
+                    asio::post(ctx_, [this, l] { complete(*l); });
+                    mine[i] = mine.back();
+                    mine.pop_back();
+                } else {
+                    ++i;
+                }
+            }
+        }
+    }
+
+    strategy strat_;
+    cell cell_;
+    double seconds_, warm_seconds_;
+    // Declared first: outlive the device (its items point at them).
+    std::vector<lane> lanes_;
+    gpu_async::bench::thread_cpu_set device_cpu_;
+    asio::io_context ctx_{1};
+    gpu_async::sim_device device_;
+    std::optional<gpu_async::gpu_completion_port> port_;
+    gpu_async::wait_plan plan_ = *gpu_async::wait_plan::parse("poll");
+    asio::steady_timer timer_, end_timer_;
+    std::vector<lane*> polled_, ready_;
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    std::vector<lane*> incoming_;
+    std::thread waiter_;
+    std::atomic<bool> stopping_{false};
+    bool measuring_ = false;
+    std::uint64_t warm_at_ = 0, end_at_ = 0;
+    std::uint64_t cpu0_ = 0, cpu1_ = 0, dev0_ = 0, dev1_ = 0, win0_ = 0, win1_ = 0;
+    std::vector<std::uint64_t> samples_;
+    std::uint64_t failures_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Completions per second through one io_context thread (host stores; no device).
+
+enum class tp_mode : std::uint8_t { service, fill, post_only };
+
+const char* name(tp_mode m) {
+    switch (m) {
+    case tp_mode::service:
+        return "ours-service";
+    case tp_mode::fill:
+        return "ours-fill";
+    case tp_mode::post_only:
+        return "asio-post-only";
+    }
+    return "?";
+}
+
+struct tp_result {
+    tp_mode mode;
+    std::size_t pending;
+    double completions_per_s;
+    double cpu_per_s;
+};
+
+// N descriptors are pending; each handler re-arms its wait for the next value, then stores
+// that value and rings the doorbell, so the reactor (watcher or run_fill) completes it again.
+tp_result throughput(tp_mode mode, std::size_t n, double seconds) {
+    // The lines outlive the context and its reactor.
+    const std::size_t lines = (n + gpu_async::line_words - 1) / gpu_async::line_words;
+    std::unique_ptr<gpu_async::completion_line[]> line(new gpu_async::completion_line[lines]);
+    asio::io_context ctx{1};
+    std::optional<gpu_async::gpu_completion_port> port;
+    if (mode != tp_mode::post_only) port.emplace(ctx);
+    std::vector<std::uint64_t> target(n, 0);
+    std::uint64_t count = 0;
+    bool stop = false;
+
+    struct handler {
+        std::size_t i;
+        void operator()(boost::system::error_code ec) const { (*fn)(i, ec); }
+        std::function<void(std::size_t, boost::system::error_code)>* fn;
+    };
+    std::function<void(std::size_t, boost::system::error_code)> on;
+    on = [&](std::size_t i, boost::system::error_code ec) {
+        if (ec || stop) return;
+        ++count;
+        auto& l = line[i / gpu_async::line_words];
+        const auto slot = *gpu_async::slot_id::at(i % gpu_async::line_words);
+        const std::uint64_t t = ++target[i];
+        if (mode == tp_mode::post_only) {
+            asio::post(ctx, [i, &on] { on(i, {}); });
+            return;
+        }
+        port->async_wait(gpu_async::memory_descriptor(l, slot, t), handler{i, &on});
+        l.words[slot.index()].store(t, std::memory_order_release);
+        port->bell().ring();
+    };
+    asio::steady_timer end(ctx);
+    std::uint64_t c0 = 0, t0 = 0, t1 = 0, cpu0 = 0, cpu1 = 0, c1 = 0;
+    asio::post(ctx, [&] {
+        for (std::size_t i = 0; i < n; ++i) {
+            ++target[i];
+            if (mode == tp_mode::post_only)
+                asio::post(ctx, [i, &on] { on(i, {}); });
+            else
+                port->async_wait(gpu_async::memory_descriptor(
+                                     line[i / gpu_async::line_words],
+                                     *gpu_async::slot_id::at(i % gpu_async::line_words), target[i]),
+                                 handler{i, &on});
+        }
+        for (std::size_t i = 0; i < n; ++i)
+            line[i / gpu_async::line_words].words[i % gpu_async::line_words].store(
+                target[i], std::memory_order_release);
+        if (port) port->bell().ring();
+        c0 = count;
+        t0 = now_ns();
+        cpu0 = gpu_async::bench::process_cpu_ns();
+        end.expires_after(std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9)));
+        end.async_wait([&](boost::system::error_code) {
+            c1 = count;
+            t1 = now_ns();
+            cpu1 = gpu_async::bench::process_cpu_ns();
+            stop = true;
+            ctx.stop();
+        });
+    });
+    if (mode == tp_mode::fill)
+        gpu_async::run_fill(ctx);
+    else
+        ctx.run();
+    port.reset();
+    const double wall = static_cast<double>(t1 - t0);
+    return {mode, n, wall > 0 ? static_cast<double>(c1 - c0) * 1e9 / wall : 0,
+            wall > 0 ? static_cast<double>(cpu1 - cpu0) / wall : 0};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+std::string us(double ns) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.1f", ns / 1e3);
+    return b;
+}
+
+std::string ratio(double v, double ref) {
+    if (ref <= 0) return "-";
+    char b[32];
+    std::snprintf(b, sizeof b, "%.2fx", v / ref);
+    return b;
+}
+
+void print_cell_table(const std::vector<cell_result>& rs) {
+    const cell_result* ref = nullptr;
+    for (const auto& r : rs)
+        if (r.strat == strategy::ours_service) ref = &r;
+    std::printf("\n### work %llu us, %zu pending\n\n",
+                static_cast<unsigned long long>(rs.front().c.work_us), rs.front().c.pending);
+    std::printf("| strategy | p50 us | p90 us | p99 us | max us | CPU s/s | completions/s | "
+                "p50 vs ours | p99 vs ours | CPU vs ours |\n");
+    std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const auto& r : rs) {
+        std::printf("| %s | %s | %s | %s | %s | %.3f | %.0f | %s | %s | %s |%s%s\n", name(r.strat),
+                    us(r.lat.p50).c_str(), us(r.lat.p90).c_str(), us(r.lat.p99).c_str(),
+                    us(r.lat.max).c_str(), r.cpu_per_s, r.completions_per_s,
+                    ref ? ratio(r.lat.p50, ref->lat.p50).c_str() : "-",
+                    ref ? ratio(r.lat.p99, ref->lat.p99).c_str() : "-",
+                    ref ? ratio(r.cpu_per_s, ref->cpu_per_s).c_str() : "-",
+                    r.note.empty() ? "" : " ", r.note.c_str());
+    }
+    double dev = 0;
+    for (const auto& r : rs)
+        dev = std::max(dev, r.device_cpu_per_s);
+    std::printf("\nsimulated device CPU (not counted above): up to %.3f s/s\n", dev);
+    std::fflush(stdout);
+}
+
+struct config {
+    bool quick = false;
+    std::string csv;
+    std::string plot;
+    double seconds = 0;
+    std::string only;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    config cfg;
+    po::options_description desc("gpu-async-bench options");
+    // clang-format off
+    desc.add_options()
+        ("help,h", "print this help and exit")
+        ("quick", po::bool_switch(&cfg.quick), "a few seconds (CI): two cells, short runs")
+        ("seconds", po::value(&cfg.seconds), "measured seconds per strategy and cell "
+                                             "(default 1.6; --quick 0.15)")
+        ("csv", po::value(&cfg.csv), "summary CSV path (default: results/gpu-async-bench.csv next "
+                                     "to the executable); -cdf.csv and -throughput.csv beside it")
+        ("plot", po::value(&cfg.plot), "PNG path (default: the CSV path with .png); "
+                                       "'none' to skip; drawn with gnuplot when installed")
+        ("only", po::value(&cfg.only), "run only the strategies whose name contains this text");
+    // clang-format on
+    try {
+        po::variables_map vm;
+        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+        po::notify(vm);
+        if (vm.count("help") != 0) {
+            std::cout << "usage: gpu-async-bench [options]\n" << desc << '\n';
+            return 0;
+        }
+        if (vm.count("seconds") != 0 && !(cfg.seconds > 0 && cfg.seconds <= 60))
+            throw po::error("--seconds must be in (0, 60]");
+    } catch (const std::exception& e) {
+        std::cerr << "gpu-async-bench: " << e.what() << "\n\nusage: gpu-async-bench [options]\n"
+                  << desc << '\n';
+        return 2;
+    }
+    try {
+        namespace fs = std::filesystem;
+        if (cfg.seconds == 0) cfg.seconds = cfg.quick ? 0.15 : 1.6;
+        const double warm = cfg.quick ? 0.05 : 0.25;
+        if (cfg.csv.empty()) {
+            std::error_code ec;
+            const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+            cfg.csv =
+                ((ec ? fs::current_path() : exe.parent_path()) / "results" / "gpu-async-bench.csv")
+                    .string();
+        }
+        const fs::path csv_path(cfg.csv);
+        if (csv_path.has_parent_path()) fs::create_directories(csv_path.parent_path());
+        const fs::path stem = csv_path.parent_path() / csv_path.stem();
+        if (cfg.plot.empty()) cfg.plot = stem.string() + ".png";
+
+        std::vector<cell> cells;
+        const cell plot_cell = cfg.quick ? cell{100, 64} : cell{1000, 64};
+        if (cfg.quick) {
+            cells = {{100, 64}, {1000, 4096}};
+        } else {
+            cells = {{10, 64}, {100, 64}, {1000, 64}, {10000, 64}, {1000, 4096}, {1000, 65536}};
+        }
+        const auto& ww = gpu_async::word_wait::probe();
+        std::printf("# gpu-async-bench%s: simulated device (1 worker thread), one io_context "
+                    "thread\n",
+                    cfg.quick ? " --quick" : "");
+        std::printf("word wait path: %.*s; %.2f s measured per strategy and cell (after %.2f s "
+                    "warm-up); CPU = process less the device's worker threads, per wall second\n",
+                    static_cast<int>(ww.name().size()), ww.name().data(), cfg.seconds, warm);
+        std::printf("+predict plan: %s\n", predict_plan_text);
+
+        std::ofstream csv(csv_path);
+        csv << "work_us,pending,strategy,samples,p50_ns,p90_ns,p99_ns,max_ns,mean_ns,cpu_s_per_s,"
+               "device_cpu_s_per_s,completions_per_s,p50_vs_ours,p99_vs_ours,cpu_vs_ours\n";
+        std::ofstream cdf(stem.string() + "-cdf.csv");
+        cdf << "strategy,fraction,latency_us\n";
+        int exit_code = 0;
+        const bool tty = isatty(STDERR_FILENO) != 0;
+        for (const cell& c : cells) {
+            std::vector<cell_result> rs;
+            for (strategy s : all_strategies) {
+                if (!cfg.only.empty() && std::string(name(s)).find(cfg.only) == std::string::npos)
+                    continue;
+                if (tty)
+                    std::fprintf(stderr, "  %-22s work %6llu us, %6zu pending ...\r", name(s),
+                                 static_cast<unsigned long long>(c.work_us), c.pending);
+                cell_run run(s, c, cfg.seconds, warm);
+                rs.push_back(run.run());
+            }
+            if (tty) std::fprintf(stderr, "%70s\r", "");
+            if (rs.empty()) continue;
+            print_cell_table(rs);
+            const cell_result* ref = nullptr;
+            for (const auto& r : rs)
+                if (r.strat == strategy::ours_service) ref = &r;
+            for (const auto& r : rs) {
+                if (r.lat.count == 0) exit_code = 1;
+                csv << c.work_us << ',' << c.pending << ',' << name(r.strat) << ',' << r.lat.count
+                    << ',' << r.lat.p50 << ',' << r.lat.p90 << ',' << r.lat.p99 << ',' << r.lat.max
+                    << ',' << r.lat.mean << ',' << r.cpu_per_s << ',' << r.device_cpu_per_s << ','
+                    << r.completions_per_s << ','
+                    << (ref && ref->lat.p50 > 0 ? r.lat.p50 / ref->lat.p50 : 0) << ','
+                    << (ref && ref->lat.p99 > 0 ? r.lat.p99 / ref->lat.p99 : 0) << ','
+                    << (ref && ref->cpu_per_s > 0 ? r.cpu_per_s / ref->cpu_per_s : 0) << '\n';
+                if (c.work_us == plot_cell.work_us && c.pending == plot_cell.pending &&
+                    !r.sorted.empty()) {
+                    const std::size_t points = 400;
+                    for (std::size_t k = 0; k <= points; ++k) {
+                        const double f = static_cast<double>(k) / points;
+                        const std::size_t i = std::min(
+                            r.sorted.size() - 1,
+                            static_cast<std::size_t>(f * static_cast<double>(r.sorted.size())));
+                        cdf << name(r.strat) << ',' << f << ','
+                            << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
+                    }
+                }
+            }
+        }
+
+        std::printf("\n### completions per second through one io_context thread (host stores, "
+                    "no device)\n\n");
+        std::printf("| pending | mode | completions/s | CPU s/s |\n|---:|---|---:|---:|\n");
+        std::ofstream tp(stem.string() + "-throughput.csv");
+        tp << "pending,mode,completions_per_s,cpu_s_per_s\n";
+        const double tp_seconds = cfg.quick ? 0.1 : 1.0;
+        for (std::size_t n : {std::size_t{64}, std::size_t{4096}, std::size_t{65536}}) {
+            for (tp_mode m : {tp_mode::service, tp_mode::fill, tp_mode::post_only}) {
+                const tp_result r = throughput(m, n, tp_seconds);
+                std::printf("| %zu | %s | %.0f | %.3f |\n", n, name(m), r.completions_per_s,
+                            r.cpu_per_s);
+                tp << n << ',' << name(m) << ',' << r.completions_per_s << ',' << r.cpu_per_s
+                   << '\n';
+                if (r.completions_per_s <= 0) exit_code = 1;
+            }
+        }
+        csv.close();
+        cdf.close();
+        tp.close();
+        std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv)\n",
+                    csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str());
+
+        if (cfg.plot != "none") {
+            const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;
+            if (script.empty() || !fs::exists(script) ||
+                std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+                std::printf("plot: skipped (needs gnuplot: apt-get install -y gnuplot-nox)\n");
+            } else {
+                const std::string cmd = "gnuplot -e \"stem='" + stem.string() + "'; out='" +
+                                        cfg.plot + "'; wu=" + std::to_string(plot_cell.work_us) +
+                                        "; pp=" + std::to_string(plot_cell.pending) + "\" '" +
+                                        script + "'";
+                if (std::system(cmd.c_str()) == 0)
+                    std::printf("plot: %s\n", cfg.plot.c_str());
+                else
+                    std::printf("plot: gnuplot failed (%s)\n", cmd.c_str());
+            }
+        }
+        if (exit_code != 0) std::fprintf(stderr, "gpu-async-bench: a strategy got no samples\n");
+        return exit_code;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "gpu-async-bench: %s\n", e.what());
+        return 1;
+    }
+}

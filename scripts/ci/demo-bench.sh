@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# scripts/ci/demo-bench.sh: runs the demo (~3 s) and the benchmark in --quick mode (a few
+# seconds) from a Release build, so neither can rot. Fails only on a build failure, a crash or a
+# non-zero exit; never on a timing. Reuses build/ when it exists (builds only the two targets).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build="${GPU_ASYNC_BUILD_DIR:-build}"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPU_ASYNC_BUILD_EXAMPLES=ON \
+        -DGPU_ASYNC_BUILD_BENCHMARKS=ON
+fi
+cmake --build "$build" -j2 --target gpu-async-demo gpu-async-bench
+
+echo "== gpu-async-demo --duration 3"
+timeout 60 "$build/example/gpu-async-demo" --duration 3 --connections 8
+echo "== gpu-async-demo --duration 1 --wait fill --json"
+timeout 60 "$build/example/gpu-async-demo" --duration 1 --connections 4 --wait fill --json
+echo "== gpu-async-bench --quick"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+timeout 120 "$build/bench/gpu-async-bench" --quick --csv "$out/bench.csv" --plot none
+test -s "$out/bench.csv"
+test -s "$out/bench-cdf.csv"
+test -s "$out/bench-throughput.csv"
+echo "demo-bench.sh: ok"
