@@ -316,11 +316,12 @@ int main() {
         std::printf("FAIL: the driver lacks a stream or memory entry point the tests need\n");
         return 1;
     }
-    if (auto e = g.driver->check_device(0)) {
+    if (!g.ok(a.device_get(&g.device, 0), "cuDeviceGet")) return 1;
+    if (auto e = g.driver->check_device(g.device)) {
         std::printf("skipped: CUDA device 0 cannot own a line (%s)\n", e->message().c_str());
         return 0;
     }
-    if (!g.ok(a.device_primary_ctx_retain(&g.context, 0), "cuDevicePrimaryCtxRetain") ||
+    if (!g.ok(a.device_primary_ctx_retain(&g.context, g.device), "cuDevicePrimaryCtxRetain") ||
         !g.ok(a.ctx_set_current(g.context), "cuCtxSetCurrent"))
         return 1;
     std::printf("CUDA driver %d, %d device(s); word wait: %s\n", g.driver->version(), count,
