@@ -13,15 +13,15 @@ command -v aarch64-linux-gnu-g++ >/dev/null || need+=(g++-aarch64-linux-gnu)
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 if [ ${#need[@]} -ne 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
-    timeout 300 apt-get update -qq || true
-    timeout 600 apt-get install -y -qq "${need[@]}"
+    timeout 120 apt-get update -qq || true
+    timeout 300 apt-get install -y -qq "${need[@]}"
 fi
 
 timeout 120 cmake -S test/aarch64 -B "$build_dir" \
     -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" -DCMAKE_BUILD_TYPE=RelWithDebInfo
-timeout 900 cmake --build "$build_dir" -j"$jobs"
+timeout 480 cmake --build "$build_dir" -j"$jobs"
 
 echo "== file: $(file -b "$build_dir/gpu_async_aarch64_tests" | cut -d, -f1-2)"
 # GPU_ASYNC_QEMU=1: qemu-user runs WFE as a yield, so the bound-only WFE test may run.
-GPU_ASYNC_QEMU=1 timeout 600 qemu-aarch64 -L /usr/aarch64-linux-gnu \
+GPU_ASYNC_QEMU=1 timeout 300 qemu-aarch64 -L /usr/aarch64-linux-gnu \
     "$build_dir/gpu_async_aarch64_tests" --log_level=message --report_level=short

@@ -15,6 +15,9 @@
 // their own (`make_stream()`, slot 0) or share one slot by slot (`make_line()` then
 // `make_stream(line, slot)`): eight streams per line, one waiter per line.
 //
+// A callable occupies its worker thread while it runs: the other streams of that worker wait for
+// it (as kernels queued behind a long one do); use more workers, or durations, for overlap.
+//
 // Each stream is a `completion_source` (query, block, arm, descriptor, park) over its tail: the
 // last sequence number enqueued.
 //
