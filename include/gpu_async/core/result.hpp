@@ -10,33 +10,44 @@
 #include <gpu_async/core/error.hpp>
 
 #include <cassert>
+#include <optional>
 #include <type_traits>
 #include <utility>
-#include <variant>
 
 namespace gpu_async {
 
 /// Either a `T` or a `coded_error`. Accessing the wrong alternative is a precondition
-/// violation (asserted in debug builds), never undefined behaviour in release builds: it
-/// terminates through std::get.
+/// violation: value() of an error throws std::bad_optional_access, error() of a value asserts
+/// (and gives an empty coded_error in release builds).
+///
+/// Not a std::variant: g++ 12 reports a false -Wmaybe-uninitialized for a variant holding a
+/// std::vector at -O2, which would break every -Werror build of our users.
 template <class T>
 class result {
 public:
     using value_type = T;
     using error_type = coded_error;
 
-    result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
-    result(coded_error error) : v_(std::in_place_index<1>, std::move(error)) {}
+    result(T value)
+        : value_(std::move(value)) {}
+    result(coded_error error)
+        : error_(std::move(error)) {}
 
-    bool has_value() const noexcept { return v_.index() == 0; }
+    bool has_value() const noexcept { return value_.has_value(); }
     explicit operator bool() const noexcept { return has_value(); }
 
-    const T& value() const& { return std::get<0>(v_); }
-    T& value() & { return std::get<0>(v_); }
-    T&& value() && { return std::get<0>(std::move(v_)); }
+    const T& value() const& { return value_.value(); }
+    T& value() & { return value_.value(); }
+    T&& value() && { return std::move(value_).value(); }
 
-    const coded_error& error() const& { return std::get<1>(v_); }
-    coded_error&& error() && { return std::get<1>(std::move(v_)); }
+    const coded_error& error() const& {
+        assert(!has_value());
+        return error_;
+    }
+    coded_error&& error() && {
+        assert(!has_value());
+        return std::move(error_);
+    }
 
     const T& operator*() const& { return value(); }
     const T* operator->() const { return &value(); }
@@ -44,7 +55,8 @@ public:
     friend bool operator==(const result&, const result&) = default;
 
 private:
-    std::variant<T, coded_error> v_;
+    std::optional<T> value_;
+    coded_error error_; // meaningful only without a value
 };
 
 } // namespace gpu_async
