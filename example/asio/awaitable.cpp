@@ -1,0 +1,40 @@
+// Await simulated GPU work in a C++20 coroutine (asio::use_awaitable), next to a timer.
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+namespace asio = boost::asio;
+
+asio::awaitable<void> batch(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream,
+                            int& finished) {
+    for (int step = 0; step < 3; ++step) {
+        const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(500));
+        auto [ec] = co_await port.async_wait(stream.descriptor_for(seq),
+                                             asio::as_tuple(asio::use_awaitable));
+        std::printf("step %d: %s\n", step, ec ? ec.message().c_str() : "done");
+        finished += !ec;
+    }
+}
+
+int main() {
+    asio::io_context ctx;
+    gpu_async::gpu_completion_port port(ctx);
+    gpu_async::sim_device device;
+    gpu_async::sim_stream& stream = device.make_stream();
+    stream.set_doorbell(&port.bell());
+    int finished = 0;
+    asio::co_spawn(ctx, batch(port, stream, finished), asio::detached);
+    asio::steady_timer timer(ctx, std::chrono::milliseconds(1));
+    timer.async_wait([](boost::system::error_code) { std::printf("timer fired meanwhile\n"); });
+    ctx.run_for(std::chrono::seconds(10));
+    return finished == 3 ? 0 : 1;
+}

@@ -1,0 +1,35 @@
+// A lazy wait with asio::deferred: the operation (descriptor included) is built first and
+// launched later, here chained with a second wait.
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+int main() {
+    namespace asio = boost::asio;
+    asio::io_context ctx;
+    gpu_async::gpu_completion_port port(ctx);
+    gpu_async::sim_device device;
+    gpu_async::sim_stream& stream = device.make_stream();
+    stream.set_doorbell(&port.bell());
+    const std::uint64_t first = stream.enqueue(gpu_async::dur_ns::from_ms(1));
+    const std::uint64_t second = stream.enqueue(gpu_async::dur_ns::from_ms(1));
+
+    // Nothing starts here: the descriptors travel inside the deferred operations.
+    auto both = port.async_wait(
+        stream.descriptor_for(first), asio::deferred([&](boost::system::error_code ec) {
+            std::printf("first: %s\n", ec ? ec.message().c_str() : "done");
+            return port.async_wait(stream.descriptor_for(second), asio::deferred);
+        }));
+    int rc = 1;
+    std::move(both)([&](boost::system::error_code ec) {
+        std::printf("second: %s\n", ec ? ec.message().c_str() : "done");
+        rc = ec ? 1 : 0;
+    });
+    ctx.run_for(std::chrono::seconds(10));
+    return rc;
+}
