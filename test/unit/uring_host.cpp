@@ -222,6 +222,18 @@ BOOST_AUTO_TEST_CASE(program_operations_share_the_ring) {
     BOOST_TEST(idle->now().ns < far.ns);
     BOOST_TEST(op.completions == 1);
     BOOST_TEST(op.res == 0);
+    // A timeout left in flight by an early return serves the next sleep to the same deadline.
+    nop_op op1;
+    sqe = idle->prepare(op1);
+    BOOST_TEST_REQUIRE(sqe != nullptr);
+    io_uring_prep_nop(sqe);
+    const mono_ns soon = idle->now().after(dur_ns::from_ms(50));
+    idle->sleep_until(soon);
+    BOOST_TEST(op1.completions == 1);
+    const std::uint64_t submitted = idle->ring_sleeps();
+    idle->sleep_until(soon);
+    BOOST_TEST(idle->now().ns >= soon.ns);
+    BOOST_TEST(idle->ring_sleeps() == submitted); // no second timeout
     // poll() dispatches what is there without waiting.
     nop_op op2;
     sqe = idle->prepare(op2);

@@ -237,7 +237,8 @@ private:
 ///   registration ends a sleep at once.
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
-/// - A line must outlive its registrations (drop the handles before freeing the line).
+/// - A line must outlive its registrations (drop the handles before freeing the line), and
+///   the watcher must outlive every handle. Callbacks must not throw.
 class std_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
@@ -330,6 +331,7 @@ private:
         if (s->state == detail::watch_state::phase::registered) {
             unlink(*s);
             s->state = detail::watch_state::phase::dropped;
+            generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
             // The thread may be parked on this line: the caller may free it once we return.
             idle_cv_.wait(lk, [&] { return parked_on_ != s->line || lines_.count(s->line) != 0; });
             return;

@@ -66,11 +66,17 @@ inline constexpr std::uint32_t futex2_size_u32 = 0x02;
 inline constexpr std::uint32_t futex2_private = 0x80; // not used: doorbells are shared futexes
 inline constexpr std::uint64_t futex_bitset_match_any = 0xffffffffu;
 
-// user_data of the idle's own operations: small numbers no operation object can have.
-inline constexpr std::uint64_t tag_timeout = 1;
-inline constexpr std::uint64_t tag_futex = 2;
-inline constexpr std::uint64_t tag_link_timeout = 3;
-inline constexpr std::uint64_t tag_reserved = 16;
+// user_data of the idle's own operations: (sequence << 3) | kind, kind in 1..7. A program's
+// operation is a uring_op, aligned to 8 bytes, so its address has the low 3 bits clear: the
+// two never collide. The sequence tells the operation in flight from a stale one.
+inline constexpr std::uint64_t kind_mask = 7;
+inline constexpr std::uint64_t kind_timeout = 1;
+inline constexpr std::uint64_t kind_futex = 2;
+inline constexpr std::uint64_t kind_link_timeout = 3;
+inline constexpr std::uint64_t kind_nop = 4;
+constexpr std::uint64_t tag(std::uint64_t seq, std::uint64_t kind) noexcept {
+    return (seq << 3) | kind;
+}
 
 inline std::string errno_text(int err) {
     std::string s = std::strerror(err);
@@ -117,16 +123,8 @@ public:
         return idle;
     }
 
-    uring_idle(uring_idle&& o) noexcept
-        : ring_(std::move(o.ring_))
-        , futex_supported_(o.futex_supported_)
-        , bell_(o.bell_)
-        , ww_(o.ww_)
-        , refuse_(o.refuse_)
-        , failed_ops_(o.failed_ops_)
-        , ring_sleeps_(o.ring_sleeps_)
-        , futex_parks_(o.futex_parks_)
-        , foreign_(o.foreign_) {}
+    /// Moves the ring (the moved-from idle has none and may only be destroyed).
+    uring_idle(uring_idle&&) noexcept = default;
     uring_idle& operator=(uring_idle&&) = delete;
     uring_idle(const uring_idle&) = delete;
     uring_idle& operator=(const uring_idle&) = delete;
@@ -143,28 +141,41 @@ public:
     /// Sleeps until `at` with one IORING_OP_TIMEOUT (again, if the timeout ended early), or
     /// returns early when a completion of the program's own operations was dispatched. A
     /// refused timeout sleeps the thread instead and counts a failed operation.
+    ///
+    /// A timeout left in flight by an early return is reused by the next sleep whose deadline
+    /// is not earlier than its own; otherwise it is left to expire (its completion is ignored).
     void sleep_until(mono_ns at) {
         foreign_ = 0;
         while (foreign_ == 0) {
             const mono_ns t = now();
             if (t >= at) return;
-            const std::uint64_t left = at.since(t).count();
-            __kernel_timespec ts{};
-            ts.tv_sec = static_cast<long long>(left / 1000000000u);
-            ts.tv_nsec = static_cast<long long>(left % 1000000000u);
-            io_uring_sqe* sqe = entry();
-            if (sqe == nullptr) return refused_sleep(at);
-            io_uring_prep_timeout(sqe, &ts, 0, 0);
-            io_uring_sqe_set_data64(sqe, detail::uring::tag_timeout);
-            if (refuse_) sqe->opcode = 0xff; // injected refusal: the kernel rejects the entry
-            if (io_uring_submit(ring_.get()) < 0) return refused_sleep(at);
-            ++ring_sleeps_;
-            own_done_ = false;
-            own_error_ = 0;
-            // Wait for our timeout, dispatching the program's completions meanwhile.
-            while (!own_done_ && foreign_ == 0)
+            if (!timeout_pending_ || timeout_at_ > at) {
+                const std::uint64_t left = at.since(t).count();
+                timeout_ts_.tv_sec = static_cast<long long>(left / 1000000000u);
+                timeout_ts_.tv_nsec = static_cast<long long>(left % 1000000000u);
+                io_uring_sqe* sqe = entry();
+                if (sqe == nullptr) return refused_sleep(at);
+                io_uring_prep_timeout(sqe, &timeout_ts_, 0, 0);
+                timeout_seq_ = ++seq_;
+                io_uring_sqe_set_data64(
+                    sqe, detail::uring::tag(timeout_seq_, detail::uring::kind_timeout));
+                if (refuse_) sqe->opcode = 0xff; // injected refusal: the kernel rejects it
+                if (io_uring_submit(ring_.get()) < 0) {
+                    timeout_seq_ = 0;
+                    return refused_sleep(at);
+                }
+                ++ring_sleeps_;
+                timeout_pending_ = true;
+                timeout_at_ = at;
+                timeout_error_ = 0;
+            }
+            // Wait for the timeout, dispatching the program's completions meanwhile.
+            while (timeout_pending_ && foreign_ == 0)
                 if (!wait_one()) return refused_sleep(at);
-            if (own_done_ && own_error_ != 0) return refused_sleep(at);
+            if (!timeout_pending_ && timeout_error_ != 0) {
+                timeout_error_ = 0;
+                return refused_sleep(at);
+            }
         }
     }
 
@@ -292,14 +303,19 @@ private:
 
     // Handles one completion: ours update the wait state, the program's run their callback.
     void dispatch(const io_uring_cqe& cqe) {
-        const std::uint64_t tag = io_uring_cqe_get_data64(&cqe);
-        switch (tag) {
-        case detail::uring::tag_timeout:
+        const std::uint64_t data = io_uring_cqe_get_data64(&cqe);
+        const std::uint64_t seq = data >> 3;
+        switch (data & detail::uring::kind_mask) {
+        case 0:
+            break; // a program operation
+        case detail::uring::kind_timeout:
+            if (seq != timeout_seq_) return; // stale
             // -ETIME: expired (the normal result); 0: ended by a count (none is used).
-            own_done_ = true;
-            own_error_ = (cqe.res == -ETIME || cqe.res == 0) ? 0 : -cqe.res;
+            timeout_pending_ = false;
+            timeout_error_ = (cqe.res == -ETIME || cqe.res == 0) ? 0 : -cqe.res;
             return;
-        case detail::uring::tag_futex:
+        case detail::uring::kind_futex:
+            if (seq != futex_seq_) return;
             // 0: woken; -EAGAIN: the word had moved; -ECANCELED: the link timeout fired;
             // -EINTR: a signal. Anything else: refused.
             futex_done_ = true;
@@ -308,15 +324,14 @@ private:
                     ? 0
                     : -cqe.res;
             return;
-        case detail::uring::tag_link_timeout:
+        case detail::uring::kind_link_timeout:
             // -ETIME: fired; -ECANCELED / -ENOENT / -EALREADY: the futex wait ended first.
-            link_done_ = true;
+            if (seq == futex_seq_) link_done_ = true;
             return;
         default:
-            break;
+            return; // a harmless no-op of ours
         }
-        if (tag < detail::uring::tag_reserved) return; // a stale operation of ours
-        auto* op = reinterpret_cast<uring_op*>(static_cast<std::uintptr_t>(tag));
+        auto* op = reinterpret_cast<uring_op*>(static_cast<std::uintptr_t>(data));
         ++foreign_;
         op->complete(*op, cqe.res);
     }
@@ -359,7 +374,7 @@ private:
             if (tmo == nullptr) {
                 // Make the lone entry harmless, then refuse.
                 io_uring_prep_nop(wait);
-                io_uring_sqe_set_data64(wait, detail::uring::tag_reserved - 1);
+                io_uring_sqe_set_data64(wait, detail::uring::tag(0, detail::uring::kind_nop));
                 return std::nullopt;
             }
             io_uring_prep_rw(detail::uring::op_futex_wait, wait,
@@ -367,13 +382,16 @@ private:
                              0, seen);
             wait->addr3 = detail::uring::futex_bitset_match_any;
             wait->flags |= IOSQE_IO_LINK;
-            io_uring_sqe_set_data64(wait, detail::uring::tag_futex);
+            futex_seq_ = ++seq_;
+            io_uring_sqe_set_data64(wait,
+                                    detail::uring::tag(futex_seq_, detail::uring::kind_futex));
             if (refuse_) wait->opcode = 0xff;
             __kernel_timespec ts{};
             ts.tv_sec = static_cast<long long>(left / 1000000000u);
             ts.tv_nsec = static_cast<long long>(left % 1000000000u);
             io_uring_prep_link_timeout(tmo, &ts, 0);
-            io_uring_sqe_set_data64(tmo, detail::uring::tag_link_timeout);
+            io_uring_sqe_set_data64(
+                tmo, detail::uring::tag(futex_seq_, detail::uring::kind_link_timeout));
             futex_done_ = link_done_ = false;
             futex_error_ = 0;
             if (io_uring_submit(ring_.get()) < 0) return std::nullopt;
@@ -413,8 +431,16 @@ private:
     std::uint64_t futex_parks_ = 0;
     std::size_t foreign_ = 0;
     // The state of the idle's own operation in flight.
-    bool own_done_ = false;
-    int own_error_ = 0;
+    std::uint64_t seq_ = 0;
+    // The timeout in flight (timeout_pending_), its deadline and sequence; its timespec, which
+    // the kernel reads at submission.
+    bool timeout_pending_ = false;
+    mono_ns timeout_at_;
+    std::uint64_t timeout_seq_ = 0;
+    int timeout_error_ = 0;
+    __kernel_timespec timeout_ts_{};
+    // The futex wait in flight and its linked timeout.
+    std::uint64_t futex_seq_ = 0;
     bool futex_done_ = false;
     bool link_done_ = false;
     int futex_error_ = 0;
