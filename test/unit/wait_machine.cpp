@@ -731,6 +731,32 @@ BOOST_AUTO_TEST_CASE(run_inline_names_the_site_that_pended) {
         BOOST_TEST(src.count(fake_source::op::query) == 2u);
     }
     {
+        // The word is already there, so every park returns at once having seen it, while the
+        // status query keeps saying pending and time stands still: without the check this
+        // repeats park and query for ever (here: until the source gives up after 1000 parks).
+        struct word_only_source : fake_source {
+            using fake_source::fake_source;
+            int parks = 0;
+            query_result query() {
+                const query_result q = fake_source::query();
+                return parks >= 1000 ? query_result::done() : q;
+            }
+            bool park(dur_ns bound) {
+                ++parks;
+                return fake_source::park(bound);
+            }
+        };
+        manual_clock clk;
+        manual_timer tmr(clk);
+        word_only_source src(clk);
+        src.word_at = at_us(0); // the word arrives, the work never ends
+        const wait_result r = run_inline(src, flag_plan(), std::nullopt, clk, tmr);
+        BOOST_TEST((r.error() == errc::pended_inline));
+        BOOST_REQUIRE(r.detail().has_value());
+        BOOST_TEST(r.detail()->args().at(0) == "source query");
+        BOOST_TEST(src.parks == 1);
+    }
+    {
         // Everything completes at once: run_inline gives what run_wait gives.
         manual_clock clk;
         manual_timer tmr(clk);

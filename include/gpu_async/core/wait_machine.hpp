@@ -473,8 +473,9 @@ wait_result run_wait(Source& source, const wait_plan& plan, std::optional<std::u
 /// - "timer sleep_until": the timer returned before the deadline it was given (a timer that only
 ///   schedules, such as a manual clock's timer nobody advances, or an asynchronous timer);
 /// - "source park": a park returned without seeing the word while the clock did not move;
-/// - "source query": a poll query said pending right after another query, and the clock did not
-///   move in between (on virtual time a poll needs a source whose query costs time).
+/// - "source query": a query said pending at the same clock reading as the previous query that
+///   said pending (a poll whose query costs no time on virtual time, or a flag wait whose park
+///   keeps seeing the word at once while the status query still says pending).
 ///
 /// In each case repeating the action could never end the wait on a clock nobody advances. On a
 /// real clock, time moves between two readings, so none of these trigger for a live source.
@@ -484,7 +485,9 @@ wait_result run_inline(Source& source, const wait_plan& plan, std::optional<std:
     wait_machine m;
     mono_ns before = clk.now();
     wait_action a = m.start(plan, sleep_ns, before);
-    bool repeated_query = false;
+    // When the last query that said pending was answered: another pending answer at that same
+    // time means nothing moved since, so repeating could never end the wait.
+    std::optional<mono_ns> pending_at;
     while (!a.is_terminal()) {
         const wait_event ev = detail::execute_wait_action(a, source, clk, tmr);
         const bool moved = ev.now > before;
@@ -496,17 +499,16 @@ wait_result run_inline(Source& source, const wait_plan& plan, std::optional<std:
             if (!ev.word_seen && !moved) return coded_error(errc::pended_inline, {"source park"});
             break;
         case wait_action::type::query:
-            if (repeated_query && ev.query.is_pending() && !moved)
-                return coded_error(errc::pended_inline, {"source query"});
+            if (ev.query.is_pending()) {
+                if (pending_at == ev.now) return coded_error(errc::pended_inline, {"source query"});
+                pending_at = ev.now;
+            }
             break;
         default:
             break;
         }
         before = ev.now;
-        const wait_action next = m.on_event(ev);
-        // A query that follows a query is one a poll would repeat forever if time stood still.
-        repeated_query = a.kind == wait_action::type::query;
-        a = next;
+        a = m.on_event(ev);
     }
     return detail::wait_action_result(a);
 }
