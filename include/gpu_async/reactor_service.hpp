@@ -191,11 +191,14 @@ private:
         std::uint64_t anchor = 0;
     };
     struct line_waits {
+        // Read by every scan, so first and together: a scan touches one cache line of this
+        // record per watched line and one word per watched slot, not the maps.
         const completion_line* line = nullptr;
+        std::uint32_t mask = 0;                        // slots with waits
+        std::array<std::uint64_t, line_words> front{}; // earliest target per slot with waits
+        std::size_t count = 0;                         // waits on this line
+        std::size_t active_pos = 0;                    // index in active_
         std::array<slot_waits, line_words> slots{};
-        std::uint32_t mask = 0;     // slots with waits
-        std::size_t count = 0;      // waits on this line
-        std::size_t active_pos = 0; // index in active_
     };
 
     GPU_ASYNC_DECL void shutdown() override;

@@ -18,10 +18,13 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <future>
 #include <optional>
+#include <random>
 #include <tuple>
+#include <vector>
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -318,6 +321,35 @@ BOOST_AUTO_TEST_CASE(tokens_future_and_deferred) {
     BOOST_TEST_REQUIRE((g.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
     BOOST_CHECK_NO_THROW(g.get());
     pool.join();
+}
+
+BOOST_AUTO_TEST_CASE(sim_device_4096_descriptors_over_512_lines_complete_exactly_once) {
+    // 512 device lines x 8 streams (a slot each): 4096 descriptors, completed in an order the
+    // random durations decide, by two worker threads that ring the reactor's doorbell.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device::options o;
+    o.workers = 2;
+    sim_device dev(o);
+    std::mt19937 rng(2024);
+    std::uniform_int_distribution<std::uint64_t> us(0, 2000);
+    std::vector<int> calls(4096, 0);
+    std::size_t i = 0;
+    for (int l = 0; l < 512; ++l) {
+        gpu_async::completion_line& line = dev.make_line();
+        for (std::size_t s = 0; s < 8; ++s, ++i) {
+            auto& stream = dev.make_stream(line, *gpu_async::slot_id::at(s));
+            stream.set_doorbell(&port.bell());
+            const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(us(rng)));
+            port.async_wait(stream.descriptor_for(seq), [&calls, i](error_code ec) {
+                BOOST_TEST(!ec);
+                ++calls[i];
+            });
+        }
+    }
+    run_to_completion(ctx);
+    BOOST_TEST(std::count(calls.begin(), calls.end(), 1) == 4096);
+    BOOST_TEST(port.service().pending() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

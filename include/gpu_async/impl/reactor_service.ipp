@@ -7,6 +7,7 @@
 #include <gpu_async/reactor_service.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <utility>
 
 namespace gpu_async {
@@ -214,6 +215,7 @@ GPU_ASYNC_DECL void reactor_service::link_locked(detail::reactor_port* port,
     slot_waits& sw = lw.slots[s];
     if (sw.waits.empty()) sw.anchor = line->words[s].load(std::memory_order_relaxed);
     op->slot_pos_ = sw.waits.emplace(op->descriptor().target() - sw.anchor, op);
+    lw.front[s] = sw.waits.begin()->second->descriptor().target();
     lw.mask |= 1u << s;
     ++lw.count;
     op->line_ = &lw;
@@ -236,7 +238,10 @@ GPU_ASYNC_DECL void reactor_service::unlink_locked(detail::reactor_op* op) {
     const std::size_t s = op->descriptor().slot().index();
     slot_waits& sw = lw->slots[s];
     sw.waits.erase(op->slot_pos_);
-    if (sw.waits.empty()) lw->mask &= ~(1u << s);
+    if (sw.waits.empty())
+        lw->mask &= ~(1u << s);
+    else
+        lw->front[s] = sw.waits.begin()->second->descriptor().target();
     if (--lw->count == 0) {
         line_waits* last = active_.back();
         active_[lw->active_pos] = last;
@@ -277,9 +282,10 @@ reactor_service::collect_locked(std::chrono::steady_clock::time_point now, std::
         std::uint32_t mask = lw->mask;
         bool gone = false;
         while (mask != 0 && !gone) {
-            const auto s = static_cast<std::size_t>(__builtin_ctz(mask));
+            const auto s = static_cast<std::size_t>(std::countr_zero(mask));
             mask &= mask - 1;
             const std::uint64_t word = lw->line->words[s].load(std::memory_order_acquire);
+            if (!sequence_reached(word, lw->front[s])) continue; // the common case: one load
             auto& waits = lw->slots[s].waits;
             while (!waits.empty()) {
                 detail::reactor_op* op = waits.begin()->second;
