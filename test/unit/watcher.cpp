@@ -1,5 +1,7 @@
 #include <gpu_async/host/std_host.hpp>
 
+#include <gpu_async/device/sim_device.hpp>
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace gpu_async;
@@ -224,6 +227,29 @@ BOOST_AUTO_TEST_CASE(thousands_of_handles_over_many_lines) {
     BOOST_TEST(w.lines() == 0u);
     handles.clear();
     BOOST_TEST(callbacks.load() == kept_callbacks);
+}
+
+BOOST_AUTO_TEST_CASE(watches_simulated_device_streams) {
+    sim_device dev;
+    std_watcher w;
+    completion_line& shared = dev.make_line();
+    std::vector<watch_handle> handles;
+    std::vector<std::pair<sim_stream*, std::uint64_t>> tails;
+    for (std::size_t i = 0; i < 24; ++i) {
+        // Eight streams share one line slot by slot; the rest have lines of their own.
+        sim_stream& s = i < line_words ? dev.make_stream(shared, slot(i)) : dev.make_stream();
+        std::uint64_t last = 0;
+        for (int k = 0; k < 3; ++k)
+            last = s.enqueue(dur_ns::from_us(100 + 50 * i));
+        handles.push_back(w.watch(s.descriptor_for(last)));
+        tails.emplace_back(&s, last);
+    }
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+        BOOST_TEST_REQUIRE(handles[i].wait_for(long_wait));
+        // Resolved only once the stream stored its last number.
+        BOOST_TEST(sequence_reached(tails[i].first->completed(), tails[i].second));
+    }
+    BOOST_TEST(w.pending() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(sleeps_while_nothing_is_watched) {
