@@ -209,6 +209,134 @@ BOOST_AUTO_TEST_CASE(random_registrations_never_park_past_the_earliest_deadline)
     }
 }
 
+BOOST_AUTO_TEST_CASE(targets_across_the_wrap_fire_in_wrapping_order) {
+    completion_line line;
+    constexpr std::uint64_t top = ~std::uint64_t{0};
+    line.words[4].store(top - 1);
+    reactor r;
+    reactor_waiter at1, at0, at_top, done_w;
+    r.watch(desc(line, 4, 1), std::nullopt, at1);          // two stores past the wrap
+    r.watch(desc(line, 4, 0), std::nullopt, at0);          // one store past it
+    r.watch(desc(line, 4, top), std::nullopt, at_top);     // the last value before it
+    r.watch(desc(line, 4, top - 5), std::nullopt, done_w); // already reached when watched
+    BOOST_TEST(r.any_complete_on(line));
+    BOOST_TEST(r.fire(at_us(0)) == 1u);
+    BOOST_TEST(r.pop_fired() == &done_w);
+    BOOST_TEST(!r.any_complete_on(line));
+    line.words[4].store(0);
+    BOOST_TEST(r.any_complete_on(line));
+    BOOST_TEST(r.fire(at_us(0)) == 2u);
+    BOOST_TEST(r.pop_fired() == &at0); // registration order
+    BOOST_TEST(r.pop_fired() == &at_top);
+    BOOST_TEST(r.watched_count() == 1u);
+    line.words[4].store(1);
+    BOOST_TEST(r.fire(at_us(0)) == 1u);
+    BOOST_TEST(r.pop_fired() == &at1);
+    BOOST_TEST(r.empty());
+}
+
+// The reactor keeps its registrations in ordered groups; this checks it against the rule it
+// implements, a scan of every registration, over random registrations, stores (forward across
+// the wrap, sometimes back, sometimes far), deadlines, alarms and cancels.
+BOOST_AUTO_TEST_CASE(fire_agrees_with_a_scan_of_every_registration) {
+    struct model_entry {
+        reactor::registration id;
+        bool alarm;
+        std::optional<memory_descriptor> d;
+        std::optional<mono_ns> at;
+        reactor_waiter* w;
+    };
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 200; ++trial) {
+        completion_line lines[3];
+        const std::uint64_t start = ~std::uint64_t{0} - rng() % 64;
+        for (auto& l : lines)
+            for (auto& word : l.words)
+                word.store(start + rng() % 4);
+        reactor r;
+        std::vector<reactor_waiter> waiters(64);
+        std::vector<model_entry> model;
+        std::size_t used = 0;
+        mono_ns now = at_us(0);
+        for (int step = 0; step < 60; ++step) {
+            // Register a few.
+            for (int k = 0; k < 3 && used < waiters.size(); ++k) {
+                reactor_waiter& w = waiters[used++];
+                const std::optional<mono_ns> at =
+                    rng() % 2 == 0 ? std::optional<mono_ns>(now.after(us(rng() % 50)))
+                                   : std::nullopt;
+                if (rng() % 5 == 0) {
+                    const mono_ns a = now.after(us(rng() % 50));
+                    model.push_back({r.add_alarm(a, w), true, std::nullopt, a, &w});
+                    continue;
+                }
+                const completion_line& l = lines[rng() % 3];
+                const std::size_t slot = rng() % 8;
+                const std::uint64_t word = l.words[slot].load();
+                std::uint64_t target = word - 3 + rng() % 24;
+                if (rng() % 25 == 0) target = word + (std::uint64_t{1} << 63) + rng() % 8; // far
+                const memory_descriptor d = desc(l, slot, target);
+                model.push_back({r.watch(d, at, w), false, d, at, &w});
+            }
+            // Cancel one now and then.
+            if (!model.empty() && rng() % 6 == 0) {
+                const std::size_t i = rng() % model.size();
+                BOOST_REQUIRE(r.cancel(model[i].id));
+                model.erase(model.begin() + static_cast<std::ptrdiff_t>(i));
+            }
+            // Move words: mostly forward, sometimes back, rarely far.
+            for (int k = 0; k < 4; ++k) {
+                auto& word = lines[rng() % 3].words[rng() % 8];
+                const std::uint64_t roll = rng() % 40;
+                if (roll == 0)
+                    word.store(word.load() + (std::uint64_t{1} << 62) + rng() % 8);
+                else if (roll < 3)
+                    word.store(word.load() - rng() % 6);
+                else
+                    word.store(word.load() + rng() % 5);
+            }
+            now = now.after(us(rng() % 20));
+            // What a scan says.
+            bool complete_on[3] = {false, false, false};
+            std::vector<std::pair<reactor_waiter*, bool>> expect_descriptors, expect_alarms;
+            std::vector<model_entry> left;
+            std::optional<mono_ns> earliest;
+            for (const auto& e : model) {
+                if (e.alarm) {
+                    if (*e.at <= now)
+                        expect_alarms.emplace_back(e.w, true);
+                    else
+                        left.push_back(e);
+                    continue;
+                }
+                const bool done = e.d->is_complete();
+                for (int i = 0; i < 3; ++i)
+                    complete_on[i] = complete_on[i] || (done && &e.d->line() == &lines[i]);
+                if (done || (e.at && *e.at <= now))
+                    expect_descriptors.emplace_back(e.w, done);
+                else
+                    left.push_back(e);
+            }
+            for (int i = 0; i < 3; ++i)
+                BOOST_REQUIRE(r.any_complete_on(lines[i]) == complete_on[i]);
+            BOOST_REQUIRE(r.fire(now) == expect_descriptors.size() + expect_alarms.size());
+            for (const auto* expect : {&expect_descriptors, &expect_alarms}) {
+                for (const auto& [w, completed] : *expect) {
+                    BOOST_REQUIRE(r.pop_fired() == w);
+                    BOOST_REQUIRE(w->completed == completed);
+                    BOOST_REQUIRE((w->fired_at == now));
+                }
+            }
+            BOOST_REQUIRE(r.pop_fired() == nullptr);
+            model = std::move(left);
+            for (const auto& e : model)
+                if (e.at && (!earliest || *e.at < *earliest)) earliest = e.at;
+            BOOST_REQUIRE((r.earliest_deadline() == earliest));
+            BOOST_REQUIRE(r.watched_count() + r.alarm_count() == model.size());
+        }
+    }
+}
+
 BOOST_AUTO_TEST_CASE(nothing_registered_with_tasks_left_is_a_stall) {
     manual_clock clk;
     scripted_idle idle(clk);

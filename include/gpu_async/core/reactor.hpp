@@ -34,8 +34,11 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace gpu_async {
 
@@ -103,6 +106,14 @@ struct turn_report {
 
 /// The reactor: registrations, fire(), and the idle decision. Single-threaded. Not copyable or
 /// movable (awaiters hold its address).
+///
+/// Cost: descriptors are grouped per watched word (line and slot), ordered by target in the
+/// word's wrapping order, and deadlines and alarms sit in one time-ordered set. So fire() loads
+/// each watched word once and looks at the first target of each, then pays O(log n) per
+/// registration it fires; finding the earliest deadline is O(1); a park's predicate looks at
+/// the at most eight words of its line. This relies on what a stream does to its word: it only
+/// moves forward (a word seen behind the targets it had is taken as a new start), by less than
+/// 2^63 while descriptors stay registered on it.
 class reactor {
 public:
     using registration = std::uint64_t;
@@ -118,6 +129,11 @@ public:
                        reactor_waiter& w) {
         const registration id = next_++;
         descriptors_.emplace(id, watched{d, deadline, &w});
+        if (deadline) timeline_.emplace(*deadline, id);
+        word_group& g = groups_[word_of(d)];
+        if (g.pending.empty()) g.base = d.word().load(std::memory_order_acquire);
+        place(g, d.target(), id);
+        if (g.pending.empty()) groups_.erase(word_of(d));
         return id;
     }
 
@@ -125,6 +141,7 @@ public:
     registration add_alarm(mono_ns at, reactor_waiter& w) {
         const registration id = next_++;
         alarms_.emplace(id, alarm_entry{at, &w});
+        timeline_.emplace(at, id);
         return id;
     }
 
@@ -132,10 +149,11 @@ public:
     /// Returns false when `id` is unknown (already drained or cancelled).
     bool cancel(registration id) {
         if (auto it = descriptors_.find(id); it != descriptors_.end()) {
-            descriptors_.erase(it);
+            unregister(it);
             return true;
         }
         if (auto it = alarms_.find(id); it != alarms_.end()) {
+            timeline_.erase({it->second.at, id});
             alarms_.erase(it);
             return true;
         }
@@ -151,27 +169,53 @@ public:
     /// (completed = false), alarms that fell due (completed = true). Fired waiters go on the fired
     /// list, descriptors first, each group in registration order. Returns how many fired.
     std::size_t fire(mono_ns now) {
-        std::size_t n = 0;
-        for (auto it = descriptors_.begin(); it != descriptors_.end();) {
-            const bool done = it->second.desc.is_complete();
-            if (done || (it->second.deadline && *it->second.deadline <= now)) {
-                push_fired(it->first, it->second.waiter, done, now);
-                it = descriptors_.erase(it);
-                ++n;
-            } else {
-                ++it;
+        // (registration, completed) of each descriptor that fires; alarms that fire.
+        std::vector<std::pair<registration, bool>> fired_descriptors;
+        std::vector<registration> fired_alarms;
+        for (auto it = groups_.begin(); it != groups_.end();) {
+            word_group& g = it->second;
+            const std::uint64_t word =
+                it->first.first->words[it->first.second].load(std::memory_order_acquire);
+            if (far(offset(word, g.base))) rebase(g, word);
+            // The word has reached a prefix of the ordered targets: stop at the first it has not.
+            for (const auto& [key, id] : g.pending) {
+                if (!sequence_reached(word, target(g, key))) break;
+                fired_descriptors.emplace_back(id, true);
             }
+            it = g.pending.empty() ? groups_.erase(it) : std::next(it);
         }
-        for (auto it = alarms_.begin(); it != alarms_.end();) {
-            if (it->second.at <= now) {
-                push_fired(it->first, it->second.waiter, true, now);
-                it = alarms_.erase(it);
-                ++n;
-            } else {
-                ++it;
-            }
+        for (const registration id : strays_)
+            if (descriptors_.at(id).desc.is_complete()) fired_descriptors.emplace_back(id, true);
+        for (const auto& [at, id] : timeline_) {
+            if (at > now) break;
+            if (alarms_.count(id) != 0)
+                fired_alarms.push_back(id);
+            else
+                fired_descriptors.emplace_back(id, descriptors_.at(id).desc.is_complete());
         }
-        return n;
+        // Registration order; a descriptor found both complete and past its deadline fires once,
+        // completed (completion wins).
+        std::sort(fired_descriptors.begin(), fired_descriptors.end(),
+                  [](const auto& x, const auto& y) {
+                      return x.first != y.first ? x.first < y.first : x.second > y.second;
+                  });
+        fired_descriptors.erase(
+            std::unique(fired_descriptors.begin(), fired_descriptors.end(),
+                        [](const auto& x, const auto& y) { return x.first == y.first; }),
+            fired_descriptors.end());
+        std::sort(fired_alarms.begin(), fired_alarms.end());
+        for (const auto& [id, completed] : fired_descriptors) {
+            const auto it = descriptors_.find(id);
+            push_fired(id, it->second.waiter, completed, now);
+            unregister(it);
+        }
+        for (const registration id : fired_alarms) {
+            const auto it = alarms_.find(id);
+            push_fired(id, it->second.waiter, true, now);
+            timeline_.erase({it->second.at, id});
+            alarms_.erase(it);
+        }
+        return fired_descriptors.size() + fired_alarms.size();
     }
 
     /// Takes the next fired waiter off the fired list, or nullptr when it is empty.
@@ -219,18 +263,29 @@ public:
 
     /// The earliest alarm or descriptor deadline, if any.
     std::optional<mono_ns> earliest_deadline() const noexcept {
-        std::optional<mono_ns> e;
-        for (const auto& [id, a] : alarms_)
-            if (!e || a.at < *e) e = a.at;
-        for (const auto& [id, d] : descriptors_)
-            if (d.deadline && (!e || *d.deadline < *e)) e = d.deadline;
-        return e;
+        if (timeline_.empty()) return std::nullopt;
+        return timeline_.begin()->first;
     }
 
     /// True when any watched descriptor on `line` has completed.
     bool any_complete_on(const completion_line& line) const noexcept {
-        for (const auto& [id, d] : descriptors_)
-            if (&d.desc.line() == &line && d.desc.is_complete()) return true;
+        for (auto it = groups_.lower_bound({&line, 0});
+             it != groups_.end() && it->first.first == &line; ++it) {
+            const word_group& g = it->second;
+            const std::uint64_t word = line.words[it->first.second].load(std::memory_order_acquire);
+            if (g.pending.empty()) continue; // emptied by a rebase; fire() drops it
+            if (far(offset(word, g.base))) {
+                // Not ordered from this word (fire() orders it again): look at every target.
+                for (const auto& [key, id] : g.pending)
+                    if (sequence_reached(word, target(g, key))) return true;
+            } else if (sequence_reached(word, target(g, g.pending.begin()->first))) {
+                return true;
+            }
+        }
+        for (const registration id : strays_) {
+            const memory_descriptor& d = descriptors_.at(id).desc;
+            if (&d.line() == &line && d.is_complete()) return true;
+        }
         return false;
     }
 
@@ -267,6 +322,63 @@ private:
         registration id;
         reactor_waiter* waiter;
     };
+    /// The watched word of a descriptor: its line and slot index.
+    using word_key = std::pair<const completion_line*, std::size_t>;
+    /// The descriptors watching one word, by the signed distance of their target from `base`
+    /// (a value the word had when the group began), then registration. While the word and the
+    /// targets stay within 2^62 of the base, the word has reached exactly a prefix of them.
+    struct word_group {
+        std::uint64_t base = 0;
+        std::set<std::pair<std::int64_t, registration>> pending;
+    };
+
+    static word_key word_of(const memory_descriptor& d) noexcept {
+        return {&d.line(), d.slot().index()};
+    }
+    static std::int64_t offset(std::uint64_t value, std::uint64_t base) noexcept {
+        return static_cast<std::int64_t>(value - base); // two's complement: the wrapping distance
+    }
+    static std::uint64_t target(const word_group& g, std::int64_t key) noexcept {
+        return g.base + static_cast<std::uint64_t>(key);
+    }
+    // True for a distance of 2^62 or more from a group's base: the prefix rule may not hold for
+    // it (a word set back or run far ahead, or a target far from the word).
+    static bool far(std::int64_t d) noexcept {
+        constexpr std::int64_t quarter = std::int64_t{1} << 62;
+        return d >= quarter || d <= -quarter;
+    }
+
+    // Orders `id`'s target in `g`, or, when it lies too far from the base to be ordered, keeps it
+    // with the strays that fire() checks one by one.
+    void place(word_group& g, std::uint64_t t, registration id) {
+        const std::int64_t key = offset(t, g.base);
+        if (far(key))
+            strays_.insert(id);
+        else
+            g.pending.emplace(key, id);
+    }
+
+    // Measures the group's targets from `word` again (rare: see far()).
+    void rebase(word_group& g, std::uint64_t word) {
+        const auto old = std::move(g.pending);
+        const std::uint64_t old_base = g.base;
+        g.pending.clear();
+        g.base = word;
+        for (const auto& [key, id] : old)
+            place(g, old_base + static_cast<std::uint64_t>(key), id);
+    }
+
+    void unregister(std::map<registration, watched>::iterator it) {
+        const registration id = it->first;
+        const watched& w = it->second;
+        if (w.deadline) timeline_.erase({*w.deadline, id});
+        if (strays_.erase(id) == 0) {
+            const auto g = groups_.find(word_of(w.desc));
+            g->second.pending.erase({offset(w.desc.target(), g->second.base), id});
+            if (g->second.pending.empty()) groups_.erase(g);
+        }
+        descriptors_.erase(it);
+    }
 
     void push_fired(registration id, reactor_waiter* w, bool completed, mono_ns now) {
         w->completed = completed;
@@ -277,6 +389,9 @@ private:
     registration next_ = 1;
     std::map<registration, watched> descriptors_;
     std::map<registration, alarm_entry> alarms_;
+    std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
+    std::map<word_key, word_group> groups_;
+    std::set<registration> strays_; // descriptors too far from their group's base to order
     std::deque<fired_entry> fired_;
 };
 
