@@ -583,7 +583,8 @@ int main(int argc, char** argv) {
     };
     try {
         po::variables_map vm;
-        po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+        const po::positional_options_description none; // no positional arguments
+        po::store(po::command_line_parser(argc, argv).options(desc).positional(none).run(), vm);
         po::notify(vm);
         if (vm.count("help") != 0) {
             std::cout << "usage: gpu-async-demo [options]\n"
