@@ -36,7 +36,8 @@
 //
 // Slack: a park returns at most one wait quantum after its bound (UMWAIT's OS cap, ~100 us of
 // event stream for WFE, one scheduler quantum for the fallback's yield), plus scheduling delay.
-// The tests allow bound + 50 ms on shared CI machines.
+// Scheduling delay on a loaded machine dominates (tens of ms at 4x overload on a 2-core VM);
+// the tests allow bound + 200 ms.
 //
 // The environment variable GPU_ASYNC_WORD_WAIT=fallback makes probe() choose the portable path
 // (it can only take a path away, never grant one).

@@ -51,6 +51,56 @@ struct sleeping_timer {
     }
 };
 
+// Spins (with yields) until `pred` or 10 s; returns pred().
+template <class Pred>
+bool eventually(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= end) return pred();
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+// Blocks a device thread until the test opens the gate (bounded: 30 s).
+void wait_for(const std::atomic<bool>& gate) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!gate.load() && std::chrono::steady_clock::now() < end)
+        std::this_thread::yield();
+}
+
+// Opens the gate when the test leaves, before the device is destroyed (a running item must end).
+struct open_gate_at_exit {
+    std::atomic<bool>& gate;
+    ~open_gate_at_exit() { gate = true; }
+};
+
+// A sim_stream as a completion source whose gated item is released at the n-th query or at the
+// first park: the wait is certainly pending at its first query, whatever the scheduler does.
+struct gated_source {
+    sim_stream& s;
+    std::atomic<bool>& gate;
+    int open_at_query = 0; // 0: never
+    bool open_at_park = false;
+    int queries = 0;
+
+    query_result query() {
+        if (++queries == open_at_query) gate = true;
+        return s.query();
+    }
+    std::error_code block() {
+        gate = true;
+        return s.block();
+    }
+    std::error_code arm() { return s.arm(); }
+    memory_descriptor descriptor() const { return s.descriptor(); }
+    bool park(dur_ns bound) {
+        if (open_at_park) gate = true;
+        return s.park(bound);
+    }
+};
+static_assert(completion_source<gated_source>);
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(sim_device_suite)
@@ -288,13 +338,14 @@ BOOST_AUTO_TEST_CASE(ringing_a_doorbell) {
         BOOST_TEST(s.park(long_bound)); // sleeps on the doorbell's futex
         BOOST_TEST(payload == i);
     }
-    BOOST_TEST(bell.count() == 50u);
+    // The ring follows the store: it may land just after park returned.
+    BOOST_TEST(eventually([&] { return bell.count() == 50u; }));
     BOOST_TEST(bell.line().words[3].load() == 50u);
     // A fault rings too, so a sleeper learns of it.
     s.enqueue_fault(errc::device_fault, dur_ns::from_us(100));
     BOOST_TEST(!s.park(long_bound));
     BOOST_TEST(s.query().is_failed());
-    BOOST_TEST(bell.count() == 51u);
+    BOOST_TEST(eventually([&] { return bell.count() == 51u; }));
     s.set_doorbell(nullptr);
 }
 
@@ -340,10 +391,13 @@ BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
 }
 
 BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
-    // The loop a host runs: query; arm; bounded parks with a backstop query.
+    // The loop a host runs: query; arm; bounded parks with a backstop query. The item waits for a
+    // gate the loop opens at its first park, so "pending first" does not depend on timing.
+    std::atomic<bool> gate{false};
     sim_device dev;
+    const open_gate_at_exit opener{gate};
     sim_stream& s = dev.make_stream();
-    s.enqueue(dur_ns::from_ms(3));
+    s.enqueue([&] { wait_for(gate); });
     BOOST_TEST(s.query().is_pending());
     BOOST_TEST(!s.arm());
     const memory_descriptor d = s.descriptor();
@@ -351,6 +405,7 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
     bool done = false;
     for (int i = 0; i < 100000 && !done; ++i) {
         ++parks;
+        gate = true;
         if (s.park(dur_ns::from_us(100)))
             done = s.query().is_done();
         else if (s.query().is_failed())
@@ -364,13 +419,18 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
 BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
     steady_clock_port clk;
     sleeping_timer tmr;
+    std::atomic<bool> gate{false};
     sim_device dev;
+    const open_gate_at_exit opener{gate};
     {
+        // Flag plan: pending at the first query, the gate opens at the first park.
+        gate = false;
         sim_stream& s = dev.make_stream();
-        s.enqueue(dur_ns::from_ms(2));
+        s.enqueue([&] { wait_for(gate); });
+        gated_source src{s, gate, 0, true};
         const auto plan = wait_plan::flag(100'000, 1'000'000);
         BOOST_REQUIRE(plan.has_value());
-        const wait_result r = run_wait(s, plan.value(), std::nullopt, clk, tmr);
+        const wait_result r = run_wait(src, plan.value(), std::nullopt, clk, tmr);
         BOOST_REQUIRE(r.has_value());
         BOOST_TEST((r.value().kind == wait_kind::parked));
         BOOST_TEST(r.value().parks >= 1u);
@@ -391,6 +451,7 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
         BOOST_TEST(s.completed() == 1u);
     }
     {
+        // A fault ends the wait with the device's error, whichever query or park sees it.
         sim_stream& s = dev.make_stream();
         s.enqueue(dur_ns::from_ms(1));
         s.enqueue_fault();
@@ -399,13 +460,17 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
         BOOST_TEST((r.error() == errc::device_fault));
     }
     {
+        // Poll plan: pending at the first query, the gate opens at the second.
+        gate = false;
         sim_stream& s = dev.make_stream();
-        s.enqueue(dur_ns::from_ms(1));
+        s.enqueue([&] { wait_for(gate); });
+        gated_source src{s, gate, 2, false};
         const auto plan = wait_plan::poll();
         BOOST_REQUIRE(plan.has_value());
-        const wait_result r = run_wait(s, plan.value(), std::nullopt, clk, tmr);
+        const wait_result r = run_wait(src, plan.value(), std::nullopt, clk, tmr);
         BOOST_REQUIRE(r.has_value());
         BOOST_TEST((r.value().kind == wait_kind::parked));
+        BOOST_TEST(src.queries >= 2);
     }
 }
 

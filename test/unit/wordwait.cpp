@@ -21,9 +21,12 @@ using namespace gpu_async;
 
 namespace {
 
-// A park may overrun its bound by one wait quantum plus scheduling delay; shared CI machines are
-// noisy, so the tests allow this much (a correctness bound, not a speed claim).
-constexpr auto park_slack = std::chrono::milliseconds(50);
+// A park may overrun its bound by one wait quantum plus the time the scheduler takes to run the
+// thread again. That is a correctness bound, not a speed claim, and shared CI machines are noisy:
+// on this project's 2-core VM at load average ~8 the overrun of a 20 ms park measured p50 7 ms,
+// p99 16-18 ms, max 24 ms (fallback and futex alike), and once above 50 ms. The tests allow
+// 200 ms.
+constexpr auto park_slack = std::chrono::milliseconds(200);
 
 #if defined(__x86_64__)
 // The CPU flags line of /proc/cpuinfo, padded with spaces ("" where there is none).
@@ -306,5 +309,26 @@ BOOST_AUTO_TEST_CASE(wfe_loop_lost_wake_torture) {
     BOOST_TEST(r.lost == 0u, "first lost round " << r.first_lost);
 }
 #endif
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The soak of the probed path (disabled by default; GPU_ASYNC_SOAK_ROUNDS, default 1e7):
+//   gpu_async_tests --run_test=wordwait_soak_suite/lost_wake_soak
+BOOST_AUTO_TEST_SUITE(wordwait_soak_suite)
+
+BOOST_AUTO_TEST_CASE(lost_wake_soak, *boost::unit_test::disabled()) {
+    const char* env = std::getenv("GPU_ASYNC_SOAK_ROUNDS");
+    const std::uint64_t rounds = env != nullptr ? std::strtoull(env, nullptr, 10) : 10000000ull;
+    completion_line line;
+    const word_wait& ww = word_wait::probe();
+    const auto r = test::lost_wake_torture(
+        line, rounds, std::chrono::hours(24), dur_ns::from_ms(1000),
+        [&](const completion_line& l, auto pred, dur_ns bound) { return ww.park(l, pred, bound); },
+        [] {});
+    BOOST_TEST_MESSAGE("word wait soak (" << to_string(ww.path()) << "): " << r.rounds
+                                          << " rounds");
+    BOOST_TEST(r.rounds == rounds);
+    BOOST_TEST(r.lost == 0u, "first lost round " << r.first_lost);
+}
 
 BOOST_AUTO_TEST_SUITE_END()
