@@ -9,14 +9,18 @@
 //   simulated device, test threads) store to their line and then ring the service's doorbell
 //   (bell()); GPU producers may store to the doorbell's line as well.
 // - One waiter: a watcher thread of the service's own, started lazily at the first pending wait,
-//   stood down while run_fill() drives the context (the run_fill thread is then the waiter), and
-//   joined on shutdown and before fork. The waiter parks on the doorbell only, so its wake latency
-//   is that of one futex (or one user-mode monitor) whatever the number of lines watched.
+//   joined while run_fill() drives the context (the run_fill thread is then the waiter; the
+//   watcher restarts when the last run_fill returns with waits pending), and joined on shutdown
+//   and before fork (it restarts lazily in the parent and the child). The waiter parks on the
+//   doorbell only, so its wake latency is that of one futex (or one user-mode monitor on the
+//   doorbell's line, where the CPU has one) whatever the number of lines watched.
 // - A wake scans only lines with pending waits (a dense vector of them), and within a line only
-//   the slots with pending waits (a bit mask). Each slot keeps its waits in a sorted multimap of
-//   targets (in wrapping order from an anchor), so a scan reads one word per slot and pops only the
-//   waits that completed: O(1) per slot checked plus O(log n) per completion. Registration,
-//   cancellation and completion are O(log n).
+//   the slots with pending waits (a bit mask), comparing each slot's word with the slot's cached
+//   earliest target: one load per watched slot, no map access unless something completed. Each
+//   slot keeps its waits in a multimap sorted by target (in wrapping order from an anchor), so a
+//   completion pops exactly the waits that completed: O(log n) each. Registration, cancellation
+//   and completion are O(log n). (Measured by bench/reactor_lines_bench: the store-to-handler
+//   latency with 512 other lines watched stays within a few microseconds of that with none.)
 // - Every park is bounded by the park bound (default_park_bound, 100 us, settable per service and
 //   per registration) so producers that do not ring (GPUs) are seen within one bound, and by the
 //   earliest registration deadline.

@@ -499,6 +499,10 @@ BOOST_AUTO_TEST_CASE(context_destroyed_with_10000_pending_waits) {
         BOOST_TEST(alive.use_count() == 1);
         BOOST_TEST(port.service().pending() == 0u);
         BOOST_TEST(!port.service().watcher_running());
+        // A wait started after shutdown (e.g. from a handler's destructor) is destroyed too.
+        port.async_wait(memory_descriptor(*lines[0], slot(0), 99), counted_handler{invoked, alive});
+        BOOST_TEST(alive.use_count() == 1);
+        BOOST_TEST(!port.service().watcher_running());
     }
     BOOST_TEST(invoked->load() == 0);
 }

@@ -46,9 +46,14 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
     using state = detail::reactor_op::state;
     bool ring = false;
     bool finish_now = false;
+    bool destroy_now = false;
     {
         std::lock_guard lk(mutex_);
-        if (op->state_ == state::cancelled_early) {
+        if (shut_down_) {
+            // The context is being destroyed: nothing will run the handler. Destroy it
+            // (outside the lock), never invoke it, as shutdown() does with pending waits.
+            destroy_now = true;
+        } else if (op->state_ == state::cancelled_early) {
             op->ec = asio::error::operation_aborted;
             finish_now = true;
         } else if (op->descriptor().is_complete()) {
@@ -60,7 +65,7 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
             op->ec = asio::error::timed_out;
             finish_now = true;
         } else {
-            if (fill_ == 0 && !thread_.joinable() && !shut_down_) start_thread_locked();
+            if (fill_ == 0 && !thread_.joinable()) start_thread_locked();
             const bool was_idle = pending_ == 0;
             op->bound_ns_ = bound.ns;
             op->deadline_ = deadline;
@@ -72,10 +77,13 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
             link_locked(port, op);
             ring = was_idle || earlier || tighter || fill_ > 0;
         }
-        if (finish_now) op->state_ = state::finished;
+        if (finish_now || destroy_now) op->state_ = state::finished;
     }
     // Not registered: this call alone owns the op; `complete` posts, it never invokes inline.
-    if (finish_now) op->complete();
+    if (destroy_now)
+        op->destroy();
+    else if (finish_now)
+        op->complete();
     if (ring) bell_.ring();
 }
 
