@@ -1,6 +1,7 @@
 #include <gpu_async/core/fill_executor.hpp>
 
 #include "common/scripted_idle.hpp"
+#include "common/virtual_time.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -11,21 +12,13 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::at_us;
+using gpu_async::test::desc;
 using gpu_async::test::scripted_idle;
 using gpu_async::test::store_at;
+using gpu_async::test::us;
 
 namespace {
-
-constexpr mono_ns at_us(std::uint64_t us) {
-    return mono_ns{us * 1000};
-}
-constexpr dur_ns us(std::uint64_t n) {
-    return dur_ns::from_us(n);
-}
-
-memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint64_t target) {
-    return memory_descriptor(line, *slot_id::at(slot), target);
-}
 
 // A source whose word a virtual device stores at a set time (a stream's tail on virtual time).
 struct line_source {

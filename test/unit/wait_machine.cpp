@@ -1,6 +1,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 
 #include "common/fake_source.hpp"
+#include "common/virtual_time.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -11,17 +12,12 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::at_us;
 using gpu_async::test::fake_source;
+using gpu_async::test::us;
 using act = wait_action::type;
 
 namespace {
-
-constexpr mono_ns at_us(std::uint64_t us) {
-    return mono_ns{us * 1000};
-}
-constexpr dur_ns us(std::uint64_t n) {
-    return dur_ns::from_us(n);
-}
 
 constexpr deadline_plan predict{150'000, 20'000, 50'000'000, 8};
 
