@@ -152,6 +152,7 @@ struct cell_result {
     double device_cpu_per_s = 0;
     double completions_per_s = 0;
     std::string note;
+    std::string kinds; // plan-driven waits: how they ended
 };
 
 struct lane {
@@ -237,6 +238,18 @@ public:
         std::sort(samples_.begin(), samples_.end());
         r.lat = gpu_async::bench::summarize(samples_);
         r.sorted = std::move(samples_);
+        if (is_ours(strat_) && strat_ != strategy::ours_service && strat_ != strategy::ours_fill) {
+            const std::uint64_t total = kinds_[0] + kinds_[1] + kinds_[2] + kinds_[3];
+            if (total != 0) {
+                char b[160];
+                std::snprintf(b, sizeof b,
+                              "wait kinds: immediate %.0f %%, late %.0f %%, parked %.0f %%",
+                              100.0 * static_cast<double>(kinds_[1]) / static_cast<double>(total),
+                              100.0 * static_cast<double>(kinds_[2]) / static_cast<double>(total),
+                              100.0 * static_cast<double>(kinds_[3]) / static_cast<double>(total));
+                r.kinds = b;
+            }
+        }
         if (failures_ != 0) r.note = std::to_string(failures_) + " waits failed";
         return r;
     }
@@ -296,13 +309,16 @@ private:
             break;
         case strategy::ours_service_predict:
         case strategy::ours_fill_predict:
-            port_->async_wait(*l.stream, plan_, "bench",
-                              [this, lp](boost::system::error_code ec, gpu_async::wait_report) {
-                                  if (ec)
-                                      ++failures_;
-                                  else
-                                      complete(*lp);
-                              });
+            port_->async_wait(
+                *l.stream, plan_, "bench",
+                [this, lp](boost::system::error_code ec, gpu_async::wait_report report) {
+                    if (ec) {
+                        ++failures_;
+                    } else {
+                        ++kinds_[static_cast<std::size_t>(report.kind) & 3u];
+                        complete(*lp);
+                    }
+                });
             break;
         case strategy::timer_50us:
         case strategy::timer_1ms:
@@ -418,6 +434,7 @@ private:
     std::uint64_t cpu0_ = 0, cpu1_ = 0, dev0_ = 0, dev1_ = 0, win0_ = 0, win1_ = 0;
     std::vector<std::uint64_t> samples_;
     std::uint64_t failures_ = 0;
+    std::uint64_t kinds_[4] = {}; // by gpu_async::wait_kind
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -562,6 +579,8 @@ void print_cell_table(const std::vector<cell_result>& rs) {
     for (const auto& r : rs)
         dev = std::max(dev, r.device_cpu_per_s);
     std::printf("\nsimulated device CPU (not counted above): up to %.3f s/s\n", dev);
+    for (const auto& r : rs)
+        if (!r.kinds.empty()) std::printf("%s %s\n", name(r.strat), r.kinds.c_str());
     std::fflush(stdout);
 }
 

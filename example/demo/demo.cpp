@@ -401,8 +401,11 @@ void print_table(const options& o, const results& r, unsigned short port) {
     auto us = [](double ns) { return gpu_async::bench::format_ns(ns); };
     std::printf("\ngpu-async-demo: %s on 127.0.0.1:%u, device sim, wait %s\n", mode_text(o).c_str(),
                 static_cast<unsigned>(port), o.wait.c_str());
-    std::printf("  %u connections, %u us of device work per request, %.1f s\n\n", o.connections,
-                o.work_us, r.wall_s);
+    if (o.server_only)
+        std::printf("  %u us of device work per request, %.1f s\n\n", o.work_us, r.wall_s);
+    else
+        std::printf("  %u connections, %u us of device work per request, %.1f s\n\n", o.connections,
+                    o.work_us, r.wall_s);
     std::printf("  %-44s %s\n", "metric", "value");
     std::printf("  %-44s %s\n", "--------------------------------------------", "-------------");
     std::printf("  %-44s %.0f\n", "requests/s",
