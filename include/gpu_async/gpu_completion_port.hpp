@@ -510,6 +510,9 @@ public:
     /// asio::post. The handler runs through its associated executor (default: the port's),
     /// the op is allocated with its associated allocator and freed before the upcall, and work is
     /// outstanding on both executors while the wait is pending.
+    ///
+    /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
+    ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.
     template <class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(const memory_descriptor& desc,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {

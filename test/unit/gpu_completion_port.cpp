@@ -22,6 +22,10 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -557,6 +561,35 @@ BOOST_AUTO_TEST_CASE(watcher_starts_lazily_and_survives_fork_notifications) {
     store_and_ring(line, 0, 2, port.bell());
     run_to_completion(ctx);
     BOOST_TEST(calls == 2);
+}
+
+BOOST_AUTO_TEST_CASE(real_fork_with_a_pending_wait) {
+    // notify_fork around a real fork(): in the child the watcher restarts and completes the wait
+    // inherited from the parent; in the parent it completes as well.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool done = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { done = !ec; });
+    ctx.notify_fork(asio::execution_context::fork_prepare);
+    const pid_t pid = ::fork();
+    BOOST_TEST_REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ctx.notify_fork(asio::execution_context::fork_child);
+        std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+        ctx.run_for(gpu_async::test::run_bound);
+        producer.join();
+        ::_exit(done && ctx.stopped() ? 0 : 1);
+    }
+    ctx.notify_fork(asio::execution_context::fork_parent);
+    int status = 0;
+    BOOST_TEST_REQUIRE(::waitpid(pid, &status, 0) == pid);
+    BOOST_TEST(WIFEXITED(status));
+    BOOST_TEST(WEXITSTATUS(status) == 0);
+    BOOST_TEST(!done);
+    store_and_ring(line, 0, 1, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(done);
 }
 
 BOOST_AUTO_TEST_CASE(wrapping_targets_complete_in_order) {
