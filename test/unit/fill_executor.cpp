@@ -376,6 +376,50 @@ BOOST_AUTO_TEST_CASE(fill_wait_runs_the_wait_machine_as_a_task) {
     BOOST_TEST(got->value().parks == 4u);
 }
 
+BOOST_AUTO_TEST_CASE(fill_wait_on_a_seen_word_with_the_work_pending_lets_others_run) {
+    // The word is already there, so each park completes at once without suspending, while the
+    // status query says pending four times (more work behind the store). The wait must still
+    // give way to the other task between its queries, or it holds the thread until the stream
+    // drains.
+    struct word_first_source : line_source {
+        using line_source::line_source;
+        std::vector<char>* log = nullptr;
+        query_result query() {
+            log->push_back('q');
+            return ++queries < 5 ? query_result::pending() : query_result::done();
+        }
+    };
+    manual_clock clk;
+    scripted_idle idle(clk);
+    completion_line line;
+    line.words[0].store(1);
+    std::vector<char> log;
+    word_first_source src(line);
+    src.log = &log;
+    fill_executor ex;
+    std::optional<wait_result> got;
+    ex.spawn([](reactor& r, word_first_source& s, manual_clock& c,
+                std::optional<wait_result>& out) -> fill_task<> {
+        out = co_await fill_wait(r, s, wait_plan::recommended(), std::nullopt, c);
+    }(ex.get_reactor(), src, clk, got));
+    ex.spawn([](std::vector<char>& l) -> fill_task<> {
+        for (int i = 0; i < 6; ++i) {
+            l.push_back('w');
+            co_await yield_now();
+        }
+    }(log));
+    const auto s = ex.run(idle);
+    BOOST_REQUIRE(s.has_value());
+    BOOST_REQUIRE(got.has_value());
+    BOOST_REQUIRE(got->has_value());
+    BOOST_TEST((got->value().kind == wait_kind::parked));
+    BOOST_TEST(src.queries == 5);
+    // No two queries in a row: the worker ran between each pair.
+    const std::string order(log.begin(), log.end());
+    BOOST_TEST(order.find("qq") == std::string::npos, order);
+    BOOST_TEST(order.substr(0, 10) == "qwqwqwqwqw");
+}
+
 BOOST_AUTO_TEST_CASE(fill_wait_poll_and_errors) {
     {
         manual_clock clk;

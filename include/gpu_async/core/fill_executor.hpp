@@ -297,22 +297,25 @@ void yield_awaiter::await_suspend(std::coroutine_handle<P> h) const {
 /// the waiting, so other tasks run meanwhile. A predicted sleep becomes an alarm; a park becomes
 /// `ready(source.descriptor(), now + bound)`; query and arm run inline (they complete at once).
 /// A block plan runs the blocking wait inline and so blocks the executor's thread: give FILL
-/// waits flag or poll plans. `clk` must be the clock the executor's idle reads. A poll plan
-/// yields to ready work between two queries.
+/// waits flag or poll plans. `clk` must be the clock the executor's idle reads. A query that
+/// follows a pending answer without the task having suspended since (a poll, or a flag wait
+/// whose word arrived while the status query still says pending) first yields to ready work.
 template <completion_source Source, clock Clock>
 fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan plan,
                                  std::optional<std::uint64_t> sleep_ns, const Clock& clk) {
     wait_machine m;
     wait_action a = m.start(plan, sleep_ns, clk.now());
-    bool queried = false;
+    // Set when a query says pending, cleared when the task next suspends: a query asked while it
+    // is set yields first, so a wait that never suspends (a poll, or parks on a word that has
+    // already arrived while the status query still says pending) lets ready work run in between.
+    bool owe_yield = false;
     while (!a.is_terminal()) {
         wait_event ev;
         switch (a.kind) {
         case wait_action::type::query: {
-            // Let ready work run between two polls.
-            if (queried && plan.kind() == park_kind::poll) co_await yield_now();
-            queried = true;
+            if (owe_yield) co_await yield_now();
             const query_result q = source.query();
+            owe_yield = q.is_pending();
             ev = wait_event::queried(q, clk.now());
             break;
         }
@@ -328,10 +331,15 @@ fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan plan,
         }
         case wait_action::type::sleep_until:
             co_await r.alarm(a.at);
+            owe_yield = false;
             ev = wait_event::slept(clk.now());
             break;
         case wait_action::type::park: {
-            const bool seen = co_await r.ready(source.descriptor(), clk.now().after(a.bound));
+            const memory_descriptor d = source.descriptor();
+            // ready() completes at once, without suspending, when the word is already there.
+            const bool at_once = d.is_complete();
+            const bool seen = co_await r.ready(d, clk.now().after(a.bound));
+            if (!at_once) owe_yield = false;
             ev = wait_event::parked(seen, clk.now());
             break;
         }
