@@ -32,7 +32,6 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 
-#include <algorithm>
 #include <concepts>
 #include <coroutine>
 #include <cstddef>
@@ -53,6 +52,7 @@ namespace detail {
 struct fill_promise_base {
     fill_executor* executor = nullptr;
     std::coroutine_handle<> continuation;
+    std::size_t root_index = 0; ///< a spawned task's place in its executor's root list
 
     struct final_awaiter {
         bool await_ready() const noexcept { return false; }
@@ -175,8 +175,8 @@ public:
     ~fill_executor() {
         ready_.clear();
         yielded_.clear();
-        for (auto h : roots_)
-            h.destroy();
+        for (const root& r : roots_)
+            r.handle.destroy();
     }
 
     /// The reactor the tasks await: `co_await ex.get_reactor().ready(d, until)`.
@@ -187,7 +187,8 @@ public:
         auto h = t.release();
         if (!h) return;
         h.promise().executor = this;
-        roots_.push_back(h);
+        h.promise().root_index = roots_.size();
+        roots_.push_back({h, &h.promise()});
         ready_.push_back(h);
     }
 
@@ -259,12 +260,18 @@ private:
             if (w->handle) ready_.push_back(w->handle);
     }
 
-    void note_finished(std::coroutine_handle<> h) { finished_.push_back(h); }
+    void note_finished(std::coroutine_handle<> h, detail::fill_promise_base& p) {
+        finished_.push_back({h, &p});
+    }
 
     void reap() {
-        for (auto h : finished_) {
-            roots_.erase(std::remove(roots_.begin(), roots_.end(), h), roots_.end());
-            h.destroy();
+        // O(1) each: the last root takes the finished one's place.
+        for (const root& f : finished_) {
+            const std::size_t i = f.promise->root_index;
+            roots_[i] = roots_.back();
+            roots_[i].promise->root_index = i;
+            roots_.pop_back();
+            f.handle.destroy();
         }
         finished_.clear();
     }
@@ -273,8 +280,12 @@ private:
     gpu_async::reactor reactor_;
     std::deque<std::coroutine_handle<>> ready_;
     std::vector<std::coroutine_handle<>> yielded_;
-    std::vector<std::coroutine_handle<>> roots_;
-    std::vector<std::coroutine_handle<>> finished_;
+    struct root {
+        std::coroutine_handle<> handle;
+        detail::fill_promise_base* promise;
+    };
+    std::vector<root> roots_;
+    std::vector<root> finished_;
     fill_stats stats_;
 };
 
@@ -284,7 +295,7 @@ detail::fill_promise_base::final_awaiter::await_suspend(std::coroutine_handle<P>
     fill_promise_base& p = h.promise();
     if (p.continuation) return p.continuation;
     // A spawned task: the executor destroys it once resume() has returned.
-    if (p.executor) p.executor->note_finished(h);
+    if (p.executor) p.executor->note_finished(h, p);
     return std::noop_coroutine();
 }
 
