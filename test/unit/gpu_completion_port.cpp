@@ -703,6 +703,54 @@ BOOST_AUTO_TEST_CASE(thread_pool) {
     pool.join();
 }
 
+BOOST_AUTO_TEST_CASE(concurrent_initiation_completion_and_port_cancel_on_a_thread_pool) {
+    // Four threads start 250 waits each while a producer completes every other one and a
+    // canceller calls cancel() (the port's) midway: every handler runs exactly once, and the
+    // waits cancel() counted are exactly the aborted ones.
+    asio::thread_pool pool(4);
+    gpu_completion_port port(pool);
+    constexpr std::size_t per_thread = 250, threads = 4, n = per_thread * threads;
+    std::vector<std::unique_ptr<completion_line>> lines(n);
+    for (auto& l : lines)
+        l = std::make_unique<completion_line>();
+    std::vector<std::atomic<int>> calls(n);
+    std::atomic<std::size_t> ok{0}, aborted{0}, counted{0};
+    std::atomic<std::size_t> started{0};
+    std::vector<std::thread> starters;
+    for (std::size_t t = 0; t < threads; ++t)
+        starters.emplace_back([&, t] {
+            for (std::size_t k = 0; k < per_thread; ++k) {
+                const std::size_t i = t * per_thread + k;
+                port.async_wait(memory_descriptor(*lines[i], slot(0), 1), [&, i](error_code ec) {
+                    ++calls[i];
+                    if (!ec)
+                        ++ok;
+                    else if (ec == asio::error::operation_aborted)
+                        ++aborted;
+                });
+                ++started;
+            }
+        });
+    std::thread producer([&] {
+        for (std::size_t i = 0; i < n; i += 2)
+            store_and_ring(*lines[i], 0, 1, port.bell());
+    });
+    for (auto& t : starters)
+        t.join();
+    producer.join();
+    std::thread canceller([&] { counted = port.cancel(); });
+    canceller.join();
+    // What cancel() did not catch completes when its line is stored.
+    for (std::size_t i = 1; i < n; i += 2)
+        store_and_ring(*lines[i], 0, 1, port.bell());
+    BOOST_TEST(eventually([&] { return ok.load() + aborted.load() == n; }));
+    pool.join();
+    BOOST_TEST(started.load() == n);
+    BOOST_TEST(aborted.load() == counted.load());
+    for (std::size_t i = 0; i < n; ++i)
+        BOOST_TEST(calls[i].load() == 1);
+}
+
 BOOST_AUTO_TEST_CASE(tcp_acceptor_and_gpu_wait_under_run) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
