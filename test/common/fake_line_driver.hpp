@@ -42,6 +42,7 @@ public:
     int current = 0;               ///< the current device; -1: no current context
     std::map<driver_op, int> fail; ///< hooks that fail, with the status they return
     bool misaligned_page = false;  ///< alloc_page returns a page off by 8 bytes
+    bool hold_writes = false;      ///< stores are enqueued but land only at land()
 
     // --- what happened ---------------------------------------------------------------------
     std::vector<std::string> calls; ///< every call, in order, e.g. "retain 0"
@@ -132,10 +133,11 @@ public:
             f.calls.push_back("write " + std::to_string(value));
             if (auto st = f.failed(driver_op::write_value64)) return *st;
             f.writes.push_back({stream, address, value});
-            // The "device" stores at once, through the mapping.
-            auto* word = reinterpret_cast<std::uint64_t*>(
-                static_cast<std::uintptr_t>(address - device_offset));
-            __atomic_store_n(word, value, __ATOMIC_RELEASE);
+            // The "device" stores at once, through the mapping, unless told to hold them.
+            if (f.hold_writes)
+                f.held_.push_back(f.writes.back());
+            else
+                f.deliver(f.writes.back());
             return driver_status{};
         };
         table_.status_name = [](void*, int status) -> const char* {
@@ -156,8 +158,21 @@ public:
         return n;
     }
 
+    /// Lands the stores held so far (hold_writes), in the order they were enqueued.
+    void land() {
+        for (const write& w : held_)
+            deliver(w);
+        held_.clear();
+    }
+
 private:
     static fake_line_driver& self(void* s) noexcept { return *static_cast<fake_line_driver*>(s); }
+
+    static void deliver(const write& w) noexcept {
+        auto* word = reinterpret_cast<std::uint64_t*>(
+            static_cast<std::uintptr_t>(w.address - device_offset));
+        __atomic_store_n(word, w.value, __ATOMIC_RELEASE);
+    }
 
     std::optional<driver_status> failed(driver_op op) const {
         auto it = fail.find(op);
@@ -167,6 +182,7 @@ private:
 
     std::array<char, 4> domains_{};
     line_driver table_{};
+    std::vector<write> held_;
 };
 
 } // namespace gpu_async::test

@@ -319,6 +319,43 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_wrap) {
     BOOST_TEST(!memory_descriptor(line.line(), slot(0), 2).is_complete());
 }
 
+BOOST_AUTO_TEST_CASE(a_slot_takes_another_stream_only_once_the_last_store_landed) {
+    // Two streams on one slot: their stores land in no set order. If stream B's 2 landed before
+    // stream A's 1, A's descriptor would complete before A's work, and the word would then go
+    // back to 1. So B is refused while A's store is pending, and accepted once it has landed.
+    fake_line_driver fake;
+    fake.hold_writes = true;
+    auto made = mapped_line::create(fake.table());
+    BOOST_TEST_REQUIRE(made.has_value());
+    mapped_line& line = made.value();
+    fake_stream a = fake.stream_on(0);
+    fake_stream b = fake.stream_on(0);
+    auto first = line.store(slot(3), &a);
+    BOOST_TEST_REQUIRE(first.has_value());
+    BOOST_TEST(!first.value().is_complete());
+    auto refused = line.store(slot(3), &b);
+    BOOST_TEST_REQUIRE(!refused.has_value());
+    BOOST_TEST((refused.error().code() == errc::backend));
+    const std::string text = refused.error().message();
+    BOOST_TEST(text.find("slot 3") != std::string::npos, text);
+    BOOST_TEST(text.find(detail::hex(&b)) != std::string::npos, text);
+    BOOST_TEST(text.find(detail::hex(&a)) != std::string::npos, text);
+    BOOST_TEST(text.find("nothing was enqueued") != std::string::npos, text);
+    BOOST_TEST(fake.writes.size() == 1u);
+    BOOST_TEST(line.sequence(slot(3)) == 1u);
+    // The same stream may queue more behind its own store; another slot is free for b.
+    BOOST_TEST(line.store(slot(3), &a).has_value());
+    BOOST_TEST(line.store(slot(4), &b).has_value());
+    fake.land();
+    BOOST_TEST(first.value().is_complete());
+    // Everything a enqueued on the slot has landed: b may take it over.
+    auto taken = line.store(slot(3), &b);
+    BOOST_TEST_REQUIRE(taken.has_value());
+    BOOST_TEST(taken.value().target() == 3u);
+    fake.land();
+    BOOST_TEST(taken.value().is_complete());
+}
+
 BOOST_AUTO_TEST_CASE(a_moved_from_line_owns_nothing) {
     fake_line_driver fake;
     auto made = mapped_line::create(fake.table());

@@ -169,7 +169,14 @@ public:
     /// (the last one plus one, wrapping) and returns the descriptor that completes with it.
     /// Errors: errc::foreign_stream when the stream is not of the line's domain (nothing is
     /// enqueued, the sequence does not move); errc::driver_status when a call fails;
-    /// errc::backend when the line is closed.
+    /// errc::backend when the line is closed, or when another stream's store on this slot has
+    /// not landed yet.
+    ///
+    /// One stream per slot at a time: stores of two streams run in no set order, so a later
+    /// number could land first and complete an earlier descriptor before its work is done (and
+    /// the word would then move back). A store from a stream other than the slot's last is
+    /// therefore accepted only once the word has reached the slot's last number (nothing of the
+    /// other stream is pending on it); otherwise it is refused and nothing is enqueued.
     GPU_ASYNC_DECL result<memory_descriptor> store(slot_id slot, void* stream);
 
     /// True while the line owns its page (not closed, not moved from).
@@ -200,6 +207,7 @@ private:
     void* domain_ = nullptr;
     std::uint64_t device_address_ = 0;
     std::array<std::uint64_t, line_words> sequence_{};
+    std::array<void*, line_words> stream_{}; ///< the stream of each slot's last store
     int device_ = -1;
     bool leaked_ = false;
 };
@@ -211,6 +219,7 @@ inline mapped_line::mapped_line(mapped_line&& other) noexcept
     , domain_(other.domain_)
     , device_address_(other.device_address_)
     , sequence_(other.sequence_)
+    , stream_(other.stream_)
     , device_(other.device_)
     , leaked_(other.leaked_) {
     other.line_ = nullptr;
@@ -227,6 +236,7 @@ inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
         domain_ = other.domain_;
         device_address_ = other.device_address_;
         sequence_ = other.sequence_;
+        stream_ = other.stream_;
         device_ = other.device_;
         leaked_ = other.leaked_;
         other.line_ = nullptr;

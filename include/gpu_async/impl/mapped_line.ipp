@@ -91,12 +91,21 @@ GPU_ASYNC_DECL result<memory_descriptor> mapped_line::store(slot_id slot, void* 
         return coded_error(errc::foreign_stream,
                            {std::string(driver_->backend) + " stream " + detail::hex(stream) +
                             " (the line is of device " + std::to_string(device_) + ")"});
-    const std::uint64_t next = sequence_[slot.index()] + 1; // wraps modulo 2^64
+    const std::size_t i = slot.index();
+    if (stream != stream_[i] && !last(slot).is_complete())
+        return coded_error(errc::backend,
+                           {std::string(driver_->backend) + " stream " + detail::hex(stream) +
+                            " cannot store to slot " + std::to_string(i) + " while stream " +
+                            detail::hex(stream_[i]) + "'s store of " +
+                            std::to_string(sequence_[i]) +
+                            " has not landed (one stream per slot; nothing was enqueued)"});
+    const std::uint64_t next = sequence_[i] + 1; // wraps modulo 2^64
     if (const driver_status st =
             driver_->write_value64(driver_->self, stream, device_address(slot), next);
         !st.ok())
         return driver_error(*driver_, driver_op::write_value64, st);
-    sequence_[slot.index()] = next;
+    sequence_[i] = next;
+    stream_[i] = stream;
     return memory_descriptor(*line_, slot, next);
 }
 
