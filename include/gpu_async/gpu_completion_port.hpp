@@ -77,6 +77,24 @@ private:
     reactor_op* op_;
 };
 
+/// Outstanding work on an executor for as long as it lives: a standard executor preferred with
+/// outstanding_work.tracked (a plain value), or a work guard for a legacy executor. Movable.
+template <class Executor>
+class work_holder {
+public:
+    explicit work_holder(const Executor& ex)
+        : work_(make(ex)) {}
+
+private:
+    static auto make(const Executor& ex) {
+        if constexpr (asio::execution::is_executor<Executor>::value)
+            return asio::prefer(ex, asio::execution::outstanding_work.tracked);
+        else
+            return asio::executor_work_guard<Executor>(ex);
+    }
+    decltype(make(std::declval<const Executor&>())) work_;
+};
+
 /// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
 /// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
 /// the handler's associated allocator; freed before the upcall.
@@ -114,8 +132,9 @@ private:
         , handler_(std::forward<H>(handler))
         , slot_(std::move(slot))
         , io_ex_(io_ex)
+        , handler_ex_(asio::get_associated_executor(handler_, io_ex))
         , io_work_(io_ex)
-        , handler_work_(asio::get_associated_executor(handler_, io_ex)) {}
+        , handler_work_(handler_ex_) {}
 
     /// Owns the op until it runs; a step destroyed unrun destroys the op (no upcall).
     class final_step {
@@ -147,7 +166,7 @@ private:
         void operator()() {
             port_wait_op* op = std::exchange(op_, nullptr);
             auto alloc = asio::get_associated_allocator(op->handler_);
-            auto ex = op->handler_work_.get_executor();
+            const handler_executor ex = op->handler_ex_;
             asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
         }
 
@@ -186,8 +205,9 @@ private:
     Handler handler_;
     slot_type slot_;
     IoExecutor io_ex_;
-    asio::executor_work_guard<IoExecutor> io_work_;
-    asio::executor_work_guard<handler_executor> handler_work_;
+    handler_executor handler_ex_;
+    work_holder<IoExecutor> io_work_;
+    work_holder<handler_executor> handler_work_;
 };
 
 /// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler

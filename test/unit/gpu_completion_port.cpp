@@ -14,6 +14,7 @@
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/io_context_strand.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
@@ -300,6 +301,22 @@ BOOST_AUTO_TEST_CASE(bind_executor_strand_runs_on_the_strand) {
     second.join();
     BOOST_TEST(calls.load() == n);
     BOOST_TEST(on_strand.load() == n);
+}
+
+BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    asio::io_context::strand legacy(ctx);
+    completion_line line;
+    bool on_strand = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_executor(legacy, [&](error_code ec) {
+                        on_strand = !ec && legacy.running_in_this_thread();
+                    }));
+    std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(on_strand);
 }
 
 BOOST_AUTO_TEST_CASE(bind_allocator_is_used_and_freed_before_the_upcall) {
