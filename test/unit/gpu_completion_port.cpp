@@ -609,6 +609,26 @@ BOOST_AUTO_TEST_CASE(real_fork_with_a_pending_wait) {
     BOOST_TEST(done);
 }
 
+BOOST_AUTO_TEST_CASE(park_bound_setting) {
+    asio::io_context ctx;
+    auto& svc = asio::use_service<gpu_async::reactor_service>(ctx);
+    BOOST_TEST(svc.park_bound().count() == gpu_async::default_park_bound.count());
+    svc.park_bound(gpu_async::dur_ns::from_us(20));
+    BOOST_TEST(svc.park_bound().count() == 20'000u);
+    svc.park_bound(gpu_async::dur_ns{}); // zero is taken as the shortest bound
+    BOOST_TEST(svc.park_bound().count() == 1u);
+    svc.park_bound(gpu_async::dur_ns::from_ms(5));
+    // With a long bound, a producer that never rings is still seen (within the bound).
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool done = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { done = !ec; });
+    std::thread producer([&] { line.words[0].store(1, std::memory_order_release); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(done);
+}
+
 BOOST_AUTO_TEST_CASE(wrapping_targets_complete_in_order) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);

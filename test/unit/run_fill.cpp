@@ -190,4 +190,16 @@ BOOST_AUTO_TEST_CASE(wait_started_by_another_thread_while_idle) {
     BOOST_TEST((ran_on == std::this_thread::get_id()));
 }
 
+BOOST_AUTO_TEST_CASE(zero_bounds_are_taken_as_the_shortest) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool done = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { done = !ec; });
+    std::thread producer([&] { line.words[0].store(1, std::memory_order_release); });
+    BOOST_TEST(run_fill_bounded(ctx, {gpu_async::dur_ns{}, gpu_async::dur_ns{}}) == 1u);
+    producer.join();
+    BOOST_TEST(done);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
