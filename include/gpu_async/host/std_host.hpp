@@ -126,7 +126,8 @@ private:
 static_assert(reactor_idle<std_idle>);
 
 /// The blocking wait (the `naive` executor kind): runs the wait machine over `source` on the
-/// calling thread with the inline driver, on the std clock and timer, with the sleep estimate
+/// calling thread with the inline driver (run_wait: real time always moves, so no
+/// pended-inline check), on the std clock and timer, with the sleep estimate
 /// of `point` in `table` (plans with a prediction); then feeds `table` the outcome (plans with a
 /// prediction, waits that end with one). Returns the report, or the error that ended the wait
 /// (a source's error unchanged). The table is not synchronised: one per thread, or lock it.
@@ -136,7 +137,7 @@ wait_result wait(Source& source, const wait_plan& plan, point_table<Key>& table,
     if (plan.predict()) sleep = table.sleep_ns(point, *plan.predict());
     const std_clock clk;
     std_timer tmr;
-    wait_result r = run_inline(source, plan, sleep, clk, tmr);
+    wait_result r = run_wait(source, plan, sleep, clk, tmr);
     if (r.has_value() && plan.predict() && r.value().outcome)
         table.observe(point, *plan.predict(), *r.value().outcome);
     return r;
