@@ -327,6 +327,7 @@ private:
 
     template <class Self>
     void abort(Self& self) {
+        impl_.reset(); // the state (timer included) is freed before the upcall
         self.complete(asio::error::operation_aborted, wait_report{});
     }
 
@@ -380,12 +381,16 @@ private:
                     std::lock_guard lk(m.state->points_mutex);
                     m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);
                 }
+                impl_.reset();
                 self.complete(boost::system::error_code{}, report);
                 return;
             }
-            case wait_action::type::failed:
-                self.complete(boost::system::error_code(m.action.error), wait_report{});
+            case wait_action::type::failed: {
+                const boost::system::error_code ec(m.action.error);
+                impl_.reset();
+                self.complete(ec, wait_report{});
                 return;
+            }
             }
         }
     }
@@ -573,7 +578,9 @@ public:
     /// @par Thread safety
     /// As for the descriptor overload. The point table is locked for each read and each feed.
     ///
-    /// The handler is never invoked from within this function: the first step is posted.
+    /// The handler is never invoked from within this function: the first step is posted. The
+    /// operation's state (its timer and machine) is allocated with std::allocator, each park
+    /// with the handler's associated allocator; all of it is freed before the upcall.
     template <completion_source Source,
               class CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(Source& source, const wait_plan& plan, std::string_view point,
