@@ -180,9 +180,10 @@ private:
         asio::post(op->io_ex_, asio::bind_allocator(alloc, io_step(op)));
     }
 
+    // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
+    // operations leave it: its signal may already be gone.
     static void do_destroy(reactor_op* base) {
         auto* op = static_cast<port_wait_op*>(base);
-        if (op->slot_.is_connected()) op->slot_.clear();
         op_allocator alloc(asio::get_associated_allocator(op->handler_));
         op->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
@@ -224,6 +225,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
     try {
         svc.start(port, op, bound, deadline);
     } catch (...) {
+        if (slot.is_connected()) slot.clear(); // the handler installed above points to op
         op->destroy();
         throw;
     }

@@ -528,6 +528,38 @@ BOOST_AUTO_TEST_CASE(context_destroyed_with_10000_pending_waits) {
     BOOST_TEST(invoked->load() == 0);
 }
 
+BOOST_AUTO_TEST_CASE(shutdown_after_the_cancellation_signal_is_gone) {
+    // A pending wait whose signal was destroyed first: shutdown destroys it without touching the
+    // slot (ASan would see a use after free), as a queued completion is destroyed with the context.
+    auto invoked = std::make_shared<std::atomic<int>>(0);
+    auto alive = std::make_shared<int>(0);
+    completion_line line;
+    {
+        shutdownable_context ctx;
+        gpu_completion_port port(ctx);
+        {
+            asio::cancellation_signal sig;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 1),
+                asio::bind_cancellation_slot(sig.slot(), counted_handler{invoked, alive}));
+        }
+        ctx.shutdown();
+        BOOST_TEST(alive.use_count() == 1);
+    }
+    {
+        asio::io_context ctx;
+        {
+            gpu_completion_port port(ctx);
+            asio::cancellation_signal sig;
+            port.async_wait(
+                memory_descriptor(line, slot(0), 1),
+                asio::bind_cancellation_slot(sig.slot(), counted_handler{invoked, alive}));
+        } // sig, then the port (its cancel queues the completion)
+    }     // the queued completion is destroyed with the context
+    BOOST_TEST(alive.use_count() == 1);
+    BOOST_TEST(invoked->load() == 0);
+}
+
 BOOST_AUTO_TEST_CASE(context_destroyed_with_completions_queued) {
     // Completions posted but never run: ~io_context destroys them (and the ops) uninvoked.
     auto invoked = std::make_shared<std::atomic<int>>(0);
