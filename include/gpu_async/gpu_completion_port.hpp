@@ -22,6 +22,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -273,6 +274,9 @@ public:
         impl& m = *impl_;
         switch (m.next) {
         case step::initial: {
+            // Terminal and partial: a cancelled plan wait may have armed its source (enqueued a
+            // word store), so it does not claim total cancellation.
+            self.reset_cancellation_state(asio::enable_partial_cancellation());
             m.generation = m.state->generation.load(std::memory_order_acquire);
             std::optional<std::uint64_t> sleep;
             if (m.plan.predict()) {
@@ -572,7 +576,8 @@ public:
     /// a cancelled wait gets asio::error::operation_aborted. On error `report` is empty.
     ///
     /// @par Per-operation cancellation
-    /// cancellation_type::terminal: the wait stops at its current step (a sleep or a park ends
+    /// cancellation_type::terminal and partial (not total: the wait may have armed the source,
+    /// i.e. enqueued a word store): the wait stops at its current step (a sleep or a park ends
     /// at once; a query or a block in progress finishes first). Port-wide cancel() and the
     /// destructor end a parked plan-driven wait at once, and one in any other step at its next
     /// step; cancel() counts only the parked ones.

@@ -225,6 +225,26 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_parked) {
     run_to_completion(ctx);
     BOOST_REQUIRE(r.ec.has_value());
     BOOST_TEST(*r.ec == asio::error::operation_aborted);
+
+    // Partial is honoured too; total alone is not claimed (the wait may have armed), so it is
+    // filtered out and the wait goes on to complete.
+    ctx.restart();
+    result p, q;
+    port.async_wait(s, plan(flag_text), "c", asio::bind_cancellation_slot(sig.slot(), record(p)));
+    asio::post(ctx, [&] { sig.emit(asio::cancellation_type::partial); });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(p.ec.has_value());
+    BOOST_TEST(*p.ec == asio::error::operation_aborted);
+
+    ctx.restart();
+    port.async_wait(s, plan(flag_text), "c", asio::bind_cancellation_slot(sig.slot(), record(q)));
+    asio::post(ctx, [&] {
+        sig.emit(asio::cancellation_type::total);
+        dev.step_all();
+    });
+    run_to_completion(ctx);
+    BOOST_REQUIRE(q.ec.has_value());
+    BOOST_TEST(!*q.ec);
 }
 
 BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {
