@@ -30,6 +30,9 @@
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/uring_host.hpp>
 
+#include "common/executor_select.hpp"
+#include "common/uring_ops.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -37,7 +40,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <coroutine>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -51,6 +53,7 @@
 namespace {
 
 using namespace gpu_async;
+using gpu_async::examples::on_ring;
 
 constexpr std::string_view plan_text =
     "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,"
@@ -163,50 +166,6 @@ std::string answer_for(std::uint64_t us, std::uint64_t seq) {
 
 // ---------------------------------------------------------------------------------------------
 // io-uring: one thread, one ring, the FILL executor.
-
-// Awaitable: one operation on the idle's ring, prepared by `prep(sqe)`; resumes the task with
-// the completion's result (a negative errno on failure).
-template <class Prep>
-class ring_call : public uring_op {
-public:
-    ring_call(uring_idle& idle, fill_executor& ex, Prep prep)
-        : uring_op(&ring_call::on_complete)
-        , idle_(&idle)
-        , ex_(&ex)
-        , prep_(prep) {}
-
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) {
-        h_ = h;
-        io_uring_sqe* sqe = idle_->prepare(*this);
-        if (sqe == nullptr) {
-            res_ = -EBUSY;
-            ex_->post(h);
-            return;
-        }
-        prep_(sqe);
-        idle_->submit();
-    }
-    int await_resume() const noexcept { return res_; }
-
-private:
-    static void on_complete(uring_op& o, int res) noexcept {
-        auto& self = static_cast<ring_call&>(o);
-        self.res_ = res;
-        self.ex_->post(self.h_);
-    }
-
-    uring_idle* idle_;
-    fill_executor* ex_;
-    Prep prep_;
-    std::coroutine_handle<> h_;
-    int res_ = 0;
-};
-
-template <class Prep>
-ring_call<Prep> on_ring(uring_idle& idle, fill_executor& ex, Prep prep) {
-    return ring_call<Prep>(idle, ex, prep);
-}
 
 struct uring_server {
     uring_idle& idle;
@@ -377,21 +336,12 @@ int main(int argc, char** argv) {
                      kind.error().message().c_str());
         return 2;
     }
-    uring_options ring_opts;
-    if (opt.fail_ring) ring_opts.inject_setup_errno = EPERM;
     // The host's capabilities: io-uring needs a ring (probed by making one); the std host runs
-    // gpu-reactor and naive everywhere.
+    // gpu-reactor and naive everywhere (example/common/executor_select.hpp).
+    const uring_options ring_opts = examples::ring_options(opt.fail_ring);
     const auto resolved =
-        resolve(kind.value(), uring_capabilities(ring_opts),
-                opt.strict ? executor_strictness::strict : executor_strictness::fallback);
-    if (!resolved.has_value()) {
-        std::fprintf(stderr, "error [%d]: %s\n", resolved.error().code().value(),
-                     resolved.error().message().c_str());
-        return 3;
-    }
-    if (resolved.value().warning)
-        std::printf("warning [%d]: %s\n", resolved.value().warning->code().value(),
-                    resolved.value().warning->message().c_str());
+        examples::select_executor(kind.value(), opt.strict, opt.fail_ring, stdout);
+    if (!resolved.has_value()) return 3;
     const executor_kind runs = resolved.value().kind;
     const wait_plan plan = wait_plan::parse(plan_text).value();
 

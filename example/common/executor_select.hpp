@@ -1,0 +1,73 @@
+//
+// example/common/executor_select.hpp: executor selection at start-up for the example programs
+// (example/uring_server.cpp, the demo): the host's capabilities (io-uring needs a ring, probed by
+// making one; gpu-reactor and naive run on the std host everywhere), resolve() along
+// io-uring -> gpu-reactor -> naive, and the coded lines "warning [3]: ..." / "error [4]: ...".
+// Not part of the library.
+//
+// --fail-ring (a test hook) makes ring creation fail with EPERM, as seccomp or
+// kernel.io_uring_disabled would, to show the fallback and the strict refusal.
+//
+#ifndef GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
+#define GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
+
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/core/executor_kind.hpp>
+#include <gpu_async/core/result.hpp>
+
+#if GPU_ASYNC_HAS_LIBURING
+#include <gpu_async/host/uring_host.hpp>
+#endif
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+namespace gpu_async::examples {
+
+/// Prints "<prefix><level> [<code>]: <message>" and a newline on `out`.
+inline void print_coded(std::FILE* out, const char* prefix, const char* level,
+                        const coded_error& e) {
+    std::fprintf(out, "%s%s [%d]: %s\n", prefix, level, e.code().value(), e.message().c_str());
+}
+
+#if GPU_ASYNC_HAS_LIBURING
+/// The ring options of a program: with `fail_ring`, creation fails with EPERM.
+inline uring_options ring_options(bool fail_ring) {
+    uring_options o;
+    if (fail_ring) o.inject_setup_errno = EPERM;
+    return o;
+}
+#endif
+
+/// The executor capabilities of this host: io-uring is missing where no ring can be made (the
+/// setup error's text) or the program was built without liburing.
+inline executor_capabilities host_executor_capabilities([[maybe_unused]] bool fail_ring) {
+#if GPU_ASYNC_HAS_LIBURING
+    return uring_capabilities(ring_options(fail_ring));
+#else
+    return executor_capabilities().set_missing(executor_kind::io_uring, "built without liburing");
+#endif
+}
+
+/// Resolves `requested` against this host's capabilities. A fallback's coded warning is printed
+/// on `warn_out` ("<prefix>warning [3]: executor fallback: ..."); a strict refusal is printed on
+/// stderr ("<prefix>error [4]: executor refused: ...") and returned.
+inline result<resolved_executor> select_executor(executor_kind requested, bool strict,
+                                                 bool fail_ring, std::FILE* warn_out,
+                                                 const char* prefix = "") {
+    auto resolved = resolve(requested, host_executor_capabilities(fail_ring),
+                            strict ? executor_strictness::strict : executor_strictness::fallback);
+    if (!resolved.has_value()) {
+        print_coded(stderr, prefix, "error", resolved.error());
+        return resolved;
+    }
+    if (resolved.value().warning)
+        print_coded(warn_out, prefix, "warning", *resolved.value().warning);
+    std::fflush(warn_out);
+    return resolved;
+}
+
+} // namespace gpu_async::examples
+
+#endif // GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
