@@ -28,6 +28,17 @@ expect_usage(--client-only --connect 10.0.0.1:80)
 expect_usage(--client-only --connect 127.0.0.1:99999)
 expect_usage(--connect 127.0.0.1:80)
 expect_usage(stray-argument)
+expect_usage(--executor nonsense)
+expect_usage(--executor naive --wait fill)
+
+# A bad --executor names the kinds through errc::invalid_executor's text.
+execute_process(COMMAND ${DEMO} --executor Naive RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err TIMEOUT 20)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "error \\[5\\]: invalid executor 'Naive': accepted names are naive, gpu-reactor, io-uring"
+   OR NOT err MATCHES "usage: gpu-async-demo")
+    message(FATAL_ERROR "gpu-async-demo --executor Naive: exit ${rc}, expected 2 with the coded "
+                        "invalid_executor text and the usage\n${err}")
+endif()
 
 execute_process(COMMAND ${DEMO} --help RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
                 TIMEOUT 20)

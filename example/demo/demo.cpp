@@ -1,24 +1,70 @@
 //
 // example/demo/demo.cpp: gpu-async-demo, a TCP server whose every request awaits device work.
 //
-// The server runs on one io_context (127.0.0.1). Each request launches work on the simulated
-// device (one stream per connection: the item takes --work-us, then the stream stores its
-// sequence number into its completion line and rings the reactor's doorbell) and awaits it with
-// the gpu_completion_port, then replies. A built-in load generator (client connections over
-// loopback, on a thread of its own) drives it for --duration seconds, prints a progress line
-// once a second, and ends with a table: requests/s, request latency, completion-to-handler
-// latency (from the device's store to the server's handler running; the work item records the
-// time just before the store) and the server's CPU use.
+// The server runs on one thread (127.0.0.1). Each request launches work on the device (one
+// stream per connection) and awaits it, then replies. A built-in load generator (client
+// connections over loopback, on a thread of its own) drives it for --duration seconds, prints a
+// progress line once a second, and ends with a table: requests/s, request latency,
+// completion-to-handler latency (from the device's store to the server's handler running; the
+// simulated device's work item records the time just before the store) and the server's CPU use.
 //
-// Run with --help for the options. Exit codes: 0 done, 1 a run-time failure, 2 a usage error.
+// Devices (--device):
+//   sim   the simulated device: an item of --work-us, then the stream stores its sequence number
+//         into its completion line (and rings the port's or the ring's doorbell).
+//   cuda  a real CUDA device (device 0, its primary context; the driver is loaded at run time,
+//         <gpu_async/device/cuda.hpp>): each request is a cuMemsetD8Async of a device buffer
+//         sized from --work-us (1 MiB per microsecond, at most 1 GiB; none for 0) on the
+//         connection's stream, then the stream's store of its sequence number into a slot of a
+//         cuda_line (cuStreamWriteValue64), or, for plan-driven waits, a cuda_source over the
+//         stream. Without a driver, device or capability the demo prints one coded error
+//         ("error [10]: libcuda.so.1 is unavailable: ...") and exits 1. Completion-to-handler
+//         latency is not measured there: the host cannot see when the device stored.
+//
+// Executors (--executor, resolved at start-up through gpu_async::resolve() along io-uring ->
+// gpu-reactor -> naive; a fallback prints its coded warning, --strict refuses instead):
+//   gpu-reactor  (default) Asio sockets on an io_context; each request awaits the device with
+//                the gpu_completion_port: --wait service (io_context::run, the reactor's watcher
+//                thread), fill (run_fill: the server thread is the FILL executor idling on the
+//                reactor) or plan:<plan> (the port's plan-driven wait over the stream's source).
+//   naive        Asio sockets on an io_context; the server thread awaits each request's device
+//                work inline with the std host's blocking wait (gpu_async::wait: the wait machine
+//                on the calling thread) with the plan of --wait plan:<plan> or the recommended
+//                one. The whole server stalls during each wait: requests are served one at a
+//                time, which is what naive means.
+//   io-uring     one thread, one ring: the FILL executor on `uring_idle` (deadline sleeps are
+//                ring timeouts, parks are futex waits on the doorbell where the kernel has them)
+//                and the server's sockets (accept, recv, send, close) on the same ring, as
+//                example/uring_server.cpp does; each request is a fill_wait with the plan of
+//                --wait plan:<plan> or the recommended one.
+//
+// Run with --help for the options. Exit codes: 0 done, 1 a run-time failure (a missing device,
+// a refused strict executor), 2 a usage error.
 //
 #include "../../bench/common/stats.hpp"
+#include "../common/executor_select.hpp"
 
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/executor_kind.hpp>
+#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/std_host.hpp>
 #include <gpu_async/reactor_service.hpp>
 #include <gpu_async/run_fill.hpp>
+
+#if GPU_ASYNC_HAS_LIBURING
+#include "../common/uring_ops.hpp"
+
+#include <gpu_async/host/uring_host.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -34,16 +80,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +104,7 @@ namespace {
 namespace asio = boost::asio;
 namespace po = boost::program_options;
 using asio::ip::tcp;
+using gpu_async::executor_kind;
 using gpu_async::bench::now_ns;
 
 constexpr int exit_usage = 2;
@@ -76,6 +128,15 @@ struct options {
     asio::ip::address connect_address;
     std::string device = "sim";
     bool json = false;
+    std::string executor = "gpu-reactor";
+    bool strict = false;
+    bool fail_ring = false;
+    // Derived: the kind asked, the kind that runs (after resolution), the plan of the naive and
+    // io-uring waits, and the wait as the table names it.
+    executor_kind requested = executor_kind::gpu_reactor;
+    executor_kind runs = executor_kind::gpu_reactor;
+    gpu_async::wait_plan inline_plan = gpu_async::wait_plan::recommended();
+    std::string wait_label = "service";
 };
 
 struct usage_error {
@@ -92,11 +153,24 @@ po::options_description describe(options& o) {
         ("connections", po::value(&o.connections)->default_value(16),
          "client connections, 1..1024")
         ("work-us", po::value(&o.work_us)->default_value(100),
-         "device work per request, in microseconds, 0..1000000")
+         "device work per request, in microseconds, 0..1000000 (cuda: a memset of 1 MiB per "
+         "microsecond, at most 1 GiB)")
+        ("executor", po::value(&o.executor)->default_value("gpu-reactor"),
+         "how the server awaits the device, resolved at start along io-uring -> gpu-reactor -> "
+         "naive (a fallback prints a coded warning): gpu-reactor (Asio sockets; the "
+         "gpu_completion_port with --wait), naive (Asio sockets; the server thread blocks in "
+         "the std host's wait on each request, with the --wait plan or the recommended one), "
+         "io-uring (one thread, one ring: the FILL executor on uring_idle with the sockets on "
+         "the same ring; the --wait plan or the recommended one)")
+        ("strict", po::bool_switch(&o.strict),
+         "refuse (exit 1, coded error) instead of falling back when --executor is unavailable")
+        ("fail-ring", po::bool_switch(&o.fail_ring),
+         "test hook: io_uring ring creation fails (EPERM, as seccomp would), so io-uring falls "
+         "back (or, with --strict, is refused)")
         ("wait", po::value(&o.wait)->default_value("service"),
          "wait strategy: service (io_context::run, the reactor's watcher thread), fill "
          "(run_fill on the server thread), plan:<plan> (the plan-driven wait, e.g. "
-         "plan:flag:park_us=100,backstop_us=1000)")
+         "plan:flag:park_us=100,backstop_us=1000); service and fill are for gpu-reactor only")
         ("port", po::value(&o.port)->default_value(0),
          "server port on 127.0.0.1 (0: any free port)")
         ("server-only", po::bool_switch(&o.server_only), "run only the server")
@@ -104,14 +178,15 @@ po::options_description describe(options& o) {
          "run only the load generator against --connect")
         ("connect", po::value(&o.connect), "host:port of the server (loopback only) for --client-only")
         ("device", po::value(&o.device)->default_value("sim"),
-         "device: sim (the simulated device) or cuda (not available in this build)")
+         "device: sim (the simulated device) or cuda (CUDA device 0; exits 1 with a coded error "
+         "where no driver or device exists)")
         ("json", po::bool_switch(&o.json), "print the results as JSON (progress goes to stderr)");
     // clang-format on
     return d;
 }
 
-// Checks the values; throws usage_error.
-void validate(options& o) {
+// Checks the values; throws usage_error. `wait_given`: --wait was on the command line.
+void validate(options& o, bool wait_given) {
     if (!(o.duration_s >= 0.1 && o.duration_s <= 3600))
         throw usage_error{"--duration must be between 0.1 and 3600 seconds"};
     if (o.connections < 1 || o.connections > 1024)
@@ -122,6 +197,11 @@ void validate(options& o) {
         throw usage_error{"--server-only and --client-only exclude each other"};
     if (o.device != "sim" && o.device != "cuda")
         throw usage_error{"--device must be sim or cuda, not '" + o.device + "'"};
+    const auto kind = gpu_async::parse_executor_kind(o.executor);
+    if (!kind.has_value())
+        throw usage_error{"--executor: error [" + std::to_string(kind.error().code().value()) +
+                          "]: " + kind.error().message()};
+    o.requested = kind.value();
     if (o.wait == "service") {
         o.mode = wait_mode::service;
     } else if (o.wait == "fill") {
@@ -134,6 +214,10 @@ void validate(options& o) {
     } else {
         throw usage_error{"--wait must be service, fill or plan:<plan>, not '" + o.wait + "'"};
     }
+    if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::gpu_reactor)
+        throw usage_error{"--wait " + o.wait +
+                          " is for --executor gpu-reactor; naive and io-uring take --wait "
+                          "plan:<plan> (default: the recommended plan)"};
     if (!o.connect.empty() && !o.client_only)
         throw usage_error{"--connect is only for --client-only"};
     if (o.client_only) {
@@ -166,55 +250,314 @@ void validate(options& o) {
     }
 }
 
+// After resolution: what runs, and the wait it runs.
+void settle(options& o, executor_kind runs) {
+    o.runs = runs;
+    if (runs == executor_kind::gpu_reactor) {
+        o.wait_label = o.wait;
+    } else {
+        o.inline_plan = o.plan.value_or(gpu_async::wait_plan::recommended());
+        o.wait_label = "plan:" + o.inline_plan.label();
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Messages: 16 bytes each way. Request: {id, 0}. Reply: {id, completion-to-handler ns}.
 
 using message = std::array<std::uint64_t, 2>;
 
 // ---------------------------------------------------------------------------------------------
-// Server
+// Devices. A lane is one connection's stream: launch() enqueues a request's work; mark() a store
+// of the stream's next sequence number behind it (its descriptor); source() the stream as a
+// completion_source (plan-driven waits arm it themselves); stored_at() when the device stored
+// (0: unknown).
+
+// The simulated device's lane.
+class sim_lane {
+public:
+    sim_lane(gpu_async::sim_stream& stream, gpu_async::bench::thread_cpu_set& device_threads,
+             unsigned work_us)
+        : stream_(&stream)
+        , device_threads_(&device_threads)
+        , work_(gpu_async::dur_ns::from_us(work_us)) {}
+
+    std::optional<gpu_async::coded_error> launch() {
+        // Shared with the item, so an item still queued when the session ends writes to live
+        // memory.
+        seq_ = stream_->enqueue(
+            [store_at = store_at_, threads = device_threads_] {
+                threads->add_self();
+                store_at->store(now_ns(), std::memory_order_relaxed);
+            },
+            work_);
+        return std::nullopt;
+    }
+    gpu_async::result<gpu_async::memory_descriptor> mark() { return stream_->descriptor_for(seq_); }
+    gpu_async::sim_stream& source() { return *stream_; }
+    std::uint64_t stored_at() const { return store_at_->load(std::memory_order_relaxed); }
+
+private:
+    gpu_async::sim_stream* stream_;
+    gpu_async::bench::thread_cpu_set* device_threads_;
+    gpu_async::dur_ns work_;
+    std::shared_ptr<std::atomic<std::uint64_t>> store_at_ =
+        std::make_shared<std::atomic<std::uint64_t>>(0);
+    std::uint64_t seq_ = 0;
+};
+
+// CUDA device 0: its primary context, a device buffer the requests set, and the lines whose
+// slots the connections' streams store into (eight per line, slots reused). Opened on the main
+// thread (the context is made current there); the server thread makes it current on itself.
+// Slots are taken and given back on the server thread only.
+class cuda_env {
+public:
+    static constexpr std::size_t bytes_per_us = std::size_t{1} << 20;
+    static constexpr std::size_t max_bytes = std::size_t{1} << 30;
+
+    static gpu_async::result<std::unique_ptr<cuda_env>> open(unsigned work_us) {
+        using gpu_async::coded_error;
+        using gpu_async::errc;
+        namespace cuda = gpu_async::cuda;
+        auto loaded = gpu_async::cuda_driver::load();
+        if (!loaded.has_value()) return loaded.error();
+        const gpu_async::cuda_driver& drv = *loaded.value();
+        const cuda::entry_points& a = drv.api();
+        if (a.stream_create == nullptr || a.stream_destroy == nullptr || a.mem_alloc == nullptr ||
+            a.mem_free == nullptr || a.memset_d8_async == nullptr)
+            return coded_error(errc::unavailable,
+                               {"the CUDA driver's stream and memory calls",
+                                "cuStreamCreate, cuStreamDestroy, cuMemAlloc, cuMemFree or "
+                                "cuMemsetD8Async is missing"});
+        int count = 0;
+        if (const auto st = a.device_get_count(&count); st != cuda::success)
+            return drv.error("cuDeviceGetCount", st);
+        if (count == 0)
+            return coded_error(errc::unavailable, {"a CUDA device", "cuDeviceGetCount found none"});
+        std::unique_ptr<cuda_env> env(new cuda_env(drv));
+        if (const auto st = a.device_get(&env->device_, 0); st != cuda::success)
+            return drv.error("cuDeviceGet", st);
+        if (auto e = drv.check_device(env->device_)) return *e;
+        if (const auto st = a.device_primary_ctx_retain(&env->context_, env->device_);
+            st != cuda::success)
+            return drv.error("cuDevicePrimaryCtxRetain", st);
+        env->retained_ = true;
+        if (const auto st = a.ctx_set_current(env->context_); st != cuda::success)
+            return drv.error("cuCtxSetCurrent", st);
+        env->bytes_ = std::min(max_bytes, static_cast<std::size_t>(work_us) * bytes_per_us);
+        if (env->bytes_ != 0)
+            if (const auto st = a.mem_alloc(&env->buffer_, env->bytes_); st != cuda::success)
+                return drv.error("cuMemAlloc", st);
+        return env;
+    }
+
+    cuda_env(const cuda_env&) = delete;
+    cuda_env& operator=(const cuda_env&) = delete;
+
+    ~cuda_env() {
+        lines_.clear(); // each synchronizes the context, frees its page, releases the context
+        if (buffer_ != 0) static_cast<void>(driver_->api().mem_free(buffer_));
+        if (retained_) static_cast<void>(driver_->api().device_primary_ctx_release(device_));
+    }
+
+    const gpu_async::cuda_driver& driver() const { return *driver_; }
+    std::size_t bytes() const { return bytes_; }
+    gpu_async::cuda::deviceptr_t buffer() const { return buffer_; }
+
+    // Makes the context current on the calling thread.
+    std::optional<gpu_async::coded_error> make_current() const {
+        if (const auto st = driver_->api().ctx_set_current(context_);
+            st != gpu_async::cuda::success)
+            return driver_->error("cuCtxSetCurrent", st);
+        return std::nullopt;
+    }
+
+    // A free slot (a new line when every slot of the lines made so far is taken).
+    gpu_async::result<unsigned> take_slot() {
+        if (!free_.empty()) {
+            const unsigned n = free_.back();
+            free_.pop_back();
+            return n;
+        }
+        const unsigned n = next_++;
+        if (n / gpu_async::line_words >= lines_.size()) {
+            auto line = gpu_async::cuda_line::create_on(*driver_, 0);
+            if (!line.has_value()) {
+                --next_;
+                return line.error();
+            }
+            lines_.push_back(std::make_unique<gpu_async::cuda_line>(std::move(line).value()));
+        }
+        return n;
+    }
+    void give_back(unsigned n) { free_.push_back(n); }
+
+    gpu_async::cuda_line& line_of(unsigned n) { return *lines_[n / gpu_async::line_words]; }
+    static gpu_async::slot_id slot_of(unsigned n) {
+        return *gpu_async::slot_id::at(n % gpu_async::line_words);
+    }
+
+private:
+    explicit cuda_env(const gpu_async::cuda_driver& drv)
+        : driver_(&drv) {}
+
+    const gpu_async::cuda_driver* driver_;
+    gpu_async::cuda::device_t device_ = 0;
+    gpu_async::cuda::context_t context_ = nullptr;
+    bool retained_ = false;
+    gpu_async::cuda::deviceptr_t buffer_ = 0;
+    std::size_t bytes_ = 0;
+    std::vector<std::unique_ptr<gpu_async::cuda_line>> lines_;
+    std::vector<unsigned> free_;
+    unsigned next_ = 0;
+};
+
+// A connection's CUDA stream and slot. Made and destroyed on the server thread (or, for a
+// session destroyed with its io_context, the main thread: the context is current on both).
+class cuda_lane {
+public:
+    static gpu_async::result<std::unique_ptr<cuda_lane>> make(cuda_env& env) {
+        namespace cuda = gpu_async::cuda;
+        auto slot = env.take_slot();
+        if (!slot.has_value()) return slot.error();
+        std::unique_ptr<cuda_lane> lane(new cuda_lane(env, slot.value()));
+        const auto& a = env.driver().api();
+        if (const auto st = a.stream_create(&lane->stream_, cuda::stream_non_blocking);
+            st != cuda::success) {
+            lane->stream_ = nullptr;
+            return env.driver().error("cuStreamCreate", st);
+        }
+        auto source = gpu_async::cuda_source::create(env.line_of(lane->slot_),
+                                                     cuda_env::slot_of(lane->slot_), lane->stream_);
+        if (!source.has_value()) return source.error();
+        lane->source_.emplace(std::move(source).value());
+        return lane;
+    }
+
+    cuda_lane(const cuda_lane&) = delete;
+    cuda_lane& operator=(const cuda_lane&) = delete;
+
+    ~cuda_lane() {
+        const auto& a = env_->driver().api();
+        if (stream_ != nullptr) {
+            // Every store of the slot lands before the slot is given to another stream.
+            static_cast<void>(a.stream_synchronize(stream_));
+            source_.reset();
+            static_cast<void>(a.stream_destroy(stream_));
+        }
+        env_->give_back(slot_);
+    }
+
+    std::optional<gpu_async::coded_error> launch() {
+        if (env_->bytes() == 0) return std::nullopt;
+        const auto st =
+            env_->driver().api().memset_d8_async(env_->buffer(), 0x5a, env_->bytes(), stream_);
+        if (st != gpu_async::cuda::success) return env_->driver().error("cuMemsetD8Async", st);
+        return std::nullopt;
+    }
+    gpu_async::result<gpu_async::memory_descriptor> mark() {
+        return env_->line_of(slot_).store(cuda_env::slot_of(slot_), stream_);
+    }
+    gpu_async::cuda_source& source() { return *source_; }
+    std::uint64_t stored_at() const { return 0; }
+
+private:
+    cuda_lane(cuda_env& env, unsigned slot)
+        : env_(&env)
+        , slot_(slot) {}
+
+    cuda_env* env_;
+    unsigned slot_;
+    gpu_async::cuda::stream_t stream_ = nullptr;
+    std::optional<gpu_async::cuda_source> source_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Servers: the common part (what run() reads) and one class per way of serving.
 
 class server {
 public:
-    server(const options& o)
+    server(const options& o, cuda_env* cuda)
         : opts_(o)
-        , device_(gpu_async::sim_device::options{1, false})
-        , port_(ctx_)
-        , acceptor_(ctx_, tcp::endpoint(asio::ip::address_v4::loopback(),
-                                        static_cast<unsigned short>(o.port))) {}
+        , cuda_(cuda) {}
+    virtual ~server() = default;
 
-    unsigned short port() const { return acceptor_.local_endpoint().port(); }
-
-    void start() {
-        asio::co_spawn(ctx_, accept_loop(), asio::detached);
-        thread_ = std::thread([this] { main(); });
-    }
-
-    void stop() {
-        ctx_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-
-    ~server() { stop(); }
+    virtual unsigned short port() const = 0;
+    virtual void start() = 0;
+    virtual void stop() = 0;
+    // The label of what runs (read after stop()).
+    virtual std::string label() const { return std::string(gpu_async::to_string(opts_.runs)); }
 
     std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
     // Read after stop().
     const std::vector<std::uint64_t>& c2h() const { return c2h_; }
     std::uint64_t thread_cpu_ns() const { return thread_cpu_ns_.load(); }
-    // The device workers' CPU so far (read while the device lives).
+    // The simulated device workers' CPU so far (read while the device lives).
     std::uint64_t device_cpu_ns() const { return device_threads_.total_ns(); }
     const std::string& error() const { return error_; }
+
+protected:
+    // On the server thread: the first failure is kept (the run then exits 1).
+    void fail(std::string why) {
+        if (error_.empty()) error_ = std::move(why);
+    }
+
+    // On the server thread: a request was answered; `stored` is when the device stored (0:
+    // unknown). Returns the completion-to-handler latency.
+    std::uint64_t record(std::uint64_t stored) {
+        const std::uint64_t now = now_ns();
+        const std::uint64_t c2h = stored != 0 && now > stored ? now - stored : 0;
+        if (stored != 0) c2h_.push_back(c2h);
+        served_.fetch_add(1, std::memory_order_relaxed);
+        return c2h;
+    }
+
+    const options& opts_;
+    cuda_env* cuda_;
+    gpu_async::bench::thread_cpu_set device_threads_;
+    gpu_async::point_table<int> table_; // server thread only
+    std::vector<std::uint64_t> c2h_;    // server thread only, until stop()
+    std::atomic<std::uint64_t> served_{0};
+    std::atomic<std::uint64_t> thread_cpu_ns_{0};
+    std::string error_;
+};
+
+// gpu-reactor and naive: Asio sockets on one io_context.
+class asio_server final : public server {
+public:
+    asio_server(const options& o, cuda_env* cuda)
+        : server(o, cuda)
+        , device_(gpu_async::sim_device::options{1, false})
+        , acceptor_(ctx_, tcp::endpoint(asio::ip::address_v4::loopback(),
+                                        static_cast<unsigned short>(o.port))) {
+        if (o.runs == executor_kind::gpu_reactor) port_.emplace(ctx_);
+    }
+
+    unsigned short port() const override { return acceptor_.local_endpoint().port(); }
+
+    void start() override {
+        asio::co_spawn(ctx_, accept_loop(), asio::detached);
+        thread_ = std::thread([this] { main(); });
+    }
+
+    void stop() override {
+        ctx_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    ~asio_server() override { stop(); }
 
 private:
     void main() {
         const std::uint64_t cpu0 = gpu_async::bench::thread_cpu_ns();
         try {
-            if (opts_.mode == wait_mode::fill)
+            if (cuda_ != nullptr)
+                if (auto e = cuda_->make_current()) throw std::runtime_error(e->message());
+            if (opts_.runs == executor_kind::gpu_reactor && opts_.mode == wait_mode::fill)
                 gpu_async::run_fill(ctx_);
             else
                 ctx_.run();
         } catch (const std::exception& e) {
-            error_ = e.what();
+            fail(e.what());
         }
         thread_cpu_ns_.store(gpu_async::bench::thread_cpu_ns() - cpu0);
     }
@@ -231,58 +574,266 @@ private:
     asio::awaitable<void> session(tcp::socket socket) {
         boost::system::error_code opt_ec;
         socket.set_option(tcp::no_delay(true), opt_ec);
-        gpu_async::sim_stream& stream = device_.make_stream();
-        stream.set_doorbell(&port_.bell());
-        // Where the work item records the time just before its store (shared with the item, so
-        // an item still queued when the session ends writes to live memory).
-        auto store_at = std::make_shared<std::atomic<std::uint64_t>>(0);
-        const auto work = gpu_async::dur_ns::from_us(opts_.work_us);
+        if (cuda_ != nullptr) {
+            auto lane = cuda_lane::make(*cuda_);
+            if (!lane.has_value()) {
+                fail(lane.error().message());
+                co_return;
+            }
+            co_await serve(socket, *lane.value());
+        } else {
+            gpu_async::sim_stream& stream = device_.make_stream();
+            if (port_) stream.set_doorbell(&port_->bell());
+            sim_lane lane(stream, device_threads_, opts_.work_us);
+            co_await serve(socket, lane);
+        }
+    }
+
+    template <class Lane>
+    asio::awaitable<void> serve(tcp::socket& socket, Lane& lane) {
         message msg{};
         for (;;) {
             auto [rec, n] = co_await asio::async_read(socket, asio::buffer(msg),
                                                       asio::as_tuple(asio::use_awaitable));
             if (rec || n != sizeof msg) co_return;
-            const std::uint64_t seq = stream.enqueue(
-                [store_at, this] {
-                    device_threads_.add_self();
-                    store_at->store(now_ns(), std::memory_order_relaxed);
-                },
-                work);
-            boost::system::error_code wec;
-            if (opts_.mode == wait_mode::plan) {
-                auto [e, report] = co_await port_.async_wait(stream, *opts_.plan, "request",
-                                                             asio::as_tuple(asio::use_awaitable));
-                wec = e;
-            } else {
-                auto [e] = co_await port_.async_wait(stream.descriptor_for(seq),
-                                                     asio::as_tuple(asio::use_awaitable));
-                wec = e;
+            if (auto e = lane.launch()) {
+                fail(e->message());
+                co_return;
             }
-            if (wec) co_return;
-            const std::uint64_t now = now_ns();
-            const std::uint64_t stored = store_at->load(std::memory_order_relaxed);
-            const std::uint64_t c2h = now > stored ? now - stored : 0;
-            c2h_.push_back(c2h);
-            served_.fetch_add(1, std::memory_order_relaxed);
-            msg[1] = c2h;
+            if (opts_.runs == executor_kind::naive) {
+                // The blocking wait, inline: the io_context thread waits here.
+                const auto r = gpu_async::wait(lane.source(), opts_.inline_plan, table_, 0);
+                if (!r.has_value()) {
+                    fail("device wait: " + r.message());
+                    co_return;
+                }
+            } else if (opts_.mode == wait_mode::plan) {
+                auto [e, report] = co_await port_->async_wait(lane.source(), *opts_.plan, "request",
+                                                              asio::as_tuple(asio::use_awaitable));
+                if (e) {
+                    if (e != asio::error::operation_aborted) fail("device wait: " + e.message());
+                    co_return;
+                }
+            } else {
+                auto d = lane.mark();
+                if (!d.has_value()) {
+                    fail(d.error().message());
+                    co_return;
+                }
+                auto [e] =
+                    co_await port_->async_wait(d.value(), asio::as_tuple(asio::use_awaitable));
+                if (e) co_return;
+            }
+            msg[1] = record(lane.stored_at());
             auto [wrec, wn] = co_await asio::async_write(socket, asio::buffer(msg),
                                                          asio::as_tuple(asio::use_awaitable));
             if (wrec || wn != sizeof msg) co_return;
         }
     }
 
-    const options& opts_;
+    // Destroyed in reverse: the device (its workers joined: none rings the port's doorbell
+    // after) before the port, the port before the io_context.
     asio::io_context ctx_;
-    gpu_async::bench::thread_cpu_set device_threads_;
+    std::optional<gpu_async::gpu_completion_port> port_;
     gpu_async::sim_device device_;
-    gpu_async::gpu_completion_port port_;
     tcp::acceptor acceptor_;
     std::thread thread_;
-    std::vector<std::uint64_t> c2h_; // server thread only, until stop()
-    std::atomic<std::uint64_t> served_{0};
-    std::atomic<std::uint64_t> thread_cpu_ns_{0};
-    std::string error_;
 };
+
+#if GPU_ASYNC_HAS_LIBURING
+
+// io-uring: one thread, one ring for the sockets and the device waits (FILL on uring_idle).
+class ring_server final : public server {
+public:
+    ring_server(const options& o, cuda_env* cuda, gpu_async::uring_idle idle)
+        : server(o, cuda)
+        , device_(gpu_async::sim_device::options{1, false})
+        , idle_(std::move(idle)) {
+        listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listen_fd_ < 0)
+            throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+        const int one = 1;
+        ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        addr.sin_port = htons(static_cast<std::uint16_t>(o.port));
+        socklen_t len = sizeof addr;
+        if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+            ::listen(listen_fd_, 1024) != 0 ||
+            ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+            const int err = errno;
+            ::close(listen_fd_);
+            throw std::runtime_error("cannot listen on 127.0.0.1:" + std::to_string(o.port) + ": " +
+                                     std::strerror(err));
+        }
+        port_ = ntohs(addr.sin_port);
+    }
+
+    unsigned short port() const override { return port_; }
+
+    void start() override {
+        thread_ = std::thread([this] { main(); });
+    }
+
+    void stop() override {
+        stop_.store(true);
+        if (thread_.joinable()) thread_.join();
+    }
+
+    std::string label() const override {
+        return idle_.describe() + ", parks via " + idle_.park_path();
+    }
+
+    ~ring_server() override {
+        stop();
+        ::close(listen_fd_);
+    }
+
+private:
+    void main() {
+        const std::uint64_t cpu0 = gpu_async::bench::thread_cpu_ns();
+        std::optional<gpu_async::coded_error> cuda_error;
+        if (cuda_ != nullptr) cuda_error = cuda_->make_current();
+        if (cuda_error) {
+            fail(cuda_error->message());
+        } else {
+            if (cuda_ == nullptr) idle_.set_doorbell(&bell_);
+            ex_.spawn(acceptor());
+            ex_.spawn(keep_alive());
+            auto stats = ex_.run(idle_);
+            if (!stats.has_value()) fail("executor: " + stats.error().message());
+            idle_.set_doorbell(nullptr);
+        }
+        thread_cpu_ns_.store(gpu_async::bench::thread_cpu_ns() - cpu0);
+    }
+
+    template <class Prep>
+    auto on_ring(Prep prep) {
+        return gpu_async::examples::on_ring(idle_, ex_, prep);
+    }
+
+    gpu_async::fill_task<> acceptor() {
+        for (;;) {
+            const int fd = co_await on_ring([this](io_uring_sqe* sqe) {
+                io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            });
+            if (fd < 0) {
+                if (!stop_.load()) fail(std::string("accept: ") + std::strerror(-fd));
+                break;
+            }
+            if (shut_) {
+                ::close(fd);
+                continue;
+            }
+            const int one = 1;
+            ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            open_.insert(fd);
+            ex_.spawn(connection(fd));
+        }
+        accepting_ = false;
+    }
+
+    // While the server runs, an alarm stays registered: the reactor then sleeps in the ring (a
+    // ring timeout), which a socket completion ends at once. On stop it shuts the sockets down,
+    // so the pending accept and receives end, and returns once every socket is closed.
+    gpu_async::fill_task<> keep_alive() {
+        while (accepting_ || !open_.empty()) {
+            if (stop_.load() && !shut_) {
+                shut_ = true;
+                ::shutdown(listen_fd_, SHUT_RDWR);
+                for (int fd : open_)
+                    ::shutdown(fd, SHUT_RDWR);
+            }
+            co_await ex_.get_reactor().alarm(clk_.now().after(gpu_async::dur_ns::from_ms(5)));
+        }
+    }
+
+    gpu_async::fill_task<> connection(int fd) {
+        if (cuda_ != nullptr) {
+            auto lane = cuda_lane::make(*cuda_);
+            if (!lane.has_value())
+                fail(lane.error().message());
+            else
+                co_await serve(fd, *lane.value());
+        } else {
+            gpu_async::sim_stream& stream = device_.make_stream();
+            stream.set_doorbell(&bell_);
+            sim_lane lane(stream, device_threads_, opts_.work_us);
+            co_await serve(fd, lane);
+        }
+        co_await on_ring([fd](io_uring_sqe* sqe) { io_uring_prep_close(sqe, fd); });
+        open_.erase(fd);
+    }
+
+    template <class Lane>
+    gpu_async::fill_task<> serve(int fd, Lane& lane) {
+        const gpu_async::wait_plan& plan = opts_.inline_plan;
+        message msg{};
+        char* const bytes = reinterpret_cast<char*>(msg.data());
+        for (;;) {
+            for (std::size_t got = 0; got < sizeof msg;) {
+                const int n = co_await on_ring([&](io_uring_sqe* sqe) {
+                    io_uring_prep_recv(sqe, fd, bytes + got, sizeof msg - got, 0);
+                });
+                if (n <= 0) co_return;
+                got += static_cast<std::size_t>(n);
+            }
+            if (auto e = lane.launch()) {
+                fail(e->message());
+                co_return;
+            }
+            std::optional<std::uint64_t> sleep;
+            if (plan.predict()) sleep = table_.sleep_ns(0, *plan.predict());
+            const auto r =
+                co_await gpu_async::fill_wait(ex_.get_reactor(), lane.source(), plan, sleep, clk_);
+            if (!r.has_value()) {
+                fail("device wait: " + r.message());
+                co_return;
+            }
+            if (plan.predict() && r.value().outcome)
+                table_.observe(0, *plan.predict(), *r.value().outcome);
+            msg[1] = record(lane.stored_at());
+            for (std::size_t sent = 0; sent < sizeof msg;) {
+                const int n = co_await on_ring([&](io_uring_sqe* sqe) {
+                    io_uring_prep_send(sqe, fd, bytes + sent, sizeof msg - sent, MSG_NOSIGNAL);
+                });
+                if (n <= 0) co_return;
+                sent += static_cast<std::size_t>(n);
+            }
+        }
+    }
+
+    // Destroyed in reverse: the tasks, then the ring, then the device (its workers joined), then
+    // the doorbell they and the ring's futex waits use.
+    gpu_async::doorbell bell_;
+    gpu_async::sim_device device_;
+    gpu_async::uring_idle idle_;
+    gpu_async::fill_executor ex_;
+    gpu_async::std_clock clk_;
+    int listen_fd_ = -1;
+    unsigned short port_ = 0;
+    std::thread thread_;
+    std::atomic<bool> stop_{false};
+    bool shut_ = false;     // server thread only
+    bool accepting_ = true; // server thread only
+    std::set<int> open_;    // server thread only
+};
+
+#endif // GPU_ASYNC_HAS_LIBURING
+
+// The server the options ask for (after resolution).
+std::unique_ptr<server> make_server(const options& o, cuda_env* cuda) {
+#if GPU_ASYNC_HAS_LIBURING
+    if (o.runs == executor_kind::io_uring) {
+        auto idle = gpu_async::uring_idle::create(gpu_async::examples::ring_options(o.fail_ring));
+        // Resolved a moment ago; a second ring may still be refused.
+        if (!idle.has_value()) throw std::runtime_error(idle.error().message());
+        return std::make_unique<ring_server>(o, cuda, std::move(idle).value());
+    }
+#endif
+    return std::make_unique<asio_server>(o, cuda);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Load generator
@@ -389,6 +940,7 @@ struct results {
     double process_cpu = 0;       // s per s
     std::uint64_t failed_connections = 0;
     std::string first_error;
+    std::string executor; // the label of what ran (server runs)
 };
 
 std::string mode_text(const options& o) {
@@ -399,8 +951,10 @@ std::string mode_text(const options& o) {
 
 void print_table(const options& o, const results& r, unsigned short port) {
     auto us = [](double ns) { return gpu_async::bench::format_ns(ns); };
-    std::printf("\ngpu-async-demo: %s on 127.0.0.1:%u, device sim, wait %s\n", mode_text(o).c_str(),
-                static_cast<unsigned>(port), o.wait.c_str());
+    std::printf("\ngpu-async-demo: %s on 127.0.0.1:%u, device %s\n", mode_text(o).c_str(),
+                static_cast<unsigned>(port), o.device.c_str());
+    if (!o.client_only)
+        std::printf("  executor %s, wait %s\n", r.executor.c_str(), o.wait_label.c_str());
     if (o.server_only)
         std::printf("  %u us of device work per request, %.1f s\n\n", o.work_us, r.wall_s);
     else
@@ -419,10 +973,12 @@ void print_table(const options& o, const results& r, unsigned short port) {
         std::printf("  %-44s %s\n", "completion-to-handler latency p99", us(r.c2h.p99).c_str());
     }
     if (r.have_server_cpu) {
-        std::printf("  %-44s %.3f s/s\n", "server thread CPU (io_context)", r.server_thread_cpu);
-        std::printf("  %-44s %.3f s/s\n", "reactor CPU (server thread + watcher)",
+        std::printf("  %-44s %.3f s/s\n", "server thread CPU", r.server_thread_cpu);
+        std::printf("  %-44s %.3f s/s\n", "server side CPU (thread + any watcher)",
                     r.server_side_cpu);
-        std::printf("  %-44s %.3f s/s\n", "simulated device CPU (not counted above)", r.device_cpu);
+        if (o.device == "sim")
+            std::printf("  %-44s %.3f s/s\n", "simulated device CPU (not counted above)",
+                        r.device_cpu);
     }
     if (!o.server_only) std::printf("  %-44s %.3f s/s\n", "load generator CPU", r.client_cpu);
     std::printf("  %-44s %.3f s/s\n", "whole process CPU", r.process_cpu);
@@ -431,15 +987,22 @@ void print_table(const options& o, const results& r, unsigned short port) {
                     static_cast<unsigned long long>(r.failed_connections), r.first_error.c_str());
     std::printf("\n  CPU in seconds per second of wall time. Completion-to-handler: from the "
                 "device's store\n  (time taken by the work item just before it) to the server's "
-                "handler running.\n");
+                "handler running%s.\n",
+                o.device == "cuda" ? "\n  (not measured on cuda: the host cannot see when the "
+                                     "device stored)"
+                                   : "");
 }
 
 void print_json(const options& o, const results& r, unsigned short port) {
     boost::json::object j;
     j["mode"] = mode_text(o);
     j["port"] = port;
-    j["device"] = "sim";
-    j["wait"] = o.wait;
+    j["device"] = o.device;
+    if (!o.client_only) {
+        j["executor_requested"] = gpu_async::to_string(o.requested);
+        j["executor"] = r.executor;
+        j["wait"] = o.wait_label;
+    }
     j["connections"] = o.connections;
     j["work_us"] = o.work_us;
     j["wall_s"] = r.wall_s;
@@ -492,7 +1055,7 @@ void progress(const options& o, std::uint64_t start_ns, std::uint64_t end_ns, Co
     if (tty) std::fputc('\n', out);
 }
 
-int run(const options& o) {
+int run(const options& o, cuda_env* cuda) {
     results r;
     const std::uint64_t main_cpu0 = gpu_async::bench::thread_cpu_ns();
     const std::uint64_t proc0 = gpu_async::bench::process_cpu_ns();
@@ -503,7 +1066,7 @@ int run(const options& o) {
     std::unique_ptr<client> cli;
     unsigned short port = static_cast<unsigned short>(o.port);
     if (!o.client_only) {
-        srv = std::make_unique<server>(o);
+        srv = make_server(o, cuda);
         port = srv->port();
         srv->start();
         if (o.server_only) {
@@ -535,16 +1098,18 @@ int run(const options& o) {
         r.requests = cli->done();
         r.latency = gpu_async::bench::summarize(cli->latency());
         r.c2h = gpu_async::bench::summarize(cli->c2h());
-        r.have_latency = r.have_c2h = r.requests > 0;
+        r.have_latency = r.requests > 0;
+        r.have_c2h = r.requests > 0 && o.device == "sim";
         r.client_cpu = static_cast<double>(cli->cpu_ns()) / w;
         r.failed_connections = cli->failed_connections();
         r.first_error = cli->first_error();
     }
     if (srv) {
+        r.executor = srv->label();
         if (!cli) {
             r.requests = srv->served();
             r.c2h = gpu_async::bench::summarize(srv->c2h());
-            r.have_c2h = r.requests > 0;
+            r.have_c2h = !srv->c2h().empty();
         }
         r.have_server_cpu = true;
         r.server_thread_cpu = static_cast<double>(srv->thread_cpu_ns()) / w;
@@ -596,7 +1161,7 @@ int main(int argc, char** argv) {
                       << desc << '\n';
             return 0;
         }
-        validate(o);
+        validate(o, vm.count("wait") != 0 && !vm["wait"].defaulted());
     } catch (const po::error& e) {
         return usage(e.what());
     } catch (const usage_error& e) {
@@ -604,13 +1169,32 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
         return usage(e.what());
     }
-    if (o.device == "cuda") {
-        std::fprintf(stderr, "gpu-async-demo: --device cuda is not available in this build: the "
-                             "demo runs on the simulated device only (--device sim)\n");
-        return 1;
+    // The server's device and executor, before anything starts. --device cuda without a driver,
+    // device or capability: one coded line, exit 1. A strict executor the host cannot run: the
+    // coded refusal, exit 1. A fallback: the coded warning, then the kind that runs.
+    std::unique_ptr<cuda_env> cuda;
+    if (!o.client_only) {
+        FILE* info = o.json ? stderr : stdout;
+        if (o.device == "cuda") {
+            auto env = cuda_env::open(o.work_us);
+            if (!env.has_value()) {
+                gpu_async::examples::print_coded(stderr, "gpu-async-demo: ", "error", env.error());
+                return 1;
+            }
+            cuda = std::move(env).value();
+        }
+        const auto resolved = gpu_async::examples::select_executor(
+            o.requested, o.strict, o.fail_ring, info, "gpu-async-demo: ");
+        if (!resolved.has_value()) return 1;
+        settle(o, resolved.value().kind);
+        std::fprintf(info, "gpu-async-demo: executor %s (asked %s), wait %s, device %s\n",
+                     std::string(gpu_async::to_string(o.runs)).c_str(),
+                     std::string(gpu_async::to_string(o.requested)).c_str(), o.wait_label.c_str(),
+                     o.device.c_str());
+        std::fflush(info);
     }
     try {
-        return run(o);
+        return run(o, cuda.get());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpu-async-demo: %s\n", e.what());
         return 1;
