@@ -29,15 +29,29 @@
 // Also: completions per second through one io_context thread with 64, 4096 and 65536 pending
 // descriptors (host stores, no device), for the service, run_fill and a plain asio::post loop.
 //
+// And the executor kinds (issue 9): one thread waits for one simulated-device item at a time
+// with each kind, naive (the std host's blocking wait), gpu-reactor (a FILL wait on std_idle) and
+// io-uring (a FILL wait on uring_idle: ring timeouts, futex parks on the doorbell where the
+// kernel has them), with the recommended flag plan, without and with a ringing doorbell:
+// store-to-wake latency p50/p99/max and the waiting thread's CPU per waited second
+// (bench/common/executor_waits.hpp, shared with bench/uring_bench.cpp).
+//
+#include "common/executor_waits.hpp"
 #include "common/stats.hpp"
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/std_host.hpp>
 #include <gpu_async/reactor_service.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/wordwait.hpp>
+
+#if GPU_ASYNC_HAS_LIBURING
+#include <gpu_async/host/uring_host.hpp>
+#endif
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -534,6 +548,101 @@ tp_result throughput(tp_mode mode, std::size_t n, double seconds) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Executor kinds: one waiting thread, one item at a time.
+
+struct executor_row {
+    std::string name;
+    bool doorbell = false;
+    gpu_async::bench::summary lat;
+    double cpu_per_s = 0;
+    std::string note;
+};
+
+// Rows for naive, gpu-reactor and io-uring (those whose name contains `only`, when given),
+// without and with a ringing doorbell.
+std::vector<executor_row> executor_rows(int rounds, std::uint64_t work_us,
+                                        const gpu_async::wait_plan& plan, const std::string& only) {
+    namespace gb = gpu_async::bench;
+    auto wanted = [&](const char* n) {
+        return only.empty() || std::string(n).find(only) != std::string::npos;
+    };
+    std::vector<executor_row> rows;
+    auto add = [&](const char* n, bool ringing, gb::wake_samples w, std::string note) {
+        executor_row r;
+        r.name = n;
+        r.doorbell = ringing;
+        r.lat = gb::summarize(w.latency);
+        r.cpu_per_s = w.cpu_per_s();
+        r.note = w.note.empty() ? std::move(note) : w.note + (note.empty() ? "" : "; " + note);
+        rows.push_back(std::move(r));
+    };
+#if GPU_ASYNC_HAS_LIBURING
+    std::optional<gpu_async::uring_idle> ring;
+    std::string ring_error;
+    if (wanted("io-uring")) {
+        auto made = gpu_async::uring_idle::create();
+        if (made.has_value())
+            ring.emplace(std::move(made).value());
+        else
+            ring_error = made.error().message();
+    }
+#endif
+    gpu_async::doorbell bell; // outlives the ring's futex waits on it
+    for (bool ringing : {false, true}) {
+        gpu_async::sim_device dev(gpu_async::sim_device::options{1, false});
+        auto stream = [&]() -> gpu_async::sim_stream& {
+            gpu_async::sim_stream& st = dev.make_stream();
+            if (ringing) st.set_doorbell(&bell);
+            return st;
+        };
+        if (wanted("naive")) {
+            gpu_async::point_table<int> table;
+            add("naive", ringing,
+                gb::device_waits(rounds, work_us, stream(),
+                                 [&](gpu_async::sim_stream& st) {
+                                     return gb::naive_wait_once(st, plan, table);
+                                 }),
+                "std host blocking wait");
+        }
+        if (wanted("gpu-reactor")) {
+            gpu_async::point_table<int> table;
+            gpu_async::std_idle idle;
+            add("gpu-reactor", ringing,
+                gb::device_waits(rounds, work_us, stream(),
+                                 [&](gpu_async::sim_stream& st) {
+                                     return gb::fill_wait_once(idle, st, plan, table);
+                                 }),
+                "FILL on std_idle, parks via " + std::string(idle.name()));
+        }
+        if (wanted("io-uring")) {
+#if GPU_ASYNC_HAS_LIBURING
+            if (ring) {
+                gpu_async::point_table<int> table;
+                ring->set_doorbell(ringing ? &bell : nullptr);
+                const std::uint64_t failed = ring->failed_ops();
+                const std::uint64_t futex = ring->futex_parks();
+                const std::string path = ring->park_path();
+                auto w =
+                    gb::device_waits(rounds, work_us, stream(), [&](gpu_async::sim_stream& st) {
+                        return gb::fill_wait_once(*ring, st, plan, table);
+                    });
+                add("io-uring", ringing, std::move(w),
+                    "FILL on uring_idle, parks via " + path + "; futex parks " +
+                        std::to_string(ring->futex_parks() - futex) + ", failed ops " +
+                        std::to_string(ring->failed_ops() - failed));
+                ring->set_doorbell(nullptr);
+            } else {
+                add("io-uring", ringing, {}, "skipped: " + ring_error);
+            }
+#else
+            add("io-uring", ringing, {}, "skipped: built without liburing");
+#endif
+        }
+    }
+    return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Output
 
 // The 1, 5 and 15 minute load averages (other work on the machine skews every figure).
@@ -729,9 +838,39 @@ int main(int argc, char** argv) {
         csv.close();
         cdf.close();
         tp.close();
+        {
+            const int rounds = cfg.quick ? 40 : 300;
+            const std::uint64_t work_us = cfg.quick ? 200 : 1000;
+            const gpu_async::wait_plan plan = gpu_async::wait_plan::recommended();
+            const auto rows = executor_rows(rounds, work_us, plan, cfg.only);
+            std::ofstream ex(stem.string() + "-executors.csv");
+            ex << "executor,doorbell,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note\n";
+            if (!rows.empty()) {
+                std::printf("\n### executor kinds: store-to-wake latency, one waiting thread, one "
+                            "item at a time (%d waits of %llu us, plan %s)\n\n",
+                            rounds, static_cast<unsigned long long>(work_us), plan.label().c_str());
+                std::printf("| executor | doorbell | p50 us | p99 us | max us | CPU s/s | "
+                            "note |\n|---|---|---:|---:|---:|---:|---|\n");
+            }
+            for (const auto& r : rows) {
+                std::printf("| %s | %s | %s | %s | %s | %.3f | %s |\n", r.name.c_str(),
+                            r.doorbell ? "ringing" : "none", us(r.lat.p50).c_str(),
+                            us(r.lat.p99).c_str(), us(r.lat.max).c_str(), r.cpu_per_s,
+                            r.note.c_str());
+                ex << r.name << ',' << (r.doorbell ? "ringing" : "none") << ',' << r.lat.count
+                   << ',' << r.lat.p50 << ',' << r.lat.p99 << ',' << r.lat.max << ',' << r.cpu_per_s
+                   << ",\"" << r.note << "\"\n";
+            }
+            if (!rows.empty())
+                std::printf("\nCPU: the waiting thread's CPU seconds per waited second (from "
+                            "each enqueue to the waiter's return).\n");
+        }
+
         std::printf("\nload average at the end: %s\n", load_average().c_str());
-        std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv)\n",
-                    csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str());
+        std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
+                    "%s-executors.csv)\n",
+                    csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str(),
+                    stem.string().c_str());
 
         if (cfg.plot != "none") {
             const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;

@@ -20,6 +20,7 @@
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/uring_host.hpp>
 
+#include "common/executor_waits.hpp"
 #include "common/stats.hpp"
 
 #include <atomic>
@@ -41,17 +42,11 @@ struct config {
     std::string plan = "flag:park_us=100,backstop_us=1000";
 };
 
-struct row_result {
-    std::vector<std::uint64_t> latency;
-    std::uint64_t cpu_ns = 0;
-    std::uint64_t waited_ns = 0;
-    std::string note;
-};
+using row_result = gb::wake_samples;
 
 void print_row(std::string_view name, const row_result& r) {
     const gb::summary s = gb::summarize(r.latency);
-    const double cpu_per_s =
-        r.waited_ns == 0 ? 0.0 : static_cast<double>(r.cpu_ns) / static_cast<double>(r.waited_ns);
+    const double cpu_per_s = r.cpu_per_s();
     std::printf("  %-38s p50 %10s  p99 %10s  max %10s  cpu/s %.3f  %s\n", std::string(name).c_str(),
                 gb::format_ns(s.p50).c_str(), gb::format_ns(s.p99).c_str(),
                 gb::format_ns(s.max).c_str(), cpu_per_s, r.note.c_str());
@@ -71,31 +66,6 @@ row_result sleeps(int rounds, std::uint64_t us, Sleep sleep) {
         r.waited_ns += us * 1000;
     }
     r.cpu_ns = gb::thread_cpu_ns() - cpu0;
-    return r;
-}
-
-// Device waits with `wait_one(stream)` (runs one wait to its end on this thread).
-template <class WaitOne>
-row_result device_waits(const config& cfg, sim_stream& s, WaitOne wait_one) {
-    row_result r;
-    std::atomic<std::uint64_t> stored_at{0};
-    std::uint64_t cpu = 0;
-    for (int i = 0; i < cfg.rounds; ++i) {
-        const std::uint64_t start = gb::now_ns();
-        const std::uint64_t cpu0 = gb::thread_cpu_ns();
-        s.enqueue([&] { stored_at.store(gb::now_ns(), std::memory_order_release); },
-                  dur_ns::from_us(cfg.work_us));
-        if (!wait_one(s)) {
-            r.note = "WAIT FAILED";
-            return r;
-        }
-        const std::uint64_t woke = gb::now_ns();
-        cpu += gb::thread_cpu_ns() - cpu0;
-        const std::uint64_t st = stored_at.load(std::memory_order_acquire);
-        r.latency.push_back(woke > st ? woke - st : 0);
-        r.waited_ns += woke - start;
-    }
-    r.cpu_ns = cpu;
     return r;
 }
 
@@ -149,7 +119,6 @@ int main(int argc, char** argv) {
     doorbell bell; // outlives the ring's futex waits on it
     for (bool ringing : {false, true}) {
         sim_device dev;
-        const std_clock clk;
         const std::string suffix = ringing ? " +doorbell" : "";
         auto stream = [&]() -> sim_stream& {
             sim_stream& s = dev.make_stream();
@@ -158,38 +127,27 @@ int main(int argc, char** argv) {
         };
         {
             point_table<int> table;
-            print_row("naive" + suffix, device_waits(cfg, stream(), [&](sim_stream& s) {
-                          return wait(s, plan, table, 0).has_value();
+            print_row("naive" + suffix,
+                      gb::device_waits(cfg.rounds, cfg.work_us, stream(), [&](sim_stream& s) {
+                          return gb::naive_wait_once(s, plan, table);
                       }));
         }
-        auto fill_once = [&](auto& idle, sim_stream& s, point_table<int>& table) {
-            fill_executor ex;
-            bool ok = false;
-            std::optional<std::uint64_t> sleep;
-            if (plan.predict()) sleep = table.sleep_ns(0, *plan.predict());
-            auto task = [&]() -> fill_task<> {
-                auto r = co_await fill_wait(ex.get_reactor(), s, plan, sleep, clk);
-                ok = r.has_value();
-                if (ok && plan.predict() && r.value().outcome)
-                    table.observe(0, *plan.predict(), *r.value().outcome);
-            };
-            ex.spawn(task());
-            return ex.run(idle).has_value() && ok;
-        };
         {
             point_table<int> table;
             std_idle idle;
             print_row("gpu-reactor (std_idle)" + suffix,
-                      device_waits(cfg, stream(),
-                                   [&](sim_stream& s) { return fill_once(idle, s, table); }));
+                      gb::device_waits(cfg.rounds, cfg.work_us, stream(), [&](sim_stream& s) {
+                          return gb::fill_wait_once(idle, s, plan, table);
+                      }));
         }
         if (ring) {
             point_table<int> table;
             ring->set_doorbell(ringing ? &bell : nullptr);
             const std::uint64_t failed = ring->failed_ops();
             const std::uint64_t futex = ring->futex_parks();
-            auto r = device_waits(cfg, stream(),
-                                  [&](sim_stream& s) { return fill_once(*ring, s, table); });
+            auto r = gb::device_waits(cfg.rounds, cfg.work_us, stream(), [&](sim_stream& s) {
+                return gb::fill_wait_once(*ring, s, plan, table);
+            });
             r.note = "futex parks " + std::to_string(ring->futex_parks() - futex) +
                      ", failed ops " + std::to_string(ring->failed_ops() - failed);
             print_row("io-uring (uring_idle)" + suffix, r);
