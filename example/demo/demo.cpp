@@ -631,11 +631,12 @@ private:
         }
     }
 
-    // Destroyed in reverse: the device (its workers joined: none rings the port's doorbell
-    // after) before the port, the port before the io_context.
+    // Destroyed in reverse: the port (its waits cancelled: the reactor watches no line of the
+    // device after) before the device, the device before the io_context (whose reactor service
+    // owns the doorbell the device's streams ring).
     asio::io_context ctx_;
-    std::optional<gpu_async::gpu_completion_port> port_;
     gpu_async::sim_device device_;
+    std::optional<gpu_async::gpu_completion_port> port_;
     tcp::acceptor acceptor_;
     std::thread thread_;
 };
@@ -681,8 +682,9 @@ public:
         if (thread_.joinable()) thread_.join();
     }
 
+    // E.g. "io-uring (failed ops: 0), parks via io_uring futex wait".
     std::string label() const override {
-        return idle_.describe() + ", parks via " + idle_.park_path();
+        return label_.empty() ? idle_.describe() + ", parks via " + idle_.park_path() : label_;
     }
 
     ~ring_server() override {
@@ -703,6 +705,7 @@ private:
             ex_.spawn(keep_alive());
             auto stats = ex_.run(idle_);
             if (!stats.has_value()) fail("executor: " + stats.error().message());
+            label_ = idle_.describe() + ", parks via " + idle_.park_path();
             idle_.set_doorbell(nullptr);
         }
         thread_cpu_ns_.store(gpu_async::bench::thread_cpu_ns() - cpu0);
@@ -818,6 +821,7 @@ private:
     bool shut_ = false;     // server thread only
     bool accepting_ = true; // server thread only
     std::set<int> open_;    // server thread only
+    std::string label_;     // server thread, until stop()
 };
 
 #endif // GPU_ASYNC_HAS_LIBURING
