@@ -169,7 +169,8 @@ public:
 
     /// Cancels one wait: when it is still registered it is unlinked and completed with
     /// operation_aborted; when it has not been started yet, it completes aborted at start;
-    /// otherwise nothing happens. Returns whether this call cancelled it.
+    /// otherwise nothing happens (also after shutdown, when `op` may already be destroyed: it is
+    /// not accessed then). Returns whether this call cancelled it.
     GPU_ASYNC_DECL bool cancel(detail::reactor_op* op);
 
     /// Cancels every registered wait of `port`; returns how many.

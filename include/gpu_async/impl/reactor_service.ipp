@@ -91,6 +91,11 @@ GPU_ASYNC_DECL bool reactor_service::cancel(detail::reactor_op* op) {
     using state = detail::reactor_op::state;
     {
         std::lock_guard lk(mutex_);
+        // After shutdown every wait has been destroyed (or will be, unstarted), but its
+        // cancellation handler stays in the slot (the signal may be gone, so shutdown leaves the
+        // slot alone): a signal emitted then, e.g. from a handler's destructor while the context
+        // shuts down, must not reach the op.
+        if (shut_down_) return false;
         switch (op->state_) {
         case state::fresh:
             op->state_ = state::cancelled_early;
