@@ -214,6 +214,8 @@ private:
 
 /// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
 /// (the slot is read before the handler moves), registers it. Never invokes the handler inline.
+/// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
+/// the slot cleared.
 template <class IoExecutor, class Handler>
 void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
                         Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
@@ -222,14 +224,26 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
     using op_type = port_wait_op<handler_type, IoExecutor>;
     auto slot = asio::get_associated_cancellation_slot(handler);
     op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
-    if (slot.is_connected()) slot.template emplace<reactor_cancel_handler>(svc, op);
+    reactor_service::start_result started{};
     try {
-        svc.start(port, op, bound, deadline);
+        // Installed before the op is registered: once registered it may complete at once on
+        // another thread, whose final step clears the slot. (emplace allocates: it may throw.)
+        if (slot.is_connected()) slot.template emplace<reactor_cancel_handler>(svc, op);
+        started = svc.start(port, op, bound, deadline);
     } catch (...) {
-        if (slot.is_connected()) slot.clear(); // the handler installed above points to op
+        if (slot.is_connected()) slot.clear(); // a handler installed above points to op
         op->destroy();
         throw;
     }
+    if (started == reactor_service::start_result::registered) return;
+    // Not registered: the completion is decided (or, after shutdown, there is none), so a
+    // cancellation has nothing left to do. The slot is cleared now, while the handler (which may
+    // own the signal) is alive: a failed post below destroys the op and the handler with it.
+    if (slot.is_connected()) slot.clear();
+    if (started == reactor_service::start_result::dropped)
+        op->destroy(); // the context has shut down: destroyed, never invoked
+    else
+        op->complete(); // posts, never inline; when posting throws, the op is destroyed first
 }
 
 /// What a port shares with its pending waits: the reactor's per-port list, a generation that

@@ -95,6 +95,8 @@ public:
     /// timed_out (a registration deadline passed first).
     boost::system::error_code ec;
 
+    /// Hands the completion to the executor. Consumes the op, also when it throws (posting
+    /// failed: the op has been destroyed without invoking anything).
     void complete() { complete_(this); }
     void destroy() { destroy_(this); }
 
@@ -158,12 +160,21 @@ public:
 
     // --- used by the I/O objects -------------------------------------------------------------
 
-    /// Starts `op` for `port` (may be null): completes it through `complete` (posted by the op,
-    /// never inline) when its descriptor is already complete or a cancellation came first,
-    /// otherwise registers it. `bound` (zero: the service's) bounds the waiter's parks while it
-    /// is pending; `deadline`, when given, completes it with asio::error::timed_out.
-    /// Throws std::system_error when the watcher thread cannot be started (nothing registered).
-    GPU_ASYNC_DECL void
+    /// What start() did with an op, and so what its caller must do with it.
+    enum class start_result : std::uint8_t {
+        registered, ///< pending: the service completes, cancels or destroys it
+        finished,   ///< not registered, `ec` set: the caller calls `complete()` (never inline)
+        dropped     ///< the service has shut down: the caller calls `destroy()`
+    };
+
+    /// Starts `op` for `port` (may be null): registers it, unless its descriptor is already
+    /// complete, a cancellation came first or its deadline has passed (`finished`), or the
+    /// service has shut down (`dropped`); in those cases the op stays the caller's, who then
+    /// completes or destroys it outside every lock. `bound` (zero: the service's) bounds the
+    /// waiter's parks while it is pending; `deadline`, when given, completes it with
+    /// asio::error::timed_out. Throws std::system_error when the watcher thread cannot be
+    /// started (nothing registered; the op stays the caller's).
+    [[nodiscard]] GPU_ASYNC_DECL start_result
     start(detail::reactor_port* port, detail::reactor_op* op, dur_ns bound = {},
           std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 

@@ -1,9 +1,12 @@
 // Review regressions of <gpu_async/gpu_completion_port.hpp> and its reactor service: shutdown
-// with handlers whose destructors emit cancellation signals.
+// with handlers whose destructors emit cancellation signals, and allocation failure while
+// async_wait hands an already complete wait to the executor.
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/tracking_allocator.hpp"
 
+#include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <new>
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -47,6 +51,42 @@ struct emitting_on_destruction {
         if (sig != nullptr) sig->emit(asio::cancellation_type::terminal);
     }
     void operator()(error_code) { invoked->fetch_add(1); }
+};
+
+/// Counts like tracking_allocator, but the allocation numbered `fail_at` (1-based, over every
+/// copy and rebinding) throws std::bad_alloc.
+struct failing_counters : gpu_async::test::allocation_counters {
+    std::atomic<std::size_t> attempts{0};
+    std::size_t fail_at = 0;
+};
+
+template <class T>
+class failing_allocator {
+public:
+    using value_type = T;
+    explicit failing_allocator(failing_counters& c) noexcept
+        : counters_(&c) {}
+    template <class U>
+    failing_allocator(const failing_allocator<U>& other) noexcept
+        : counters_(other.counters()) {}
+    T* allocate(std::size_t n) {
+        if (counters_->attempts.fetch_add(1) + 1 == counters_->fail_at) throw std::bad_alloc();
+        T* p = std::allocator<T>{}.allocate(n);
+        counters_->allocations.fetch_add(1);
+        return p;
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        counters_->deallocations.fetch_add(1);
+        std::allocator<T>{}.deallocate(p, n);
+    }
+    failing_counters* counters() const noexcept { return counters_; }
+    template <class U>
+    friend bool operator==(const failing_allocator& a, const failing_allocator<U>& b) noexcept {
+        return a.counters() == b.counters();
+    }
+
+private:
+    failing_counters* counters_;
 };
 
 } // namespace
@@ -96,6 +136,44 @@ BOOST_AUTO_TEST_CASE(handler_destroyed_by_the_scheduler_emitting_a_destroyed_wai
         BOOST_TEST(port.pending() == 0u);
     }
     BOOST_TEST(invoked->load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
+    // The op's allocation (the first) succeeds; posting its completion (the second allocation,
+    // made with the handler's allocator through the io_context's executor) fails. async_wait
+    // throws, the op is freed exactly once, the handler is never invoked, no work is left, and
+    // the cancellation slot no longer refers to the freed op.
+    asio::io_context ctx;
+    gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
+    completion_line line;
+    line.words[0].store(1);
+    failing_counters counters;
+    counters.fail_at = 2;
+    asio::cancellation_signal sig;
+    int invoked = 0;
+    BOOST_CHECK_THROW(
+        port.async_wait(memory_descriptor(line, slot(0), 1),
+                        asio::bind_cancellation_slot(
+                            sig.slot(), asio::bind_allocator(failing_allocator<int>(counters),
+                                                             [&](error_code) { ++invoked; }))),
+        std::bad_alloc);
+    BOOST_TEST(counters.attempts.load() == 2u);
+    BOOST_TEST(counters.allocations.load() == 1u);
+    BOOST_TEST(counters.deallocations.load() == 1u);
+    sig.emit(asio::cancellation_type::terminal); // the slot was cleared: nothing to reach
+    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 0u);
+    BOOST_TEST(ctx.stopped());
+    BOOST_TEST(invoked == 0);
+
+    // The port still works afterwards.
+    counters.fail_at = 0;
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_allocator(failing_allocator<int>(counters),
+                                         [&](error_code ec) { invoked += ec ? 100 : 1; }));
+    ctx.restart();
+    gpu_async::test::run_to_completion(ctx);
+    BOOST_TEST(invoked == 1);
+    BOOST_TEST(counters.allocations.load() == counters.deallocations.load());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

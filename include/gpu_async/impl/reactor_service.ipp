@@ -40,7 +40,7 @@ GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
     return thread_.joinable();
 }
 
-GPU_ASYNC_DECL void
+GPU_ASYNC_DECL reactor_service::start_result
 reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_ns bound,
                        std::optional<std::chrono::steady_clock::time_point> deadline) {
     using state = detail::reactor_op::state;
@@ -79,12 +79,12 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
         }
         if (finish_now || destroy_now) op->state_ = state::finished;
     }
-    // Not registered: this call alone owns the op; `complete` posts, it never invokes inline.
-    if (destroy_now)
-        op->destroy();
-    else if (finish_now)
-        op->complete();
     if (ring) bell_.ring();
+    // Not registered: the caller alone owns the op. It completes or destroys it itself, so that
+    // a failure there (posting can throw) cannot leave the op's ownership in doubt.
+    if (destroy_now) return start_result::dropped;
+    if (finish_now) return start_result::finished;
+    return start_result::registered;
 }
 
 GPU_ASYNC_DECL bool reactor_service::cancel(detail::reactor_op* op) {
