@@ -545,7 +545,10 @@ public:
     /// signal may be emitted from any thread while the wait is pending: it only unlinks the wait
     /// and routes the operation_aborted completion through the executor; it never races the
     /// completion (exactly one of them wins). A signal after the completion was decided has no
-    /// effect. The slot is cleared before the handler runs.
+    /// effect. The slot is cleared before the handler runs, by the final step on the handler's
+    /// executor; the slot and its asio::cancellation_signal are Asio's and not synchronized, so,
+    /// as for Asio's own operations, a signal emitted from another thread must not overlap that
+    /// step (emit it on the handler's executor or strand, or otherwise synchronize with it).
     ///
     /// @par Thread safety
     /// May be called from any thread; waits on the same port may be started concurrently.
