@@ -184,7 +184,9 @@ public:
     /// not accessed then). Returns whether this call cancelled it.
     GPU_ASYNC_DECL bool cancel(detail::reactor_op* op);
 
-    /// Cancels every registered wait of `port`; returns how many.
+    /// Cancels every registered wait of `port`; returns how many. If posting a completion throws,
+    /// the others are still completed, that wait is destroyed uninvoked, and the first exception
+    /// propagates.
     GPU_ASYNC_DECL std::size_t cancel(detail::reactor_port& port);
 
     // --- FILL mode (run_fill) ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Review regressions of <gpu_async/gpu_completion_port.hpp> and its reactor service: shutdown
-// with handlers whose destructors emit cancellation signals, and allocation failure while
-// async_wait hands an already complete wait to the executor.
+// with handlers whose destructors emit cancellation signals, and allocation failure while a
+// completion is handed to the executor (at initiation and at cancel()).
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 
@@ -173,6 +174,30 @@ BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
     ctx.restart();
     gpu_async::test::run_to_completion(ctx);
     BOOST_TEST(invoked == 1);
+    BOOST_TEST(counters.allocations.load() == counters.deallocations.load());
+}
+
+BOOST_AUTO_TEST_CASE(allocation_failure_while_cancel_posts_completes_the_others) {
+    // Three pending waits; cancel() posts their completions and the first post fails. The
+    // exception propagates, the failed wait is destroyed uninvoked, and the other two still
+    // complete (aborted): none is left unlinked yet alive, holding work for ever.
+    asio::io_context ctx;
+    gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
+    completion_line line;
+    failing_counters counters;
+    counters.fail_at = 4; // three op allocations succeed, the first completion's post fails
+    int aborted = 0, other = 0;
+    for (std::uint64_t t = 1; t <= 3; ++t)
+        port.async_wait(memory_descriptor(line, slot(0), t),
+                        asio::bind_allocator(failing_allocator<int>(counters), [&](error_code ec) {
+                            ec == asio::error::operation_aborted ? ++aborted : ++other;
+                        }));
+    BOOST_CHECK_THROW(port.cancel(), std::bad_alloc);
+    BOOST_TEST(port.pending() == 0u);
+    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 2u);
+    BOOST_TEST(ctx.stopped());
+    BOOST_TEST(aborted == 2);
+    BOOST_TEST(other == 0);
     BOOST_TEST(counters.allocations.load() == counters.deallocations.load());
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <exception>
 #include <utility>
 
 namespace gpu_async {
@@ -394,12 +395,21 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
 }
 
 GPU_ASYNC_DECL void reactor_service::complete_all(detail::reactor_op* list) {
+    // Every op in the list is unlinked already: each must be completed even when an earlier one
+    // fails (posting can throw; that op is then destroyed), or it would hold its work for ever.
+    // The first exception propagates once the list is done.
+    std::exception_ptr failure;
     while (list != nullptr) {
         detail::reactor_op* next = list->next_ready_;
         list->next_ready_ = nullptr;
-        list->complete();
+        try {
+            list->complete();
+        } catch (...) {
+            if (!failure) failure = std::current_exception();
+        }
         list = next;
     }
+    if (failure) std::rethrow_exception(failure);
 }
 
 } // namespace gpu_async
