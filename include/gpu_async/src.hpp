@@ -10,8 +10,8 @@
 #error "gpu_async/src.hpp is for builds that define GPU_ASYNC_SEPARATE_COMPILATION"
 #endif
 
-#include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/cuda.ipp>
+#include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
 #include <gpu_async/impl/reactor_service.ipp>

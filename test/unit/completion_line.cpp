@@ -33,12 +33,14 @@ BOOST_AUTO_TEST_CASE(all_zero_when_made) {
     alignas(64) unsigned char storage[sizeof(completion_line)];
     std::fill(std::begin(storage), std::end(storage), static_cast<unsigned char>(0xAB));
     auto* line = new (storage) completion_line;
-    for (std::size_t i = 0; i < line_words; ++i) BOOST_TEST(line->words[i].load() == 0u);
+    for (std::size_t i = 0; i < line_words; ++i)
+        BOOST_TEST(line->words[i].load() == 0u);
     line->~completion_line();
 
     auto heap = std::make_unique<completion_line>();
     BOOST_TEST(reinterpret_cast<std::uintptr_t>(heap.get()) % 64 == 0u);
-    for (auto& w : heap->words) BOOST_TEST(w.load() == 0u);
+    for (auto& w : heap->words)
+        BOOST_TEST(w.load() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(slot_bounds) {
@@ -129,17 +131,20 @@ BOOST_AUTO_TEST_CASE(acquire_makes_payload_visible) {
     std::thread consumer([&] {
         for (int r = 1; r <= rounds; ++r) {
             memory_descriptor d(line, s, static_cast<std::uint64_t>(r));
-            while (!d.is_complete()) std::this_thread::yield();
+            while (!d.is_complete())
+                std::this_thread::yield();
             for (auto v : payload)
                 if (v != static_cast<std::uint64_t>(r)) bad.fetch_add(1);
             ack.store(r, std::memory_order_release);
         }
     });
     for (int r = 1; r <= rounds; ++r) {
-        for (auto& v : payload) v = static_cast<std::uint64_t>(r);
+        for (auto& v : payload)
+            v = static_cast<std::uint64_t>(r);
         line.words[2].store(static_cast<std::uint64_t>(r), std::memory_order_release);
         // Wait for the consumer to check round r before overwriting the payload.
-        while (ack.load(std::memory_order_acquire) != r) std::this_thread::yield();
+        while (ack.load(std::memory_order_acquire) != r)
+            std::this_thread::yield();
     }
     consumer.join();
     BOOST_TEST(bad.load() == 0);

@@ -115,7 +115,8 @@ BOOST_AUTO_TEST_CASE(result_holds_value_or_error) {
     result<int> bad = coded_error(errc::stalled, {"2"});
     BOOST_TEST(!bad.has_value());
     BOOST_TEST((bad.error().code() == errc::stalled));
-    BOOST_TEST(bad.error().message() == "stalled: 2 task(s) left and nothing registered to wake them");
+    BOOST_TEST(bad.error().message() ==
+               "stalled: 2 task(s) left and nothing registered to wake them");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -35,7 +35,7 @@ struct dur_ns {
     /// `ms` milliseconds, saturating at max() on overflow.
     static constexpr dur_ns from_ms(std::uint64_t ms) noexcept {
         return ms > std::numeric_limits<std::uint64_t>::max() / 1000000 ? max()
-                                                                         : dur_ns{ms * 1000000};
+                                                                        : dur_ns{ms * 1000000};
     }
 
     constexpr std::uint64_t count() const noexcept { return ns; }
@@ -53,8 +53,12 @@ struct dur_ns {
     friend constexpr auto operator<=>(dur_ns, dur_ns) noexcept = default;
 };
 
-constexpr dur_ns min(dur_ns a, dur_ns b) noexcept { return a < b ? a : b; }
-constexpr dur_ns max(dur_ns a, dur_ns b) noexcept { return a < b ? b : a; }
+constexpr dur_ns min(dur_ns a, dur_ns b) noexcept {
+    return a < b ? a : b;
+}
+constexpr dur_ns max(dur_ns a, dur_ns b) noexcept {
+    return a < b ? b : a;
+}
 
 /// A point on a monotonic clock, in nanoseconds from the clock's own epoch.
 struct mono_ns {
@@ -75,8 +79,12 @@ struct mono_ns {
     friend constexpr auto operator<=>(mono_ns, mono_ns) noexcept = default;
 };
 
-constexpr mono_ns min(mono_ns a, mono_ns b) noexcept { return a < b ? a : b; }
-constexpr mono_ns max(mono_ns a, mono_ns b) noexcept { return a < b ? b : a; }
+constexpr mono_ns min(mono_ns a, mono_ns b) noexcept {
+    return a < b ? a : b;
+}
+constexpr mono_ns max(mono_ns a, mono_ns b) noexcept {
+    return a < b ? b : a;
+}
 
 /// A clock: reads the current monotonic time.
 template <class C>
@@ -86,7 +94,9 @@ concept clock = requires(const C& c) {
 
 /// A timer: sleeps the caller until a time point of its clock (at once if it has passed).
 template <class T>
-concept timer = requires(T& t, mono_ns at) { t.sleep_until(at); };
+concept timer = requires(T& t, mono_ns at) {
+    t.sleep_until(at);
+};
 
 /// A virtual clock for tests and replays. Time moves only when told to; timers scheduled on it
 /// fire, earliest first (ties in the order they were scheduled), as time passes their deadline,
@@ -95,7 +105,8 @@ class manual_clock {
 public:
     using timer_id = std::uint64_t;
 
-    explicit manual_clock(mono_ns start = {}) noexcept : now_(start) {}
+    explicit manual_clock(mono_ns start = {}) noexcept
+        : now_(start) {}
     manual_clock(const manual_clock&) = delete;
     manual_clock& operator=(const manual_clock&) = delete;
 
@@ -165,7 +176,8 @@ private:
 /// A timer over a manual clock: sleeping sets the clock forward to the deadline.
 class manual_timer {
 public:
-    explicit manual_timer(manual_clock& clock) noexcept : clock_(&clock) {}
+    explicit manual_timer(manual_clock& clock) noexcept
+        : clock_(&clock) {}
     void sleep_until(mono_ns at) { clock_->set(max(at, clock_->now())); }
     manual_clock& clock() const noexcept { return *clock_; }
 
