@@ -21,9 +21,30 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <thread>
 
 namespace gpu_async::test {
+
+/// Rounds of the lost-wake tortures in the normal suite.
+inline constexpr std::uint64_t torture_rounds = 1000000;
+
+/// Time budget of one torture: long enough for the 1e6 rounds of the normal suite on a loaded
+/// 2-core machine (about 6 s for the word wait, 15 s for the doorbell here); under a sanitizer
+/// (whose instrumentation makes a round 5-20x slower) or under qemu (GPU_ASYNC_QEMU set by
+/// scripts/ci/aarch64.sh), as many rounds as fit in 1.5 s.
+inline std::chrono::milliseconds torture_budget() noexcept {
+    constexpr std::chrono::milliseconds instrumented(1500);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return instrumented;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    return instrumented;
+#endif
+#endif
+    if (std::getenv("GPU_ASYNC_QEMU") != nullptr) return instrumented;
+    return std::chrono::milliseconds(40000);
+}
 
 struct torture_result {
     std::uint64_t rounds = 0;     ///< rounds completed

@@ -136,14 +136,14 @@ BOOST_AUTO_TEST_CASE(predicate_on_another_line_word) {
     producer.join();
 }
 
-// Lost-wake torture of the spin-then-futex path: as many lock-step rounds as fit in ~1.5 s (up
-// to 1e6; about 1e5 run on a shared 2-core VM). A lost wake shows as a wait that ran to its
-// 1 s bound. The soak below runs 1e7 rounds (GPU_ASYNC_SOAK_ROUNDS) when asked for:
+// Lost-wake torture of the spin-then-futex path: 1e6 lock-step rounds in the normal suite;
+// under a sanitizer, as many as fit in 1.5 s (test::torture_budget). A lost wake shows as a wait
+// that ran to its 1 s bound. The soak below runs 1e7 rounds (GPU_ASYNC_SOAK_ROUNDS) when asked for:
 //   gpu_async_tests --run_test=doorbell_soak_suite/lost_wake_soak
 BOOST_AUTO_TEST_CASE(lost_wake_torture) {
     doorbell bell;
     const auto r = test::lost_wake_torture(
-        bell.line(), 1000000, std::chrono::milliseconds(1500), dur_ns::from_ms(1000),
+        bell.line(), test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line&, auto pred, dur_ns bound) { return bell.wait(pred, bound); },
         [&] { bell.ring(); });
     BOOST_TEST_MESSAGE("doorbell torture: " << r.rounds << " rounds, " << bell.wakes_issued()

@@ -233,13 +233,14 @@ BOOST_AUTO_TEST_CASE(park_sees_a_store_from_another_thread) {
     }
 }
 
-// Lost-wake torture on the probed path: as many lock-step rounds as fit in ~1.5 s (up to 1e6;
-// a round costs a thread hand-off, 2-20 us on a shared 2-core VM, so ~1e5 rounds typically run).
+// Lost-wake torture on the probed path: 1e6 lock-step rounds in the normal suite (a round costs
+// a thread hand-off, 2-20 us on a shared 2-core VM); under a sanitizer, as many as fit in 1.5 s
+// (test::torture_budget).
 BOOST_AUTO_TEST_CASE(lost_wake_torture_probed_path) {
     completion_line line;
     const word_wait& ww = word_wait::probe();
     const auto r = test::lost_wake_torture(
-        line, 1000000, std::chrono::milliseconds(1500), dur_ns::from_ms(1000),
+        line, test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line& l, auto pred, dur_ns bound) { return ww.park(l, pred, bound); },
         [] {});
     BOOST_TEST_MESSAGE("word wait torture (" << to_string(ww.path()) << "): " << r.rounds
@@ -299,7 +300,7 @@ BOOST_AUTO_TEST_CASE(wfe_loop_is_bounded) {
 BOOST_AUTO_TEST_CASE(wfe_loop_lost_wake_torture) {
     completion_line line;
     const auto r = test::lost_wake_torture(
-        line, 1000000, std::chrono::milliseconds(1500), dur_ns::from_ms(1000),
+        line, test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line& l, auto pred, dur_ns bound) {
             return detail::arm::park_wfe(l, pred, detail::wordwait_now_ns() + bound.count());
         },
