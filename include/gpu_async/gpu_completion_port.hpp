@@ -96,218 +96,30 @@ private:
     decltype(make(std::declval<const Executor&>())) work_;
 };
 
-/// A reactor op that completes through a completion_queue: `deliver` runs its final step (on
-/// the queue's I/O executor); `destroy` frees it uninvoked.
-class queued_op : public reactor_op {
-public:
-    using deliver_fn = void (*)(queued_op*);
-
-    queued_op(const memory_descriptor& d, complete_fn c, destroy_fn x, deliver_fn r) noexcept
-        : reactor_op(d, c, x)
-        , deliver_(r) {}
-
-    void deliver() { deliver_(this); }
-
-protected:
-    ~queued_op() = default;
-
-private:
-    deliver_fn deliver_;
-};
-
-/// The completion queue of one I/O executor (one per port): the reactor's completions are
-/// pushed onto an intrusive FIFO list (the ops' ready links; no allocation) and one drain
-/// handler, posted to the executor when the list goes from empty to non-empty, delivers the
-/// whole batch: one wake of the executor per batch instead of one post per completion.
-/// (executor_completion_queue<Executor> posts the drain; the rest does not depend on its type,
-/// so a port converted to another executor type keeps its queue.)
-///
-/// Lifetime: every queued op and the posted drain hold the queue (shared_ptr), so it outlives
-/// its port when completions are still queued. A drain destroyed without running (its context
-/// shut down, or posting it failed) destroys every queued op without invoking it.
-class completion_queue : public std::enable_shared_from_this<completion_queue> {
-public:
-    completion_queue() = default;
-    completion_queue(const completion_queue&) = delete;
-    completion_queue& operator=(const completion_queue&) = delete;
-
-    /// Queues `op` (completed, unlinked from the reactor) for delivery; never runs it inline.
-    /// Throws only when posting the drain fails (out of memory): every queued op, `op`
-    /// included, has then been destroyed without being invoked.
-    void push(queued_op* op) {
-        op->ready_link() = nullptr;
-        bool post_now = false;
-        {
-            std::lock_guard lk(mutex_);
-            if (tail_ != nullptr)
-                tail_->ready_link() = op;
-            else
-                head_ = op;
-            tail_ = op;
-            post_now = !scheduled_;
-            scheduled_ = true;
-        }
-        if (post_now) post_drain();
-    }
-
-protected:
-    ~completion_queue() = default;
-
-    /// Posted to the I/O executor; owns the queue's pending batch until it runs.
-    class drain {
-    public:
-        explicit drain(std::shared_ptr<completion_queue> q) noexcept
-            : q_(std::move(q)) {}
-        drain(drain&& o) noexcept
-            : q_(std::move(o.q_)) {}
-        drain& operator=(drain&&) = delete;
-        ~drain() {
-            if (q_) q_->abandon();
-        }
-        void operator()() {
-            std::shared_ptr<completion_queue> q = std::move(q_);
-            q->run();
-        }
-
-    private:
-        std::shared_ptr<completion_queue> q_;
-    };
-
-    /// What remains of a batch being delivered; on exit by an exception (a handler or a
-    /// dispatch threw) it goes back to the front of the queue, to be delivered by another drain.
-    class batch {
-    public:
-        explicit batch(completion_queue& q, reactor_op* head) noexcept
-            : q_(q)
-            , head_(head) {}
-        batch(const batch&) = delete;
-        batch& operator=(const batch&) = delete;
-        ~batch() {
-            if (head_ != nullptr) q_.requeue(head_);
-        }
-        queued_op* pop() noexcept {
-            auto* op = static_cast<queued_op*>(head_);
-            head_ = op->ready_link();
-            op->ready_link() = nullptr;
-            return op;
-        }
-        bool empty() const noexcept { return head_ == nullptr; }
-
-    private:
-        completion_queue& q_;
-        reactor_op* head_;
-    };
-
-private:
-    /// Posts drain(shared_from_this()) to the I/O executor. On failure the drain is destroyed
-    /// unrun, which destroys the queued ops (and resets scheduled_); the exception propagates.
-    virtual void post_drain() = 0;
-
-    reactor_op* take_locked() noexcept {
-        reactor_op* list = head_;
-        head_ = tail_ = nullptr;
-        scheduled_ = false;
-        return list;
-    }
-
-    void run() {
-        reactor_op* list = nullptr;
-        {
-            std::lock_guard lk(mutex_);
-            list = take_locked();
-        }
-        // Pushes from now on post another drain. Each op's final step is dispatched to its
-        // handler's executor: inline when that is this executor.
-        batch b(*this, list);
-        while (!b.empty())
-            b.pop()->deliver();
-    }
-
-    void requeue(reactor_op* list) noexcept {
-        reactor_op* last = list;
-        while (last->ready_link() != nullptr)
-            last = last->ready_link();
-        bool post_now = false;
-        {
-            std::lock_guard lk(mutex_);
-            last->ready_link() = head_;
-            if (head_ == nullptr) tail_ = last;
-            head_ = list;
-            post_now = !scheduled_;
-            scheduled_ = true;
-        }
-        if (post_now) {
-            try {
-                post_drain();
-            } catch (...) {
-                // The unposted drain destroyed the queued ops uninvoked; the exception being
-                // propagated (the handler's) is the one the caller sees.
-            }
-        }
-    }
-
-    void abandon() noexcept {
-        reactor_op* list = nullptr;
-        {
-            std::lock_guard lk(mutex_);
-            list = take_locked();
-        }
-        // With no lock held: a handler's destructor may do anything (even push to this queue).
-        while (list != nullptr) {
-            reactor_op* next = list->ready_link();
-            list->ready_link() = nullptr;
-            list->destroy();
-            list = next;
-        }
-    }
-
-    std::mutex mutex_;
-    reactor_op* head_ = nullptr;
-    reactor_op* tail_ = nullptr;
-    bool scheduled_ = false; // a drain is posted and has not yet taken the list
-};
-
-/// The completion queue that posts its drain to `ex`.
-template <class IoExecutor>
-class executor_completion_queue final : public completion_queue {
-public:
-    explicit executor_completion_queue(const IoExecutor& ex)
-        : ex_(ex) {}
-
-private:
-    void post_drain() override { asio::post(ex_, drain(shared_from_this())); }
-
-    IoExecutor ex_;
-};
-
 /// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
 /// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
 /// the handler's associated allocator; freed before the upcall.
 ///
-/// Completion (`complete`, called by the reactor with no lock held): push the op onto its
-/// port's completion queue; the queue's drain, on the I/O executor, dispatches the final step to
-/// the handler's executor, which clears the slot, frees the op and invokes the handler. A drain
-/// or a final step destroyed without running (its context shut down) destroys the op without
-/// invoking the handler.
+/// Completion (`complete`, called by the reactor with no lock held): post a step to the I/O
+/// executor, which dispatches the final step to the handler's executor, which clears the slot,
+/// frees the op and invokes the handler. A step destroyed without running (its context shut
+/// down) destroys the op without invoking the handler.
 template <class Handler, class IoExecutor>
-class port_wait_op final : public queued_op {
+class port_wait_op final : public reactor_op {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
     using slot_type = asio::associated_cancellation_slot_t<Handler>;
     using op_allocator = typename std::allocator_traits<
         asio::associated_allocator_t<Handler>>::template rebind_alloc<port_wait_op>;
 
-    using queue_type = completion_queue;
-
     template <class H>
-    static port_wait_op* create(H&& handler, const IoExecutor& io_ex,
-                                const std::shared_ptr<queue_type>& queue,
-                                const memory_descriptor& d, slot_type slot) {
+    static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
+                                slot_type slot) {
         op_allocator alloc(asio::get_associated_allocator(handler));
         port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
         try {
             return ::new (static_cast<void*>(p))
-                port_wait_op(std::forward<H>(handler), io_ex, queue, d, std::move(slot));
+                port_wait_op(std::forward<H>(handler), io_ex, d, std::move(slot));
         } catch (...) {
             std::allocator_traits<op_allocator>::deallocate(alloc, p, 1);
             throw;
@@ -316,13 +128,11 @@ public:
 
 private:
     template <class H>
-    port_wait_op(H&& handler, const IoExecutor& io_ex, const std::shared_ptr<queue_type>& queue,
-                 const memory_descriptor& d, slot_type slot)
-        : queued_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy,
-                    &port_wait_op::do_deliver)
+    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d, slot_type slot)
+        : reactor_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy)
         , handler_(std::forward<H>(handler))
         , slot_(std::move(slot))
-        , queue_(queue)
+        , io_ex_(io_ex)
         , handler_ex_(asio::get_associated_executor(handler_, io_ex))
         , io_work_(io_ex)
         , handler_work_(handler_ex_) {}
@@ -344,18 +154,31 @@ private:
         port_wait_op* op_;
     };
 
-    // The queue's drain, on the I/O executor: the final step through the handler's executor.
-    static void do_deliver(queued_op* base) {
-        auto* op = static_cast<port_wait_op*>(base);
-        auto alloc = asio::get_associated_allocator(op->handler_);
-        const handler_executor ex = op->handler_ex_;
-        asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
-    }
+    class io_step {
+    public:
+        explicit io_step(port_wait_op* op) noexcept
+            : op_(op) {}
+        io_step(io_step&& o) noexcept
+            : op_(std::exchange(o.op_, nullptr)) {}
+        io_step& operator=(io_step&&) = delete;
+        ~io_step() {
+            if (op_ != nullptr) do_destroy(op_);
+        }
+        void operator()() {
+            port_wait_op* op = std::exchange(op_, nullptr);
+            auto alloc = asio::get_associated_allocator(op->handler_);
+            const handler_executor ex = op->handler_ex_;
+            asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
+        }
+
+    private:
+        port_wait_op* op_;
+    };
 
     static void do_complete(reactor_op* base) {
         auto* op = static_cast<port_wait_op*>(base);
-        queue_type& q = *op->queue_; // the op holds its queue
-        q.push(op);
+        auto alloc = asio::get_associated_allocator(op->handler_);
+        asio::post(op->io_ex_, asio::bind_allocator(alloc, io_step(op)));
     }
 
     // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
@@ -383,7 +206,7 @@ private:
 
     Handler handler_;
     slot_type slot_;
-    std::shared_ptr<queue_type> queue_;
+    IoExecutor io_ex_;
     handler_executor handler_ex_;
     work_holder<IoExecutor> io_work_;
     work_holder<handler_executor> handler_work_;
@@ -395,13 +218,12 @@ private:
 /// the slot cleared.
 template <class IoExecutor, class Handler>
 void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
-                        const std::shared_ptr<completion_queue>& queue, Handler&& handler,
-                        const memory_descriptor& desc, dur_ns bound = {},
+                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
                         std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
     using handler_type = std::decay_t<Handler>;
     using op_type = port_wait_op<handler_type, IoExecutor>;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, queue, desc, slot);
+    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
     reactor_service::start_result started{};
     try {
         // Installed before the op is registered: once registered it may complete at once on
@@ -421,7 +243,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
     if (started == reactor_service::start_result::dropped)
         op->destroy(); // the context has shut down: destroyed, never invoked
     else
-        op->complete(); // queued, never inline; when posting throws, the op is destroyed first
+        op->complete(); // posts, never inline; when posting throws, the op is destroyed first
 }
 
 /// What a port shares with its pending waits: the reactor's per-port list, a generation that
@@ -457,10 +279,9 @@ template <class Source, class Executor>
 class plan_wait_op {
 public:
     plan_wait_op(Source& source, const wait_plan& plan, std::string point,
-                 std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex,
-                 std::shared_ptr<completion_queue> queue)
-        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex,
-                                       std::move(queue))) {}
+                 std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex)
+        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex)) {
+    }
 
     template <class Self>
     void operator()(Self& self, boost::system::error_code ec = {}) {
@@ -503,14 +324,13 @@ private:
 
     struct impl {
         impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
-             reactor_service& sv, const Executor& e, std::shared_ptr<completion_queue> q)
+             reactor_service& sv, const Executor& e)
             : source(&s)
             , plan(p)
             , point(std::move(pt))
             , state(std::move(st))
             , svc(&sv)
             , ex(e)
-            , queue(std::move(q))
             , timer(e) {}
         Source* source;
         wait_plan plan;
@@ -518,7 +338,6 @@ private:
         std::shared_ptr<port_state> state;
         reactor_service* svc;
         Executor ex;
-        std::shared_ptr<completion_queue> queue;
         asio::steady_timer timer;
         wait_machine machine;
         wait_action action = wait_action::query();
@@ -571,10 +390,9 @@ private:
                                       std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
                 const memory_descriptor desc = m.source->descriptor();
                 const Executor ex = m.ex;
-                const std::shared_ptr<completion_queue> queue = m.queue;
                 reactor_service& svc = *m.svc;
                 reactor_port* port = &m.state->reactor;
-                start_reactor_wait(svc, port, ex, queue, std::move(self), desc, bound, deadline);
+                start_reactor_wait(svc, port, ex, std::move(self), desc, bound, deadline);
                 return;
             }
             case wait_action::type::done: {
@@ -627,8 +445,7 @@ public:
     explicit basic_gpu_completion_port(const executor_type& ex)
         : executor_(ex)
         , service_(&asio::use_service<reactor_service>(detail::context_of(executor_)))
-        , state_(std::make_shared<detail::port_state>())
-        , queue_(std::make_shared<detail::executor_completion_queue<Executor>>(executor_)) {}
+        , state_(std::make_shared<detail::port_state>()) {}
 
     /// A port on `ctx`'s executor.
     template <class ExecutionContext>
@@ -641,8 +458,7 @@ public:
     basic_gpu_completion_port(basic_gpu_completion_port&& other) noexcept
         : executor_(other.executor_)
         , service_(other.service_)
-        , state_(std::move(other.state_))
-        , queue_(std::move(other.queue_)) {}
+        , state_(std::move(other.state_)) {}
 
     /// Takes over `other`'s pending waits (from a port of a convertible executor type).
     template <class Executor1>
@@ -651,8 +467,7 @@ public:
     noexcept
         : executor_(other.executor_)
         , service_(other.service_)
-        , state_(std::move(other.state_))
-        , queue_(std::move(other.queue_)) {}
+        , state_(std::move(other.state_)) {}
 
     /// Cancels this port's waits, then takes over `other`'s.
     basic_gpu_completion_port& operator=(basic_gpu_completion_port&& other) noexcept {
@@ -661,7 +476,6 @@ public:
             executor_ = other.executor_;
             service_ = other.service_;
             state_ = std::move(other.state_);
-            queue_ = std::move(other.queue_);
         }
         return *this;
     }
@@ -741,9 +555,9 @@ public:
     ///
     /// Regardless of whether the wait completes at once, the handler is never invoked from
     /// within this function: a descriptor already complete at initiation completes through
-    /// the port's completion queue, whose drain is posted. The handler runs through its associated
-    /// executor (default: the port's), the op is allocated with its associated allocator and freed
-    /// before the upcall, and work is outstanding on both executors while the wait is pending.
+    /// asio::post. The handler runs through its associated executor (default: the port's),
+    /// the op is allocated with its associated allocator and freed before the upcall, and work is
+    /// outstanding on both executors while the wait is pending.
     ///
     /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
     ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.
@@ -797,7 +611,7 @@ public:
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(boost::system::error_code, wait_report)>(
             detail::plan_wait_op<Source, Executor>(source, plan, std::string(point), state_shared(),
-                                                   *service_, executor_, queue()),
+                                                   *service_, executor_),
             token, executor_);
     }
 
@@ -820,7 +634,7 @@ private:
             static_assert(std::is_invocable_v<handler_type&&, boost::system::error_code>,
                           "a wait handler must be callable as void(boost::system::error_code)");
             detail::start_reactor_wait(*self_->service_, &self_->state().reactor, self_->executor_,
-                                       self_->queue(), std::forward<WaitHandler>(handler), desc);
+                                       std::forward<WaitHandler>(handler), desc);
         }
 
     private:
@@ -835,13 +649,6 @@ private:
     detail::port_state& state() {
         if (!state_) state_ = std::make_shared<detail::port_state>(); // a moved-from port
         return *state_;
-    }
-
-    /// The port's completion queue (made again for a moved-from port).
-    const std::shared_ptr<detail::completion_queue>& queue() {
-        if (!queue_)
-            queue_ = std::make_shared<detail::executor_completion_queue<Executor>>(executor_);
-        return queue_;
     }
 
     void release() noexcept {
@@ -859,9 +666,6 @@ private:
     executor_type executor_;
     reactor_service* service_;
     std::shared_ptr<detail::port_state> state_;
-    // Shared with the port's queued completions and its posted drain, so it outlives the port
-    // while they do.
-    std::shared_ptr<detail::completion_queue> queue_;
 };
 
 /// The port on the polymorphic I/O executor.

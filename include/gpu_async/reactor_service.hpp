@@ -24,11 +24,9 @@
 // - Every park is bounded by the park bound (default_park_bound, 100 us, settable per service and
 //   per registration) so producers that do not ring (GPUs) are seen within one bound, and by the
 //   earliest registration deadline.
-// - Completions are handed to the executor with no lock held (the ports batch them: a port's
-//   completion queue takes them with no allocation and wakes its executor once per batch; see
-//   gpu_completion_port.hpp). A cancellation only unlinks the wait under the lock and hands its
-//   completion over: it never races the completion, because exactly one of (completion scan,
-//   cancellation, shutdown) unlinks a wait.
+// - Completions are handed to the executor (posted) with no lock held. A cancellation only
+//   unlinks the wait under the lock and posts its completion: it never races the completion,
+//   because exactly one of (completion scan, cancellation, shutdown) unlinks a wait.
 // - shutdown() destroys pending waits without invoking their handlers.
 //
 #ifndef GPU_ASYNC_REACTOR_SERVICE_HPP
@@ -101,11 +99,6 @@ public:
     /// failed: the op has been destroyed without invoking anything).
     void complete() { complete_(this); }
     void destroy() { destroy_(this); }
-
-    /// The op's link in the reactor's ready lists. The reactor no longer uses it once it calls
-    /// `complete` (it is null then): the op may link itself with it, e.g. into its executor's
-    /// completion queue.
-    reactor_op*& ready_link() noexcept { return next_ready_; }
 
 protected:
     ~reactor_op() = default;
