@@ -29,6 +29,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/device/detail/vendor_stream.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -38,6 +39,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 
 // The driver's own handle types (cuda.h declares them the same way), so CUstream, CUcontext and
 // cudaStream_t values convert without casts.
@@ -199,7 +201,10 @@ private:
 
 /// A completion line of a CUDA device: one pinned, device-mapped page on the device's primary
 /// context, under the rules of mapped_line. Move-only; not thread-safe (one thread at a time).
-class cuda_line {
+/// line(), mapped(), device(), driver(), store(slot, stream) (cuStreamWriteValue64, default
+/// fence; a stream of another context is refused with errc::foreign_stream) and close() (which
+/// synchronizes the context) come from detail::vendor_line.
+class cuda_line : public detail::vendor_line<cuda_driver, cuda::device_t, cuda::stream_t> {
 public:
     /// A line on the device of the calling thread's current context. Errors: errc::no_domain
     /// (no current context), errc::unavailable (the device cannot map host memory or run 64-bit
@@ -211,92 +216,48 @@ public:
     GPU_ASYNC_DECL static result<cuda_line> create_on(const cuda_driver& driver, int ordinal,
                                                       mapped_line_options options = {});
 
-    /// The line the host watches.
-    const completion_line& line() const noexcept { return mapped_.line(); }
-
-    /// The mapped line underneath (ownership, sequences, device addresses).
-    mapped_line& mapped() noexcept { return mapped_; }
-    const mapped_line& mapped() const noexcept { return mapped_; }
-
-    /// The device (CUdevice) and its primary context, which the line retains.
-    cuda::device_t device() const noexcept { return mapped_.device(); }
+    /// The device's primary context, which the line retains.
     cuda::context_t context() const noexcept {
-        return static_cast<cuda::context_t>(mapped_.domain());
+        return static_cast<cuda::context_t>(mapped().domain());
     }
-
-    const cuda_driver& driver() const noexcept { return *driver_; }
-
-    /// Enqueues on `stream` (cuStreamWriteValue64, default fence: the stream's earlier writes are
-    /// visible first) the slot's next sequence number; returns its descriptor. A stream of
-    /// another context is refused with errc::foreign_stream and nothing is enqueued.
-    result<memory_descriptor> store(slot_id slot, cuda::stream_t stream) {
-        return mapped_.store(slot, stream);
-    }
-
-    /// Synchronizes the context, frees the page, releases the context (see mapped_line::close).
-    std::optional<coded_error> close() { return mapped_.close(); }
 
 private:
     cuda_line(const cuda_driver& driver, mapped_line line) noexcept
-        : driver_(&driver)
-        , mapped_(std::move(line)) {}
-
-    const cuda_driver* driver_;
-    mapped_line mapped_;
+        : vendor_line(driver, std::move(line)) {}
 };
 
-/// A completion source over one CUDA stream and one slot of a cuda_line: query = cuStreamQuery,
-/// block = cuStreamSynchronize, arm = cuStreamWriteValue64 of the slot's next sequence number,
-/// park = the word wait on the line. The line must outlive the source; use one thread at a time.
-class cuda_source {
+/// The CUDA calls a cuda_source makes.
+struct cuda_source_traits {
+    using driver_type = cuda_driver;
+    using line_type = cuda_line;
+    using stream_type = cuda::stream_t;
+    using status_type = cuda::status_t;
+    static constexpr status_type success = cuda::success;
+    static constexpr status_type not_ready = cuda::error_not_ready;
+    static constexpr const char* query_call = "cuStreamQuery";
+    static constexpr const char* synchronize_call = "cuStreamSynchronize";
+    static status_type query(const cuda_driver& driver, stream_type stream) noexcept {
+        return driver.api().stream_query(stream);
+    }
+    static status_type synchronize(const cuda_driver& driver, stream_type stream) noexcept {
+        return driver.api().stream_synchronize(stream);
+    }
+};
+
+/// A completion source over one CUDA stream and one slot of a cuda_line: query = cuStreamQuery
+/// (pending on CUDA_ERROR_NOT_READY), block = cuStreamSynchronize, arm = cuStreamWriteValue64
+/// of the slot's next sequence number, park = the word wait on the line (see
+/// detail::vendor_source). The line must outlive the source; use one thread at a time.
+class cuda_source : public detail::vendor_source<cuda_source_traits> {
 public:
     /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
     /// is not of the line's context; errc::driver_status when cuStreamGetCtx fails.
     GPU_ASYNC_DECL static result<cuda_source> create(cuda_line& line, slot_id slot,
                                                      cuda::stream_t stream);
 
-    /// cuStreamQuery: done, pending (CUDA_ERROR_NOT_READY), or failed with errc::device_fault
-    /// (last_error() names the status).
-    GPU_ASYNC_DECL query_result query();
-
-    /// cuStreamSynchronize: empty, or errc::device_fault (last_error() names the status).
-    GPU_ASYNC_DECL std::error_code block();
-
-    /// Enqueues the slot's next sequence number behind the stream's work; descriptor() then
-    /// names it. Errors: the code of last_error() (driver_status, foreign_stream).
-    GPU_ASYNC_DECL std::error_code arm();
-
-    /// The descriptor of the last store armed (of the line's slot before the first arm).
-    memory_descriptor descriptor() const noexcept {
-        return memory_descriptor(line_->line(), slot_, target_);
-    }
-
-    /// Parks on the line (the word wait) for at most `bound`; true when the word has reached the
-    /// descriptor's target.
-    bool park(dur_ns bound) const {
-        const memory_descriptor d = descriptor();
-        return word_wait::probe().park(
-            d.line(), [&d] { return d.is_complete(); }, bound);
-    }
-
-    cuda::stream_t stream() const noexcept { return stream_; }
-    slot_id slot() const noexcept { return slot_; }
-
-    /// The detail of the last failure (call, status name, number), if any.
-    const std::optional<coded_error>& last_error() const noexcept { return last_error_; }
-
 private:
     cuda_source(cuda_line& line, slot_id slot, cuda::stream_t stream) noexcept
-        : line_(&line)
-        , stream_(stream)
-        , target_(line.mapped().sequence(slot))
-        , slot_(slot) {}
-
-    cuda_line* line_;
-    cuda::stream_t stream_;
-    std::uint64_t target_;
-    slot_id slot_;
-    std::optional<coded_error> last_error_;
+        : vendor_source(line, slot, stream) {}
 };
 
 static_assert(completion_source<cuda_source>);

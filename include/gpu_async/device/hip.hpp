@@ -27,6 +27,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/device/detail/vendor_stream.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -36,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <utility>
 
 // The runtime's own handle types (hip_runtime_api.h declares them the same way).
 struct ihipCtx_t;
@@ -157,7 +159,10 @@ private:
 
 /// A completion line of a HIP device: one pinned, mapped, coherent page on the device's primary
 /// context, under the rules of mapped_line. Move-only; not thread-safe (one thread at a time).
-class hip_line {
+/// line(), mapped(), device(), driver(), store(slot, stream) (hipStreamWriteValue64; a stream of
+/// another device is refused with errc::foreign_stream) and close() (which synchronizes the
+/// device) come from detail::vendor_line.
+class hip_line : public detail::vendor_line<hip_driver, hip::device_t, hip::stream_t> {
 public:
     /// A line on the calling thread's current device (hipGetDevice). Errors: errc::unavailable
     /// (the runtime lacks hipStreamWriteValue64 or hipStreamGetDevice), errc::driver_status.
@@ -169,77 +174,43 @@ public:
     GPU_ASYNC_DECL static result<hip_line> create_on(const hip_driver& driver, int device,
                                                      mapped_line_options options = {});
 
-    const completion_line& line() const noexcept { return mapped_.line(); }
-    mapped_line& mapped() noexcept { return mapped_; }
-    const mapped_line& mapped() const noexcept { return mapped_; }
-    hip::device_t device() const noexcept { return mapped_.device(); }
-    const hip_driver& driver() const noexcept { return *driver_; }
-
-    /// Enqueues on `stream` (hipStreamWriteValue64) the slot's next sequence number; returns its
-    /// descriptor. A stream of another device is refused with errc::foreign_stream and nothing
-    /// is enqueued.
-    result<memory_descriptor> store(slot_id slot, hip::stream_t stream) {
-        return mapped_.store(slot, stream);
-    }
-
-    /// Synchronizes the device, frees the page, releases the context (see mapped_line::close).
-    std::optional<coded_error> close() { return mapped_.close(); }
-
 private:
     hip_line(const hip_driver& driver, mapped_line line) noexcept
-        : driver_(&driver)
-        , mapped_(std::move(line)) {}
-
-    const hip_driver* driver_;
-    mapped_line mapped_;
+        : vendor_line(driver, std::move(line)) {}
 };
 
-/// A completion source over one HIP stream and one slot of a hip_line: query = hipStreamQuery,
-/// block = hipStreamSynchronize, arm = hipStreamWriteValue64 of the slot's next sequence number,
-/// park = the word wait on the line. The line must outlive the source; one thread at a time.
-class hip_source {
+/// The HIP calls a hip_source makes.
+struct hip_source_traits {
+    using driver_type = hip_driver;
+    using line_type = hip_line;
+    using stream_type = hip::stream_t;
+    using status_type = hip::status_t;
+    static constexpr status_type success = hip::success;
+    static constexpr status_type not_ready = hip::error_not_ready;
+    static constexpr const char* query_call = "hipStreamQuery";
+    static constexpr const char* synchronize_call = "hipStreamSynchronize";
+    static status_type query(const hip_driver& driver, stream_type stream) noexcept {
+        return driver.api().stream_query(stream);
+    }
+    static status_type synchronize(const hip_driver& driver, stream_type stream) noexcept {
+        return driver.api().stream_synchronize(stream);
+    }
+};
+
+/// A completion source over one HIP stream and one slot of a hip_line: query = hipStreamQuery
+/// (pending on hipErrorNotReady), block = hipStreamSynchronize, arm = hipStreamWriteValue64 of
+/// the slot's next sequence number, park = the word wait on the line (see
+/// detail::vendor_source). The line must outlive the source; one thread at a time.
+class hip_source : public detail::vendor_source<hip_source_traits> {
 public:
     /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
     /// is not of the line's device; errc::driver_status when hipStreamGetDevice fails.
     GPU_ASYNC_DECL static result<hip_source> create(hip_line& line, slot_id slot,
                                                     hip::stream_t stream);
 
-    /// hipStreamQuery: done, pending (hipErrorNotReady), or failed with errc::device_fault.
-    GPU_ASYNC_DECL query_result query();
-
-    /// hipStreamSynchronize: empty, or errc::device_fault.
-    GPU_ASYNC_DECL std::error_code block();
-
-    /// Enqueues the slot's next sequence number behind the stream's work.
-    GPU_ASYNC_DECL std::error_code arm();
-
-    memory_descriptor descriptor() const noexcept {
-        return memory_descriptor(line_->line(), slot_, target_);
-    }
-
-    /// Parks on the line (the word wait) for at most `bound`.
-    bool park(dur_ns bound) const {
-        const memory_descriptor d = descriptor();
-        return word_wait::probe().park(
-            d.line(), [&d] { return d.is_complete(); }, bound);
-    }
-
-    hip::stream_t stream() const noexcept { return stream_; }
-    slot_id slot() const noexcept { return slot_; }
-    const std::optional<coded_error>& last_error() const noexcept { return last_error_; }
-
 private:
     hip_source(hip_line& line, slot_id slot, hip::stream_t stream) noexcept
-        : line_(&line)
-        , stream_(stream)
-        , target_(line.mapped().sequence(slot))
-        , slot_(slot) {}
-
-    hip_line* line_;
-    hip::stream_t stream_;
-    std::uint64_t target_;
-    slot_id slot_;
-    std::optional<coded_error> last_error_;
+        : vendor_source(line, slot, stream) {}
 };
 
 static_assert(completion_source<hip_source>);

@@ -314,31 +314,6 @@ GPU_ASYNC_DECL result<cuda_source> cuda_source::create(cuda_line& line, slot_id 
     return cuda_source(line, slot, stream);
 }
 
-GPU_ASYNC_DECL query_result cuda_source::query() {
-    const cuda::status_t st = line_->driver().api().stream_query(stream_);
-    if (st == cuda::success) return query_result::done();
-    if (st == cuda::error_not_ready) return query_result::pending();
-    last_error_ = line_->driver().error("cuStreamQuery", st);
-    return query_result::failed(make_error_code(errc::device_fault));
-}
-
-GPU_ASYNC_DECL std::error_code cuda_source::block() {
-    const cuda::status_t st = line_->driver().api().stream_synchronize(stream_);
-    if (st == cuda::success) return {};
-    last_error_ = line_->driver().error("cuStreamSynchronize", st);
-    return make_error_code(errc::device_fault);
-}
-
-GPU_ASYNC_DECL std::error_code cuda_source::arm() {
-    auto stored = line_->store(slot_, stream_);
-    if (!stored.has_value()) {
-        last_error_ = stored.error();
-        return stored.error().code();
-    }
-    target_ = stored.value().target();
-    return {};
-}
-
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_IMPL_CUDA_IPP

@@ -284,31 +284,6 @@ GPU_ASYNC_DECL result<hip_source> hip_source::create(hip_line& line, slot_id slo
     return hip_source(line, slot, stream);
 }
 
-GPU_ASYNC_DECL query_result hip_source::query() {
-    const hip::status_t st = line_->driver().api().stream_query(stream_);
-    if (st == hip::success) return query_result::done();
-    if (st == hip::error_not_ready) return query_result::pending();
-    last_error_ = line_->driver().error("hipStreamQuery", st);
-    return query_result::failed(make_error_code(errc::device_fault));
-}
-
-GPU_ASYNC_DECL std::error_code hip_source::block() {
-    const hip::status_t st = line_->driver().api().stream_synchronize(stream_);
-    if (st == hip::success) return {};
-    last_error_ = line_->driver().error("hipStreamSynchronize", st);
-    return make_error_code(errc::device_fault);
-}
-
-GPU_ASYNC_DECL std::error_code hip_source::arm() {
-    auto stored = line_->store(slot_, stream_);
-    if (!stored.has_value()) {
-        last_error_ = stored.error();
-        return stored.error().code();
-    }
-    target_ = stored.value().target();
-    return {};
-}
-
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_IMPL_HIP_IPP
