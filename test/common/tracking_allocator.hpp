@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <new>
 
 namespace gpu_async::test {
 
@@ -17,6 +18,10 @@ struct allocation_counters {
     std::atomic<std::size_t> allocations{0};
     std::atomic<std::size_t> deallocations{0};
     std::atomic<std::size_t> live_bytes{0};
+    /// Allocation attempts so far, over every copy and rebinding (failed ones included).
+    std::atomic<std::size_t> attempts{0};
+    /// When not zero, the attempt with this 1-based number throws std::bad_alloc.
+    std::size_t fail_at = 0;
 
     std::size_t live() const noexcept { return allocations.load() - deallocations.load(); }
 };
@@ -33,6 +38,7 @@ public:
         : counters_(other.counters()) {}
 
     T* allocate(std::size_t n) {
+        if (counters_->attempts.fetch_add(1) + 1 == counters_->fail_at) throw std::bad_alloc();
         T* p = std::allocator<T>{}.allocate(n);
         counters_->allocations.fetch_add(1);
         counters_->live_bytes.fetch_add(n * sizeof(T));

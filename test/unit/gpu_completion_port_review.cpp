@@ -54,42 +54,6 @@ struct emitting_on_destruction {
     void operator()(error_code) { invoked->fetch_add(1); }
 };
 
-/// Counts like tracking_allocator, but the allocation numbered `fail_at` (1-based, over every
-/// copy and rebinding) throws std::bad_alloc.
-struct failing_counters : gpu_async::test::allocation_counters {
-    std::atomic<std::size_t> attempts{0};
-    std::size_t fail_at = 0;
-};
-
-template <class T>
-class failing_allocator {
-public:
-    using value_type = T;
-    explicit failing_allocator(failing_counters& c) noexcept
-        : counters_(&c) {}
-    template <class U>
-    failing_allocator(const failing_allocator<U>& other) noexcept
-        : counters_(other.counters()) {}
-    T* allocate(std::size_t n) {
-        if (counters_->attempts.fetch_add(1) + 1 == counters_->fail_at) throw std::bad_alloc();
-        T* p = std::allocator<T>{}.allocate(n);
-        counters_->allocations.fetch_add(1);
-        return p;
-    }
-    void deallocate(T* p, std::size_t n) noexcept {
-        counters_->deallocations.fetch_add(1);
-        std::allocator<T>{}.deallocate(p, n);
-    }
-    failing_counters* counters() const noexcept { return counters_; }
-    template <class U>
-    friend bool operator==(const failing_allocator& a, const failing_allocator<U>& b) noexcept {
-        return a.counters() == b.counters();
-    }
-
-private:
-    failing_counters* counters_;
-};
-
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(gpu_completion_port_review_tests)
@@ -148,15 +112,16 @@ BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
     gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
     completion_line line;
     line.words[0].store(1);
-    failing_counters counters;
+    gpu_async::test::allocation_counters counters;
     counters.fail_at = 2;
     asio::cancellation_signal sig;
     int invoked = 0;
     BOOST_CHECK_THROW(
-        port.async_wait(memory_descriptor(line, slot(0), 1),
-                        asio::bind_cancellation_slot(
-                            sig.slot(), asio::bind_allocator(failing_allocator<int>(counters),
-                                                             [&](error_code) { ++invoked; }))),
+        port.async_wait(
+            memory_descriptor(line, slot(0), 1),
+            asio::bind_cancellation_slot(
+                sig.slot(), asio::bind_allocator(gpu_async::test::tracking_allocator<int>(counters),
+                                                 [&](error_code) { ++invoked; }))),
         std::bad_alloc);
     BOOST_TEST(counters.attempts.load() == 2u);
     BOOST_TEST(counters.allocations.load() == 1u);
@@ -169,7 +134,7 @@ BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
     // The port still works afterwards.
     counters.fail_at = 0;
     port.async_wait(memory_descriptor(line, slot(0), 1),
-                    asio::bind_allocator(failing_allocator<int>(counters),
+                    asio::bind_allocator(gpu_async::test::tracking_allocator<int>(counters),
                                          [&](error_code ec) { invoked += ec ? 100 : 1; }));
     ctx.restart();
     gpu_async::test::run_to_completion(ctx);
@@ -184,14 +149,15 @@ BOOST_AUTO_TEST_CASE(allocation_failure_while_cancel_posts_completes_the_others)
     asio::io_context ctx;
     gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
     completion_line line;
-    failing_counters counters;
+    gpu_async::test::allocation_counters counters;
     counters.fail_at = 4; // three op allocations succeed, the first completion's post fails
     int aborted = 0, other = 0;
     for (std::uint64_t t = 1; t <= 3; ++t)
         port.async_wait(memory_descriptor(line, slot(0), t),
-                        asio::bind_allocator(failing_allocator<int>(counters), [&](error_code ec) {
-                            ec == asio::error::operation_aborted ? ++aborted : ++other;
-                        }));
+                        asio::bind_allocator(
+                            gpu_async::test::tracking_allocator<int>(counters), [&](error_code ec) {
+                                ec == asio::error::operation_aborted ? ++aborted : ++other;
+                            }));
     BOOST_CHECK_THROW(port.cancel(), std::bad_alloc);
     BOOST_TEST(port.pending() == 0u);
     BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 2u);
