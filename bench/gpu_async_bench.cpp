@@ -196,7 +196,7 @@ public:
             if (i % gpu_async::line_words == 0) line = &device_.make_line();
             lanes_[i].stream =
                 &device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
-            if (port_) lanes_[i].stream->set_doorbell(&port_->bell());
+            if (port_) lanes_[i].stream->set_doorbell(port_->shared_bell());
             lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
         }
         samples_.reserve(1 << 16);
@@ -587,12 +587,14 @@ std::vector<executor_row> executor_rows(int rounds, std::uint64_t work_us,
             ring_error = made.error().message();
     }
 #endif
-    gpu_async::doorbell bell; // outlives the ring's futex waits on it
+    const auto bell_owner =
+        std::make_shared<gpu_async::doorbell>(); // outlives the ring's futex waits on it
+    gpu_async::doorbell& bell = *bell_owner;
     for (bool ringing : {false, true}) {
         gpu_async::sim_device dev(gpu_async::sim_device::options{1, false});
         auto stream = [&]() -> gpu_async::sim_stream& {
             gpu_async::sim_stream& st = dev.make_stream();
-            if (ringing) st.set_doorbell(&bell);
+            if (ringing) st.set_doorbell(bell_owner);
             return st;
         };
         if (wanted("naive")) {

@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -116,13 +117,14 @@ int main(int argc, char** argv) {
     }
 
     std::printf("device waits (wake latency after the store; waiter CPU per waited second):\n");
-    doorbell bell; // outlives the ring's futex waits on it
+    const auto bell_owner = std::make_shared<doorbell>(); // outlives the ring's futex waits on it
+    doorbell& bell = *bell_owner;
     for (bool ringing : {false, true}) {
         sim_device dev;
         const std::string suffix = ringing ? " +doorbell" : "";
         auto stream = [&]() -> sim_stream& {
             sim_stream& s = dev.make_stream();
-            if (ringing) s.set_doorbell(&bell);
+            if (ringing) s.set_doorbell(bell_owner);
             return s;
         };
         {

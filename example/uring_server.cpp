@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -171,7 +172,7 @@ struct uring_server {
     uring_idle& idle;
     fill_executor& ex;
     sim_device& dev;
-    doorbell& bell;
+    std::shared_ptr<doorbell> bell;
     wait_plan plan;
     int clients;
     std_clock clk;
@@ -182,7 +183,7 @@ struct uring_server {
 
     fill_task<> connection(int fd) {
         sim_stream& stream = dev.make_stream();
-        stream.set_doorbell(&bell);
+        stream.set_doorbell(bell);
         std::string pending;
         char buf[256];
         for (;;) {
@@ -242,10 +243,11 @@ struct uring_server {
 
 int serve_uring(uring_idle& idle, int listen_fd, int clients, const wait_plan& plan) {
     sim_device dev;
-    doorbell bell;
+    const auto bell_owner = std::make_shared<doorbell>();
+    doorbell& bell = *bell_owner;
     fill_executor ex;
     idle.set_doorbell(&bell);
-    uring_server srv{idle, ex, dev, bell, plan, clients, {}, {}, 0, 0, 0};
+    uring_server srv{idle, ex, dev, bell_owner, plan, clients, {}, {}, 0, 0, 0};
     ex.spawn(srv.acceptor(listen_fd));
     ex.spawn(srv.keep_alive());
     auto stats = ex.run(idle);

@@ -30,7 +30,7 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
     gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(&port.bell());
+    stream.set_doorbell(port.shared_bell());
     int finished = 0;
     asio::co_spawn(ctx, batch(port, stream, finished), asio::detached);
     asio::steady_timer timer(ctx, std::chrono::milliseconds(1));

@@ -15,7 +15,7 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
     gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(&port.bell());
+    stream.set_doorbell(port.shared_bell());
     const std::uint64_t first = stream.enqueue(gpu_async::dur_ns::from_ms(1));
     const std::uint64_t second = stream.enqueue(gpu_async::dur_ns::from_ms(1));
 

@@ -43,7 +43,7 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
     gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(&port.bell());
+    stream.set_doorbell(port.shared_bell());
     int ok = 0;
     asio::co_spawn(ctx, waits(port, stream, plan.value(), ok), [](std::exception_ptr e) {
         if (e) std::rethrow_exception(e);

@@ -583,7 +583,7 @@ private:
             co_await serve(socket, *lane.value());
         } else {
             gpu_async::sim_stream& stream = device_.make_stream();
-            if (port_) stream.set_doorbell(&port_->bell());
+            if (port_) stream.set_doorbell(port_->shared_bell());
             sim_lane lane(stream, device_threads_, opts_.work_us);
             co_await serve(socket, lane);
         }
@@ -761,7 +761,7 @@ private:
                 co_await serve(fd, *lane.value());
         } else {
             gpu_async::sim_stream& stream = device_.make_stream();
-            stream.set_doorbell(&bell_);
+            stream.set_doorbell(bell_owner_);
             sim_lane lane(stream, device_threads_, opts_.work_us);
             co_await serve(fd, lane);
         }
@@ -809,7 +809,8 @@ private:
 
     // Destroyed in reverse: the tasks, then the ring, then the device (its workers joined), then
     // the doorbell they and the ring's futex waits use.
-    gpu_async::doorbell bell_;
+    std::shared_ptr<gpu_async::doorbell> bell_owner_ = std::make_shared<gpu_async::doorbell>();
+    gpu_async::doorbell& bell_ = *bell_owner_;
     gpu_async::sim_device device_;
     gpu_async::uring_idle idle_;
     gpu_async::fill_executor ex_;

@@ -61,21 +61,27 @@ asio::execution_context& context_of(const Executor& ex) {
 /// Installed in a handler's cancellation slot: a cancellation of type terminal, partial or total
 /// (all three hold: a cancelled wait has had no effect) unlinks the wait and routes its
 /// operation_aborted completion through the executor. Runs on the emitting thread.
+///
+/// It holds the wait's key, never a pointer it dereferences: the service looks the wait up under
+/// its lock (as Asio's timers do), so a signal that races the completion on another thread, or
+/// comes after the operation is gone, finds nothing and does nothing. It stays in the slot after
+/// the completion (clearing it there would race such a signal) until the slot is reused or its
+/// signal destroyed; it needs only the service, which lives as long as the execution context.
 class reactor_cancel_handler {
 public:
-    reactor_cancel_handler(reactor_service& svc, reactor_op* op) noexcept
+    reactor_cancel_handler(reactor_service& svc, const reactor_key& key) noexcept
         : svc_(&svc)
-        , op_(op) {}
+        , key_(key) {}
     void operator()(asio::cancellation_type_t type) const {
         constexpr auto supported = asio::cancellation_type::terminal |
                                    asio::cancellation_type::partial |
                                    asio::cancellation_type::total;
-        if ((type & supported) != asio::cancellation_type::none) svc_->cancel(op_);
+        if ((type & supported) != asio::cancellation_type::none) svc_->cancel(key_);
     }
 
 private:
     reactor_service* svc_;
-    reactor_op* op_;
+    reactor_key key_;
 };
 
 /// Outstanding work on an executor for as long as it lives: a standard executor preferred with
@@ -101,9 +107,10 @@ private:
 /// the handler's associated allocator; freed before the upcall.
 ///
 /// Completion (`complete`, called by the reactor with no lock held): post a step to the I/O
-/// executor, which dispatches the final step to the handler's executor, which clears the slot,
-/// frees the op and invokes the handler. A step destroyed without running (its context shut
-/// down) destroys the op without invoking the handler.
+/// executor, which dispatches the final step to the handler's executor, which frees the op and
+/// invokes the handler. A step destroyed without running (its context shut down) destroys the op
+/// without invoking the handler. The cancellation slot is not cleared: its handler holds a key,
+/// not the op (see reactor_cancel_handler).
 template <class Handler, class IoExecutor>
 class port_wait_op final : public reactor_op {
 public:
@@ -191,9 +198,9 @@ private:
     }
 
     void finish() {
-        // On the handler's executor: clear the slot, take what the upcall needs, free the op,
-        // then invoke. The work guards live until after the upcall.
-        if (slot_.is_connected()) slot_.clear();
+        // On the handler's executor: take what the upcall needs, free the op, then invoke. The
+        // work guards live until after the upcall. The slot is left alone: a signal emitted now
+        // from another thread runs our cancellation handler, which finds nothing to cancel.
         Handler handler(std::move(handler_));
         const boost::system::error_code result = ec;
         auto io_work = std::move(io_work_);
@@ -227,8 +234,10 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
     reactor_service::start_result started{};
     try {
         // Installed before the op is registered: once registered it may complete at once on
-        // another thread, whose final step clears the slot. (emplace allocates: it may throw.)
-        if (slot.is_connected()) slot.template emplace<reactor_cancel_handler>(svc, op);
+        // another thread and its handler may release the slot's signal. (emplace allocates: it
+        // may throw.)
+        if (slot.is_connected())
+            slot.template emplace<reactor_cancel_handler>(svc, svc.make_key(*op));
         started = svc.start(port, op, bound, deadline);
     } catch (...) {
         if (slot.is_connected()) slot.clear(); // a handler installed above points to op
@@ -361,7 +370,9 @@ private:
             switch (m.action.kind) {
             case wait_action::type::query: {
                 const wait_action::type before = m.action.kind;
-                m.action = m.machine.on_event(wait_event::queried(m.source->query(), steady_now()));
+                // The call first, then the clock: argument order is unspecified.
+                const query_result q = m.source->query();
+                m.action = m.machine.on_event(wait_event::queried(q, steady_now()));
                 if (m.action.kind == before) {
                     // Polling: let other handlers run between queries.
                     const Executor ex = m.ex;
@@ -370,12 +381,16 @@ private:
                 }
                 break;
             }
-            case wait_action::type::block:
-                m.action = m.machine.on_event(wait_event::blocked(m.source->block(), steady_now()));
+            case wait_action::type::block: {
+                const std::error_code r = m.source->block(); // before the clock is read
+                m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
                 break;
-            case wait_action::type::arm:
-                m.action = m.machine.on_event(wait_event::armed(m.source->arm(), steady_now()));
+            }
+            case wait_action::type::arm: {
+                const std::error_code r = m.source->arm(); // before the clock is read
+                m.action = m.machine.on_event(wait_event::armed(r, steady_now()));
                 break;
+            }
             case wait_action::type::sleep_until: {
                 m.next = step::sleeping;
                 m.timer.expires_at(std::chrono::steady_clock::time_point(
@@ -494,6 +509,10 @@ public:
     /// The doorbell of the port's reactor: host producers ring it after their store.
     doorbell& bell() const noexcept { return service_->bell(); }
 
+    /// The doorbell, shared: give it to producers that may outlive the execution context
+    /// (sim_stream::set_doorbell); a producer that outlives the reactor rings nobody, safely.
+    std::shared_ptr<doorbell> shared_bell() const noexcept { return service_->shared_bell(); }
+
     /// Cancels every pending wait of this port. Their handlers are invoked (never from within
     /// this function) with asio::error::operation_aborted. Waits that completed before this
     /// call are not affected. May be called from any thread.
@@ -542,13 +561,14 @@ public:
     ///
     /// @par Per-operation cancellation
     /// cancellation_type::terminal, partial and total (a cancelled wait had no side effect). The
-    /// signal may be emitted from any thread while the wait is pending: it only unlinks the wait
-    /// and routes the operation_aborted completion through the executor; it never races the
-    /// completion (exactly one of them wins). A signal after the completion was decided has no
-    /// effect. The slot is cleared before the handler runs, by the final step on the handler's
-    /// executor; the slot and its asio::cancellation_signal are Asio's and not synchronized, so,
-    /// as for Asio's own operations, a signal emitted from another thread must not overlap that
-    /// step (emit it on the handler's executor or strand, or otherwise synchronize with it).
+    /// signal may be emitted from any thread, also racing the completion on another thread (as
+    /// make_parallel_group does on a multi-threaded io_context): the cancellation handler holds
+    /// the wait's key and the reactor looks the wait up under its lock, as Asio's timers do, so
+    /// exactly one of (completion, cancellation) wins and a signal after the completion was
+    /// decided has no effect. The handler is not removed from the slot when the wait completes
+    /// (that would race such a signal); it is replaced when the slot is used again. What Asio
+    /// itself does not synchronize stays the caller's: emitting a signal while another thread
+    /// installs a handler into the same slot, or destroys the signal.
     ///
     /// @par Thread safety
     /// May be called from any thread; waits on the same port may be started concurrently.

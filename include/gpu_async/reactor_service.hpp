@@ -2,31 +2,34 @@
 // gpu_async/reactor_service.hpp: the reactor service that watches completion lines for every
 // gpu_completion_port of one execution context.
 //
-// Design (DESIGN.md section 4, "one waiter, many lines"):
+// Design:
 //
 // - One service per execution context (io_context, thread_pool, ...), found through
-//   asio::use_service. It owns a doorbell (<gpu_async/doorbell.hpp>): host producers (the
-//   simulated device, test threads) store to their line and then ring the service's doorbell
-//   (bell()); GPU producers may store to the doorbell's line as well.
+//   asio::use_service. It owns a doorbell (<gpu_async/doorbell.hpp>), shared with the producers
+//   that ring it (shared_bell()): host producers (the simulated device, test threads) store to
+//   their line and then ring it; GPU producers may store to the doorbell's line as well. A
+//   producer that outlives the service keeps the doorbell alive and rings nobody.
 // - One waiter: a watcher thread of the service's own, started lazily at the first pending wait,
 //   joined while run_fill() drives the context (the run_fill thread is then the waiter; the
 //   watcher restarts when the last run_fill returns with waits pending), and joined on shutdown
 //   and before fork (it restarts lazily in the parent and the child). The waiter parks on the
 //   doorbell only, so its wake latency is that of one futex (or one user-mode monitor on the
 //   doorbell's line, where the CPU has one) whatever the number of lines watched.
-// - A wake scans only lines with pending waits (a dense vector of them), and within a line only
-//   the slots with pending waits (a bit mask), comparing each slot's word with the slot's cached
-//   earliest target: one load per watched slot, no map access unless something completed. Each
-//   slot keeps its waits in a multimap sorted by target (in wrapping order from an anchor), so a
-//   completion pops exactly the waits that completed: O(log n) each. Registration, cancellation
-//   and completion are O(log n). (Measured by bench/reactor_lines_bench: the store-to-handler
-//   latency with 512 other lines watched stays within a few microseconds of that with none.)
+// - The pending waits live in one gpu_async::watch_table (<gpu_async/core/watch_table.hpp>): a
+//   registration reads the word once (complete now, or registered in order); a scan reads one
+//   word per watched slot and hands out what completed in ascending target order per slot.
 // - Every park is bounded by the park bound (default_park_bound, 100 us, settable per service and
 //   per registration) so producers that do not ring (GPUs) are seen within one bound, and by the
 //   earliest registration deadline.
-// - Completions are handed to the executor (posted) with no lock held. A cancellation only
-//   unlinks the wait under the lock and posts its completion: it never races the completion,
-//   because exactly one of (completion scan, cancellation, shutdown) unlinks a wait.
+// - Completions are handed to the executor (posted) with no lock held, in the order the scan
+//   found them. Exactly one of (scan, cancellation, line retirement, shutdown) takes a wait out
+//   of the table, under the lock; whoever does completes or destroys it.
+// - Cancellation by key, as Asio's timers do it: a cancellation handler holds the wait's
+//   descriptor, its address and its serial number, and looks the wait up under the lock; it
+//   never dereferences a wait that is not registered, so a signal racing the completion on
+//   another thread is harmless.
+// - Line retirement: the service is a line watcher (<gpu_async/line_retirement.hpp>); a line
+//   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
 // - shutdown() destroys pending waits without invoking their handlers.
 //
 #ifndef GPU_ASYNC_REACTOR_SERVICE_HPP
@@ -34,8 +37,10 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <boost/asio/error.hpp>
@@ -48,11 +53,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
-#include <vector>
 
 namespace gpu_async {
 
@@ -68,10 +72,6 @@ namespace detail {
 
 class reactor_op;
 struct reactor_port;
-
-/// One slot's pending waits, sorted by (target - anchor) so the earliest target is first.
-using reactor_slot_map = std::multimap<std::uint64_t, reactor_op*>;
-using reactor_deadline_map = std::multimap<std::chrono::steady_clock::time_point, reactor_op*>;
 
 /// A pending wait as the reactor sees it. The concrete operation (a handler, its work guards and
 /// its allocator) derives from it; the reactor calls `complete` (hand the completion to the
@@ -91,8 +91,8 @@ public:
 
     const memory_descriptor& descriptor() const noexcept { return descriptor_; }
 
-    /// Set by the reactor before `complete`: empty (reached), operation_aborted (cancelled) or
-    /// timed_out (a registration deadline passed first).
+    /// Set by the reactor before `complete`: empty (reached), operation_aborted (cancelled, or
+    /// its line retired) or timed_out (a registration deadline passed first).
     boost::system::error_code ec;
 
     /// Hands the completion to the executor. Consumes the op, also when it throws (posting
@@ -105,21 +105,25 @@ protected:
 
 private:
     friend class gpu_async::reactor_service;
-    enum class state : std::uint8_t { fresh, cancelled_early, registered, finished };
 
     memory_descriptor descriptor_;
     complete_fn complete_;
     destroy_fn destroy_;
-    state state_ = state::fresh;
     std::uint64_t bound_ns_ = 0; // 0: the service's park bound
-    std::optional<std::chrono::steady_clock::time_point> deadline_;
     reactor_port* owner_ = nullptr;
     reactor_op* prev_ = nullptr; // in the owner's list
     reactor_op* next_ = nullptr;
     reactor_op* next_ready_ = nullptr;
-    void* line_ = nullptr;
-    reactor_slot_map::iterator slot_pos_{};
-    reactor_deadline_map::iterator deadline_pos_{};
+    std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up
+    watch_table<reactor_op*>::handle pos_{};
+};
+
+/// What identifies a registered wait to a cancellation handler without touching it: looked up
+/// under the service's lock, never dereferenced unless found registered.
+struct reactor_key {
+    memory_descriptor descriptor;
+    const reactor_op* op;
+    std::uint64_t serial;
 };
 
 /// The per-port state the service keeps (a list of the port's pending waits).
@@ -133,7 +137,7 @@ struct reactor_port {
 /// The reactor service of one execution context. See the header comment for its design.
 ///
 /// Thread safety: every member function may be called from any thread.
-class reactor_service : public asio::execution_context::service {
+class reactor_service : public asio::execution_context::service, private detail::line_watcher {
 public:
     using key_type = reactor_service;
     inline static asio::execution_context::id id;
@@ -142,7 +146,9 @@ public:
     GPU_ASYNC_DECL ~reactor_service() override;
 
     /// The doorbell host producers ring after their store (any thread).
-    doorbell& bell() noexcept { return bell_; }
+    doorbell& bell() noexcept { return *bell_; }
+    /// The doorbell, shared: a producer that holds it may outlive the service safely.
+    std::shared_ptr<doorbell> shared_bell() const noexcept { return bell_; }
 
     /// The bound of one park when no registration asks for less (default_park_bound).
     dur_ns park_bound() const noexcept { return {park_bound_ns_.load(std::memory_order_relaxed)}; }
@@ -167,22 +173,26 @@ public:
         dropped     ///< the service has shut down: the caller calls `destroy()`
     };
 
+    /// The key a cancellation handler for `op` holds (call before start()).
+    GPU_ASYNC_DECL detail::reactor_key make_key(detail::reactor_op& op) noexcept;
+
     /// Starts `op` for `port` (may be null): registers it, unless its descriptor is already
-    /// complete, a cancellation came first or its deadline has passed (`finished`), or the
-    /// service has shut down (`dropped`); in those cases the op stays the caller's, who then
-    /// completes or destroys it outside every lock. `bound` (zero: the service's) bounds the
-    /// waiter's parks while it is pending; `deadline`, when given, completes it with
-    /// asio::error::timed_out. Throws std::system_error when the watcher thread cannot be
-    /// started (nothing registered; the op stays the caller's).
+    /// complete or its deadline has passed (`finished`), or the service has shut down
+    /// (`dropped`); in those cases the op stays the caller's, who then completes or destroys it
+    /// outside every lock. `bound` (zero: the service's) bounds the waiter's parks while it is
+    /// pending; `deadline`, when given, completes it with asio::error::timed_out. Registering a
+    /// wait may complete other waits of the same slot (the word moved far since the last scan):
+    /// their completions are handed to the executor before this returns. Throws
+    /// std::system_error when the watcher thread cannot be started, std::bad_alloc (nothing
+    /// registered; the op stays the caller's).
     [[nodiscard]] GPU_ASYNC_DECL start_result
     start(detail::reactor_port* port, detail::reactor_op* op, dur_ns bound = {},
           std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
-    /// Cancels one wait: when it is still registered it is unlinked and completed with
-    /// operation_aborted; when it has not been started yet, it completes aborted at start;
-    /// otherwise nothing happens (also after shutdown, when `op` may already be destroyed: it is
-    /// not accessed then). Returns whether this call cancelled it.
-    GPU_ASYNC_DECL bool cancel(detail::reactor_op* op);
+    /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
+    /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
+    /// nothing happens and nothing is dereferenced. Returns whether this call cancelled it.
+    GPU_ASYNC_DECL bool cancel(const detail::reactor_key& wait);
 
     /// Cancels every registered wait of `port`; returns how many. If posting a completion throws,
     /// the others are still completed, that wait is destroyed uninvoked, and the first exception
@@ -204,42 +214,54 @@ public:
     GPU_ASYNC_DECL void park(std::uint64_t seen, dur_ns bound);
 
 private:
-    struct slot_waits {
-        detail::reactor_slot_map waits;
-        std::uint64_t anchor = 0;
-    };
-    struct line_waits {
-        // Read by every scan, so first and together: a scan touches one cache line of this
-        // record per watched line and one word per watched slot, not the maps.
-        const completion_line* line = nullptr;
-        std::uint32_t mask = 0;                        // slots with waits
-        std::array<std::uint64_t, line_words> front{}; // earliest target per slot with waits
-        std::size_t count = 0;                         // waits on this line
-        std::size_t active_pos = 0;                    // index in active_
-        std::array<slot_waits, line_words> slots{};
+    using table_type = watch_table<detail::reactor_op*>;
+
+    /// Ready completions in the order they were found (FIFO).
+    struct ready_list {
+        detail::reactor_op* head = nullptr;
+        detail::reactor_op* tail = nullptr;
+        std::size_t count = 0;
+        void push(detail::reactor_op* op) noexcept {
+            op->next_ready_ = nullptr;
+            if (tail != nullptr)
+                tail->next_ready_ = op;
+            else
+                head = op;
+            tail = op;
+            ++count;
+        }
     };
 
     GPU_ASYNC_DECL void shutdown() override;
     GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
+    GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept override;
+
+    /// Takes what leaves the table (under the lock): the service's bookkeeping, the op's
+    /// result, then onto `out`.
+    struct ready_sink {
+        reactor_service* self;
+        ready_list* out;
+        GPU_ASYNC_DECL void operator()(detail::reactor_op* op, watch_end why) const;
+    };
+    ready_sink sink_locked(ready_list& out) noexcept { return ready_sink{this, &out}; }
 
     void link_locked(detail::reactor_port* port, detail::reactor_op* op);
-    void unlink_locked(detail::reactor_op* op);
-    detail::reactor_op* collect_locked(std::chrono::steady_clock::time_point now, std::size_t& n);
+    void unlinked_locked(detail::reactor_op* op);
+    void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const;
     void start_thread_locked();
     void stop_thread();
     void watcher_main();
     void park_on_bell(std::uint64_t seen, dur_ns bound);
     static void complete_all(detail::reactor_op* list);
+    static void complete_all_quietly(detail::reactor_op* list) noexcept;
 
-    doorbell bell_;
+    std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
+    std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
-    std::unordered_map<const completion_line*, line_waits> lines_;
-    std::vector<line_waits*> active_;
-    detail::reactor_deadline_map deadlines_;
+    table_type table_;
     std::map<std::uint64_t, std::size_t> bounds_; // per-registration bounds in use
-    std::size_t pending_ = 0;
     std::size_t fill_ = 0;
     bool stop_ = false;
     bool shut_down_ = false;

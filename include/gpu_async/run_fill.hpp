@@ -33,18 +33,23 @@ struct fill_options {
 /// Runs `ctx` on the calling thread in FILL mode until it runs out of work or is stopped, as
 /// io_context::run() does, and returns the number of handlers run.
 ///
-/// Each turn: (1) run every ready handler (io_context::poll(), which also reaps ready sockets
-/// and expired timers without blocking); (2) only when none was ready, scan the reactor's lines
-/// and post what completed (those handlers run on this thread at the next turn, unless other
-/// threads also run `ctx`); (3) only when nothing completed: with GPU waits pending, park on the
-/// reactor's doorbell (word-wait or futex), bounded by `options.park_bound` and the earliest
-/// reactor deadline; with none pending, block in io_context::run_one_for(options.idle_bound).
+/// Each turn: (1) run every ready handler, one at a time (io_context::poll_one(), which also
+/// reaps ready sockets and expired timers without blocking), scanning the reactor's lines
+/// whenever a park bound has passed since the last scan, so a busy handler queue (a handler that
+/// keeps re-posting itself) cannot hold a GPU completion back; (2) only when none was ready, scan
+/// the lines and post what completed (those handlers run on this thread at the next turn, unless
+/// other threads also run `ctx`); (3) only when nothing completed: with GPU waits pending, park
+/// on the reactor's doorbell (word-wait or futex), bounded by `options.park_bound` and the
+/// earliest reactor deadline; with none pending, block in io_context::run_one_for(
+/// options.idle_bound). The calling thread's timer slack is set to 1 ns while run_fill runs
+/// (Linux; restored on return), so a short park is not stretched by the default 50 us slack.
 ///
 /// Guarantees: no extra thread is used while run_fill runs: the reactor's watcher thread of
 /// `ctx` stands down (it resumes when the last run_fill on `ctx` returns), and GPU completions
 /// are observed by the calling thread. A ringing producer wakes the park at once; a GPU store,
 /// a socket or timer event and a handler posted from another thread are served at most about
-/// one park bound (plus one poll) late while GPU waits are pending, and at once otherwise.
+/// one park bound (plus the run time of the handler then running) late while GPU waits are
+/// pending, and at once otherwise; this holds however busy the handler queue is.
 /// Asio exposes no "next timer" to bound the park with, so a timer may fire up to one park bound
 /// late. Exceptions thrown by handlers propagate, as from run(); the watcher resumes.
 ///

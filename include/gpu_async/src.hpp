@@ -13,6 +13,7 @@
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>
+#include <gpu_async/impl/line_retirement.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
 #include <gpu_async/impl/reactor_service.ipp>
 #include <gpu_async/impl/run_fill.ipp>

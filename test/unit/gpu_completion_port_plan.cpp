@@ -99,7 +99,7 @@ BOOST_AUTO_TEST_CASE(flag_plan_parks_through_the_reactor_and_feeds_the_estimator
     gpu_completion_port port(ctx);
     sim_device dev(manual());
     auto& s = dev.make_stream();
-    s.set_doorbell(&port.bell());
+    s.set_doorbell(port.shared_bell());
     s.enqueue(gpu_async::dur_ns{});
     result r;
     port.async_wait(s, plan(flag_text), "readback", record(r));
@@ -306,7 +306,7 @@ BOOST_AUTO_TEST_CASE(threaded_device_with_ringing_under_run_and_run_fill) {
             gpu_completion_port port(ctx);
             sim_device dev;
             auto& s = dev.make_stream();
-            s.set_doorbell(&port.bell());
+            s.set_doorbell(port.shared_bell());
             result r;
             s.enqueue(gpu_async::dur_ns::from_us(500));
             port.async_wait(s, plan(flag_text), "t", record(r));
@@ -328,7 +328,7 @@ BOOST_AUTO_TEST_CASE(tokens_future_and_deferred) {
     gpu_completion_port port(pool);
     sim_device dev;
     auto& s = dev.make_stream();
-    s.set_doorbell(&port.bell());
+    s.set_doorbell(port.shared_bell());
     s.enqueue(gpu_async::dur_ns::from_us(100));
     std::future<wait_report> f = port.async_wait(s, plan(flag_text), "fut", asio::use_future);
     BOOST_TEST_REQUIRE((f.wait_for(gpu_async::test::run_bound) == std::future_status::ready));
@@ -359,7 +359,7 @@ BOOST_AUTO_TEST_CASE(sim_device_4096_descriptors_over_512_lines_complete_exactly
         gpu_async::completion_line& line = dev.make_line();
         for (std::size_t s = 0; s < 8; ++s, ++i) {
             auto& stream = dev.make_stream(line, *gpu_async::slot_id::at(s));
-            stream.set_doorbell(&port.bell());
+            stream.set_doorbell(port.shared_bell());
             const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(us(rng)));
             port.async_wait(stream.descriptor_for(seq), [&calls, i](error_code ec) {
                 BOOST_TEST(!ec);

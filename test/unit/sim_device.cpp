@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -329,9 +330,10 @@ BOOST_AUTO_TEST_CASE(destructor_cancels_pending_work) {
 
 BOOST_AUTO_TEST_CASE(ringing_a_doorbell) {
     sim_device dev;
-    doorbell bell;
+    const auto bell_owner = std::make_shared<doorbell>();
+    doorbell& bell = *bell_owner;
     sim_stream& s = dev.make_stream(bell.line(), *slot_id::at(3));
-    s.set_doorbell(&bell);
+    s.set_doorbell(bell_owner);
     std::uint64_t payload = 0;
     for (std::uint64_t i = 1; i <= 50; ++i) {
         s.enqueue([&payload, i] { payload = i; });
@@ -347,20 +349,21 @@ BOOST_AUTO_TEST_CASE(ringing_a_doorbell) {
     BOOST_TEST(s.query().is_failed());
     BOOST_TEST(eventually([&] { return bell.count() == 51u; }));
     s.set_doorbell(nullptr);
+    BOOST_TEST(bell_owner.use_count() == 2); // the stream keeps every doorbell it was given
 }
 
 BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
     // What the reactor tests need: 4096 descriptors over 512 lines, one stream per slot, a few
     // worker threads, random durations (so a random completion order).
     sim_device dev({2, false});
-    doorbell bell;
+    const auto bell = std::make_shared<doorbell>();
     std::vector<sim_stream*> streams;
     streams.reserve(4096);
     for (int l = 0; l < 512; ++l) {
         completion_line& line = dev.make_line();
         for (std::size_t k = 0; k < line_words; ++k) {
             streams.push_back(&dev.make_stream(line, *slot_id::at(k)));
-            streams.back()->set_doorbell(&bell);
+            streams.back()->set_doorbell(bell);
         }
     }
     BOOST_TEST(dev.stream_count() == 4096u);
@@ -376,14 +379,14 @@ BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
     std::vector<bool> seen(streams.size(), false);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (left != 0 && std::chrono::steady_clock::now() < deadline) {
-        const std::uint64_t rung = bell.count();
+        const std::uint64_t rung = bell->count();
         for (std::size_t i = 0; i < streams.size(); ++i) {
             if (!seen[i] && streams[i]->query().is_done()) {
                 seen[i] = true;
                 --left;
             }
         }
-        if (left != 0) bell.wait([&] { return bell.count() != rung; }, dur_ns::from_ms(100));
+        if (left != 0) bell->wait([&] { return bell->count() != rung; }, dur_ns::from_ms(100));
     }
     BOOST_TEST(left == 0u);
     // Completion order differs from enqueue order somewhere (random durations).

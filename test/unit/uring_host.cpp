@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -275,7 +276,8 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     auto idle = ring_or_skip();
     if (!idle) return;
     sim_device dev;
-    doorbell bell;
+    const auto bell_owner = std::make_shared<doorbell>();
+    doorbell& bell = *bell_owner;
     const std_clock clk;
     fill_executor ex;
     int finished = 0;
@@ -300,7 +302,7 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     // Device waits: parks, on the doorbell's futex in the ring where the kernel has it.
     for (int i = 0; i < 4; ++i) {
         sim_stream& s = dev.make_stream();
-        s.set_doorbell(&bell);
+        s.set_doorbell(bell_owner);
         ex.spawn(waiter(s));
     }
     idle->set_doorbell(&bell);

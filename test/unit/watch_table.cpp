@@ -108,9 +108,9 @@ BOOST_AUTO_TEST_CASE(insert_rebases_a_slot_whose_word_moved_far) {
     completion_line line;
     watch_table<int> t;
     recorder r;
-    BOOST_TEST(t.insert(desc(line, 0, 100), 1, r).has_value());        // anchor 0
-    BOOST_TEST(t.insert(desc(line, 0, half - 10), 2, r).has_value());  // distance < 2^63
-    line.words[0].store(half + 50);                                    // unscanned
+    BOOST_TEST(t.insert(desc(line, 0, 100), 1, r).has_value());       // anchor 0
+    BOOST_TEST(t.insert(desc(line, 0, half - 10), 2, r).has_value()); // distance < 2^63
+    line.words[0].store(half + 50);                                   // unscanned
     const std::uint64_t far = half + 60; // distance from anchor 0: > 2^63, pending at the read
     BOOST_TEST(t.insert(desc(line, 0, far), 3, r).has_value());
     // The read (2^63 + 50) reached both earlier waits; they were handed out in order.

@@ -216,8 +216,7 @@ public:
         if (dist == 0 || dist > half) return std::nullopt;
         auto [first, last] = m.equal_range(d.target());
         for (; first != last; ++first)
-            if (match(first->second.value))
-                return handle(&lr, static_cast<std::uint8_t>(s), first);
+            if (match(first->second.value)) return handle(&lr, static_cast<std::uint8_t>(s), first);
         return std::nullopt;
     }
 

@@ -24,6 +24,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/line_retirement.hpp>
 
 #include <array>
 #include <charconv>
@@ -140,7 +141,8 @@ public:
     mapped_line(const mapped_line&) = delete;
     mapped_line& operator=(const mapped_line&) = delete;
 
-    /// Settles the domain, frees the page, releases the domain (see close()).
+    /// Retires the line (every reactor ends its waits on it), settles the domain, frees the page,
+    /// releases the domain (see close()).
     ~mapped_line() { static_cast<void>(close_quietly()); }
 
     /// The line the host watches. Valid until the line is closed or destroyed.
@@ -186,7 +188,9 @@ public:
     /// reference were leaked on purpose.
     bool leaked() const noexcept { return leaked_; }
 
-    /// Settles the domain, frees the page, then releases the domain. When settling fails, leaks
+    /// Retires the line (gpu_async::retire_line: every reactor ends its waits on it with
+    /// operation_aborted and stops reading it), settles the domain, frees the page, then
+    /// releases the domain. When settling fails, leaks
     /// the page and the reference (never frees under a pending store); when freeing fails, leaks
     /// the reference. Returns the first failure, or nothing. Closing a closed line does nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();

@@ -27,13 +27,19 @@
 // failed with the code (errc::device_fault by default); `block()` and `arm()` return it; `park()`
 // returns false early.
 //
-// Ringing: `set_doorbell(&bell)` makes the stream ring the doorbell after each store (and after a
-// fault), and `park()` then sleeps on the doorbell's futex instead of the word wait.
+// Ringing: `set_doorbell(bell)` (a std::shared_ptr, e.g. a port's shared_bell()) makes the stream
+// ring the doorbell after each store (and after a fault), and `park()` then sleeps on the
+// doorbell's futex instead of the word wait. The stream shares the doorbell's ownership, so a
+// device that outlives the reactor whose doorbell it rings stays safe (the ring reaches nobody).
 //
 // Manual mode (options::manual): no worker threads; nothing runs until a test calls
 // `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
 // `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 // the device).
+//
+// Lifetime: the destructor stops the device (below), then retires every line the device made
+// (gpu_async::retire_line): every reactor ends its waits on them with operation_aborted before
+// their memory goes. A caller's line given to `make_stream` is the caller's to retire.
 //
 // Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
 // has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
@@ -56,6 +62,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <atomic>
@@ -167,9 +174,10 @@ public:
         return push(d, nullptr, ec ? ec : make_error_code(errc::device_fault));
     }
 
-    /// Makes the stream ring `bell` after each store (nullptr: stop ringing). `bell` must outlive
-    /// the stream's use of it.
-    void set_doorbell(doorbell* bell) noexcept { bell_.store(bell, std::memory_order_release); }
+    /// Makes the stream ring `bell` after each store (empty: stop ringing). The stream keeps every
+    /// doorbell it was given alive until it is destroyed, so a doorbell whose reactor is gone is
+    /// still safe to ring (nobody hears it).
+    GPU_ASYNC_DECL void set_doorbell(std::shared_ptr<doorbell> bell);
 
     completion_line& line() const noexcept { return *line_; }
     slot_id slot() const noexcept { return slot_; }
@@ -229,6 +237,7 @@ private:
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};
     // Guarded by worker_->mutex:
+    std::vector<std::shared_ptr<doorbell>> bells_; // every doorbell given, kept alive
     std::deque<detail::sim_item> queue_;
     bool scheduled_ = false; // an item is in the worker's heap or running
     std::error_code error_{};
@@ -247,7 +256,7 @@ public:
     sim_device()
         : sim_device(options{}) {}
     GPU_ASYNC_DECL explicit sim_device(options opts);
-    /// Cancels (see the header comment) and joins the workers.
+    /// Cancels (see the header comment), joins the workers, then retires the device's lines.
     GPU_ASYNC_DECL ~sim_device();
     sim_device(const sim_device&) = delete;
     sim_device& operator=(const sim_device&) = delete;

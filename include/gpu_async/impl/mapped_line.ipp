@@ -111,6 +111,9 @@ GPU_ASYNC_DECL result<memory_descriptor> mapped_line::store(slot_id slot, void* 
 
 GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quietly() noexcept {
     if (line_ == nullptr) return std::nullopt;
+    // Every reactor ends its waits on the line and stops reading it, whatever happens next: the
+    // line is gone for the host from here on, freed or leaked.
+    retire_line(*line_);
     const line_driver& d = *driver_;
     std::optional<close_failure> failure;
     if (const driver_status st = d.settle(d.self, domain_); !st.ok()) {

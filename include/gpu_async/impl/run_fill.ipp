@@ -6,6 +6,8 @@
 
 #include <gpu_async/run_fill.hpp>
 
+#include <gpu_async/detail/timer_slack.hpp>
+
 #include <chrono>
 
 namespace gpu_async {
@@ -30,23 +32,39 @@ private:
 } // namespace detail
 
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
+    using clock = std::chrono::steady_clock;
     reactor_service& svc = asio::use_service<reactor_service>(ctx);
     const dur_ns park_bound = options.park_bound.ns == 0 ? dur_ns{1} : options.park_bound;
+    const std::chrono::nanoseconds scan_every(
+        static_cast<std::int64_t>(min(park_bound, dur_ns{std::uint64_t{1} << 62}).ns));
     const std::chrono::nanoseconds idle_bound(
         options.idle_bound.ns == 0
             ? 1
             : static_cast<std::int64_t>(
                   min(options.idle_bound, dur_ns{std::uint64_t{1} << 62}).ns));
     detail::fill_scope scope(svc);
+    detail::scoped_timer_slack slack; // a park of 100 us must not oversleep by 50 us
     std::size_t n = 0;
+    clock::time_point last_scan = clock::now();
     for (;;) {
-        const std::size_t ran = ctx.poll();
+        // Ready handlers, one at a time: however busy the queue stays (a handler that keeps
+        // re-posting itself), the lines are scanned at least once per park bound.
+        std::size_t ran = 0;
+        while (ctx.poll_one() != 0) {
+            ++ran;
+            const clock::time_point now = clock::now();
+            if (now - last_scan >= scan_every) {
+                last_scan = now;
+                svc.poll_ready();
+            }
+        }
         n += ran;
         if (ctx.stopped()) return n; // out of work, or stop()
         if (ran != 0) continue;
         // Nothing ready: look at the lines (the doorbell count is read first, so a ring after
         // the scan ends the park below at once).
         const std::uint64_t seen = svc.bell().count();
+        last_scan = clock::now();
         if (svc.poll_ready() != 0) continue;
         if (svc.pending() == 0) {
             n += ctx.run_one_for(idle_bound);

@@ -110,6 +110,14 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
     ring();
 }
 
+GPU_ASYNC_DECL void sim_stream::set_doorbell(std::shared_ptr<doorbell> bell) {
+    std::lock_guard<std::mutex> lk(worker_->mutex);
+    doorbell* raw = bell.get();
+    if (bell && std::find(bells_.begin(), bells_.end(), bell) == bells_.end())
+        bells_.push_back(std::move(bell)); // a worker may be ringing the previous one now
+    bell_.store(raw, std::memory_order_release);
+}
+
 GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
     if (doorbell* bell = bell_.load(std::memory_order_acquire)) bell->ring();
 }
@@ -137,6 +145,10 @@ GPU_ASYNC_DECL sim_device::sim_device(options opts)
 
 GPU_ASYNC_DECL sim_device::~sim_device() {
     shutdown(sim_shutdown::cancel);
+    // No worker stores any more. Before the lines' memory goes, every reactor ends its waits on
+    // them (operation_aborted) and stops reading them.
+    for (const completion_line& line : lines_)
+        retire_line(line);
 }
 
 GPU_ASYNC_DECL completion_line& sim_device::make_line() {
