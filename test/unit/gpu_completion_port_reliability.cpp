@@ -1,0 +1,445 @@
+// Regression tests of <gpu_async/gpu_completion_port.hpp> under races, wrap-around, busy loops
+// and teardown: each case is one way the port once lost, held back or mis-ordered a wait, or read
+// freed memory.
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/run_fill.hpp>
+
+#include "common/fake_line_driver.hpp"
+#include "common/io_context_fixture.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace gpu_async;
+using gpu_async::test::run_to_completion;
+
+namespace {
+
+slot_id slot(std::size_t i) {
+    return *slot_id::at(i);
+}
+
+/// Rounds of a race loop: fewer where instrumentation makes each round 5-20x slower.
+int race_rounds(int normal) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return normal / 10;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    return normal / 10;
+#endif
+#endif
+    return normal;
+}
+
+/// Runs `ctx` on `n` threads until it runs out of work, at most `bound`; true when it did.
+bool run_on_threads(asio::io_context& ctx, int n,
+                    std::chrono::seconds bound = gpu_async::test::run_bound) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i)
+        threads.emplace_back([&] { ctx.run_for(bound); });
+    for (auto& t : threads)
+        t.join();
+    return ctx.stopped();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gpu_completion_port_reliability)
+
+// 1. Registration race: the word passes the target while the wait registers on an empty slot,
+// then a later wait on the same slot stays pending. The first must complete all the same. A
+// producer thread advances the word without pause, so the store lands inside registration in
+// many rounds.
+BOOST_AUTO_TEST_CASE(a_store_during_registration_never_strands_the_wait) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::atomic<bool> stop{false};
+    std::thread producer([&] {
+        std::uint64_t w = 0;
+        while (!stop.load(std::memory_order_relaxed))
+            line.words[0].store(++w, std::memory_order_release);
+    });
+    const int rounds = race_rounds(3000);
+    int stranded = 0;
+    std::mt19937 rng(1);
+    std::uniform_int_distribution<std::uint64_t> pick(0, 20000);
+    for (int round = 0; round < rounds && stranded == 0; ++round) {
+        // A spread of distances: some pass during the registration itself.
+        const std::uint64_t target = line.words[0].load() + 1 + pick(rng);
+        bool first_done = false;
+        error_code later_ec;
+        port.async_wait(memory_descriptor(line, slot(0), target), [&](error_code ec) {
+            BOOST_TEST(!ec);
+            first_done = true;
+        });
+        // Far ahead: pending for the whole test.
+        port.async_wait(memory_descriptor(line, slot(0), target + (std::uint64_t{1} << 62)),
+                        [&](error_code ec) { later_ec = ec; });
+        ctx.restart();
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (!first_done && std::chrono::steady_clock::now() < end)
+            ctx.run_one_for(std::chrono::milliseconds(10));
+        if (!first_done) ++stranded;
+        BOOST_TEST(port.cancel() == 1u); // the later wait
+        ctx.restart();
+        run_to_completion(ctx);
+        BOOST_TEST(later_ec == asio::error::operation_aborted);
+    }
+    stop = true;
+    producer.join();
+    BOOST_TEST(stranded == 0);
+}
+
+// 2. Stale anchor: the slot is never empty while its word advances by more than 2^63 in steps
+// each below 2^63 (2^62 - 1: six of them pass 2^64). Every reached wait completes, each in its
+// round; the wait that keeps the slot non-empty is always less than 2^63 ahead.
+BOOST_AUTO_TEST_CASE(a_slot_never_empty_across_half_the_ring_completes_every_reached_wait) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    const std::uint64_t step = (std::uint64_t{1} << 62) - 1;
+    std::uint64_t word = 0;
+    std::vector<int> done;
+    auto wait_for = [&](std::uint64_t target, int id) {
+        port.async_wait(memory_descriptor(line, slot(2), target), [&done, id](error_code ec) {
+            if (!ec) done.push_back(id);
+        });
+    };
+    wait_for(word + step, 0);
+    for (int round = 1; round <= 6; ++round) {
+        wait_for(word + 2 * step, round); // keeps the slot non-empty past this round's store
+        word += step;
+        line.words[2].store(word, std::memory_order_release);
+        port.bell().ring();
+        ctx.restart();
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (static_cast<int>(done.size()) < round && std::chrono::steady_clock::now() < end)
+            ctx.run_one_for(std::chrono::milliseconds(10));
+        BOOST_TEST_REQUIRE(static_cast<int>(done.size()) == round, "round " << round);
+        BOOST_TEST(done.back() == round - 1);
+    }
+    BOOST_TEST(port.cancel() == 1u);
+    ctx.restart();
+    run_to_completion(ctx);
+}
+
+// 3a. Cross-thread cancellation racing completion: a parallel group of a port wait and a timer
+// on an io_context run by 4 threads; the device store and the timer land together, so the
+// group's cancellation of the port wait races its completion on another thread.
+BOOST_AUTO_TEST_CASE(parallel_group_races_on_four_threads) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev({2, false});
+    const int rounds = race_rounds(2000);
+    std::vector<sim_stream*> streams;
+    for (int i = 0; i < 8; ++i) {
+        streams.push_back(&dev.make_stream(dev.make_line(), slot(0)));
+        streams.back()->set_doorbell(port.shared_bell());
+    }
+    std::atomic<int> finished{0};
+    std::atomic<int> device_won{0};
+    std::atomic<int> timer_won{0};
+    std::atomic<int> bad{0};
+    for (int i = 0; i < rounds; ++i) {
+        sim_stream& s = *streams[static_cast<std::size_t>(i) % streams.size()];
+        const auto d = std::chrono::microseconds(50 + i % 50);
+        const std::uint64_t seq = s.enqueue(dur_ns{static_cast<std::uint64_t>(d.count()) * 1000});
+        auto timer = std::make_shared<asio::steady_timer>(ctx, d);
+        asio::experimental::make_parallel_group(
+            port.async_wait(s.descriptor_for(seq), asio::deferred),
+            timer->async_wait(asio::deferred))
+            .async_wait(asio::experimental::wait_for_one(),
+                        [&, timer](std::array<std::size_t, 2> order, error_code port_ec,
+                                   error_code timer_ec) {
+                            if (order[0] == 0) {
+                                ++device_won;
+                                if (port_ec) ++bad;
+                            } else {
+                                ++timer_won;
+                                if (timer_ec) ++bad;
+                                // The port wait was cancelled, or completed in the race.
+                                if (port_ec && port_ec != asio::error::operation_aborted) ++bad;
+                            }
+                            ++finished;
+                        });
+    }
+    BOOST_TEST(run_on_threads(ctx, 4));
+    BOOST_TEST(finished.load() == rounds);
+    BOOST_TEST(bad.load() == 0);
+    BOOST_TEST(device_won.load() + timer_won.load() == rounds);
+    BOOST_TEST(port.pending() == 0u);
+}
+
+// 3b. A per-operation signal emitted through asio::post(ctx, ...) on a 4-thread io_context, so
+// it runs on one thread while the wait completes on another.
+BOOST_AUTO_TEST_CASE(signal_posted_to_the_context_races_completion_on_four_threads) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    const int rounds = race_rounds(4000);
+    std::vector<completion_line> lines(16);
+    std::atomic<int> ok{0};
+    std::atomic<int> aborted{0};
+    std::atomic<int> other{0};
+    std::atomic<int> emitted{0};
+    struct round_state {
+        asio::cancellation_signal sig;
+    };
+    std::vector<std::thread> producers;
+    std::atomic<bool> go{false};
+    for (int i = 0; i < rounds; ++i) {
+        completion_line& line = lines[static_cast<std::size_t>(i) % lines.size()];
+        const std::size_t s = static_cast<std::size_t>(i / 16) % line_words;
+        const std::uint64_t target = line.words[s].load() + 1;
+        // Shared by the handler and the emitting step: the signal lives until both have run.
+        auto state = std::make_shared<round_state>();
+        port.async_wait(memory_descriptor(line, slot(s), target),
+                        asio::bind_cancellation_slot(state->sig.slot(), [&, state](error_code ec) {
+                            if (!ec)
+                                ++ok;
+                            else if (ec == asio::error::operation_aborted)
+                                ++aborted;
+                            else
+                                ++other;
+                        }));
+        asio::post(ctx, [&, state] {
+            state->sig.emit(asio::cancellation_type::terminal);
+            ++emitted;
+        });
+        line.words[s].store(target, std::memory_order_release);
+        if (i % 8 == 7) port.bell().ring();
+    }
+    port.bell().ring();
+    BOOST_TEST(run_on_threads(ctx, 4));
+    BOOST_TEST(ok.load() + aborted.load() == rounds);
+    BOOST_TEST(other.load() == 0);
+    BOOST_TEST(emitted.load() == rounds);
+    BOOST_TEST(port.pending() == 0u);
+}
+
+// 3c. A signal emitted from a plain std::thread while the waits complete on the io_context's
+// threads: each wait ends exactly once, either way.
+BOOST_AUTO_TEST_CASE(signals_from_a_foreign_thread_race_completion) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    const int rounds = race_rounds(2000);
+    completion_line line;
+    std::vector<std::unique_ptr<asio::cancellation_signal>> sigs;
+    std::atomic<int> ended{0};
+    std::atomic<int> twice{0};
+    std::vector<std::atomic<int>> seen(static_cast<std::size_t>(rounds));
+    for (int i = 0; i < rounds; ++i) {
+        sigs.push_back(std::make_unique<asio::cancellation_signal>());
+        const std::size_t s = static_cast<std::size_t>(i) % line_words;
+        port.async_wait(memory_descriptor(line, slot(s), static_cast<std::uint64_t>(i / 8 + 1)),
+                        asio::bind_cancellation_slot(sigs.back()->slot(), [&, i](error_code) {
+                            if (seen[static_cast<std::size_t>(i)]++ != 0) ++twice;
+                            ++ended;
+                        }));
+    }
+    std::thread canceller([&] {
+        for (int i = rounds - 1; i >= 0; i -= 2)
+            sigs[static_cast<std::size_t>(i)]->emit(asio::cancellation_type::terminal);
+    });
+    std::thread producer([&] {
+        for (int v = 1; v <= rounds / 8 + 1; ++v) {
+            for (std::size_t s = 0; s < line_words; ++s)
+                line.words[s].store(static_cast<std::uint64_t>(v), std::memory_order_release);
+            port.bell().ring();
+        }
+    });
+    std::thread runner([&] { ctx.run_for(gpu_async::test::run_bound); });
+    canceller.join();
+    producer.join();
+    runner.join();
+    BOOST_TEST(ctx.stopped());
+    BOOST_TEST(ended.load() == rounds);
+    BOOST_TEST(twice.load() == 0);
+    // The signals outlive the context's handlers; emitting again finds nothing.
+    for (auto& sig : sigs)
+        sig->emit(asio::cancellation_type::terminal);
+    BOOST_TEST(port.pending() == 0u);
+}
+
+// 4. run_fill starvation: a handler that keeps re-posting itself (a cooperative yield loop) must
+// not hold a device completion back; the lines are scanned at least once per park bound.
+BOOST_AUTO_TEST_CASE(run_fill_serves_a_completion_while_a_handler_keeps_yielding) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool completed = false;
+    std::uint64_t yields_at_completion = 0;
+    std::uint64_t yields = 0;
+    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        completed = true;
+        yields_at_completion = yields;
+    });
+    // The store comes from another thread and does not ring (as a GPU's).
+    std::thread device([&] { line.words[0].store(1, std::memory_order_release); });
+    std::function<void()> yield_loop = [&] {
+        ++yields;
+        if (!completed && std::chrono::steady_clock::now() < cap) asio::post(ctx, yield_loop);
+    };
+    asio::post(ctx, yield_loop);
+    const std::size_t ran = run_fill(ctx);
+    device.join();
+    BOOST_TEST(ran > 1u);
+    BOOST_TEST(completed);
+    // Served while the loop was still yielding, long before the cap ended it.
+    BOOST_TEST((std::chrono::steady_clock::now() < cap));
+    // The loop ended because the wait completed (its last turn saw the flag).
+    BOOST_TEST(yields <= yields_at_completion + 1);
+}
+
+// 5a. A simulated device destroyed while waits on its lines are pending (the port declared
+// first, as the examples do): each wait ends with operation_aborted, exactly once, and nothing
+// reads the freed lines (AddressSanitizer checks the latter).
+BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_waits) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    std::vector<int> ends(12, 0);
+    std::vector<error_code> ecs(12);
+    {
+        sim_device dev;
+        completion_line& shared = dev.make_line();
+        for (int i = 0; i < 12; ++i) {
+            sim_stream& s = i < 8 ? dev.make_stream(shared, slot(static_cast<std::size_t>(i)))
+                                  : dev.make_stream();
+            s.set_doorbell(port.shared_bell());
+            const std::uint64_t seq = s.enqueue(dur_ns::from_ms(60000));
+            port.async_wait(s.descriptor_for(seq), [&, i](error_code ec) {
+                ++ends[static_cast<std::size_t>(i)];
+                ecs[static_cast<std::size_t>(i)] = ec;
+            });
+        }
+        BOOST_TEST(port.pending() == 12u);
+    } // the device, its lines and its workers go here
+    BOOST_TEST(port.pending() == 0u);
+    run_to_completion(ctx);
+    for (int i = 0; i < 12; ++i) {
+        BOOST_TEST(ends[static_cast<std::size_t>(i)] == 1);
+        BOOST_TEST(ecs[static_cast<std::size_t>(i)] == asio::error::operation_aborted);
+    }
+}
+
+// 5b. retire_line on a caller's own line, from another thread, while the watcher scans it.
+BOOST_AUTO_TEST_CASE(retiring_a_line_from_another_thread) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    auto line = std::make_unique<completion_line>();
+    int aborted = 0;
+    for (std::size_t s = 0; s < line_words; ++s)
+        port.async_wait(memory_descriptor(*line, slot(s), 5), [&](error_code ec) {
+            if (ec == asio::error::operation_aborted) ++aborted;
+        });
+    std::thread owner([&] {
+        retire_line(*line);
+        line.reset(); // freed: no reactor reads it any more
+    });
+    owner.join();
+    run_to_completion(ctx);
+    BOOST_TEST(aborted == static_cast<int>(line_words));
+    // Retiring a line nobody watches does nothing.
+    completion_line other;
+    retire_line(other);
+}
+
+// 5c. A mapped (CUDA/HIP) line destroyed while a wait on it is pending.
+BOOST_AUTO_TEST_CASE(destroying_a_mapped_line_ends_its_waits) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    gpu_async::test::fake_line_driver fake;
+    fake.hold_writes = true; // the store stays "on the device": the wait is pending
+    error_code got = asio::error::would_block;
+    {
+        auto line = mapped_line::create_on(fake.table(), 0);
+        BOOST_TEST_REQUIRE(line.has_value());
+        gpu_async::test::fake_stream stream = fake.stream_on(0);
+        auto d = line.value().store(slot(1), &stream);
+        BOOST_TEST_REQUIRE(d.has_value());
+        port.async_wait(d.value(), [&](error_code ec) { got = ec; });
+        BOOST_TEST(port.pending() == 1u);
+    }
+    BOOST_TEST(port.pending() == 0u);
+    run_to_completion(ctx);
+    BOOST_TEST(got == asio::error::operation_aborted);
+}
+
+// 5d. A simulated device that outlives the io_context after set_doorbell: its streams keep the
+// doorbell alive and ring it safely.
+BOOST_AUTO_TEST_CASE(a_device_outliving_the_context_rings_safely) {
+    sim_device dev;
+    sim_stream& s = dev.make_stream();
+    std::weak_ptr<doorbell> watched;
+    {
+        asio::io_context ctx;
+        gpu_completion_port port(ctx);
+        s.set_doorbell(port.shared_bell());
+        watched = port.shared_bell();
+        bool done = false;
+        port.async_wait(s.descriptor_for(s.enqueue(dur_ns::from_us(100))),
+                        [&](error_code ec) { done = !ec; });
+        run_to_completion(ctx);
+        BOOST_TEST(done);
+    } // the reactor and its service go; the stream still holds the doorbell
+    BOOST_TEST(!watched.expired());
+    const std::uint64_t rung = watched.lock()->count();
+    for (int i = 0; i < 20; ++i)
+        s.enqueue(dur_ns::from_us(10));
+    BOOST_TEST(s.block().value() == 0);
+    BOOST_TEST(watched.lock()->count() >= rung + 20);
+}
+
+// 6. Handlers completed by one scan run in ascending target order per slot (the order the device
+// finished them).
+BOOST_AUTO_TEST_CASE(one_scan_completes_a_slot_in_ascending_target_order) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    const std::uint64_t base = ~std::uint64_t{0} - 20; // across the wrap too
+    line.words[4].store(base);
+    std::vector<std::uint64_t> targets;
+    for (std::uint64_t k = 1; k <= 40; ++k)
+        targets.push_back(base + k);
+    std::mt19937 rng(7);
+    std::shuffle(targets.begin(), targets.end(), rng);
+    std::vector<std::uint64_t> order;
+    for (std::uint64_t t : targets)
+        port.async_wait(memory_descriptor(line, slot(4), t), [&order, t](error_code ec) {
+            if (!ec) order.push_back(t);
+        });
+    line.words[4].store(base + 40, std::memory_order_release);
+    port.bell().ring();
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(order.size() == 40u);
+    for (std::size_t i = 1; i < order.size(); ++i)
+        BOOST_TEST(order[i] - base > order[i - 1] - base);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
