@@ -260,6 +260,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
 /// step), and the point table with its lock.
 struct port_state {
     reactor_port reactor;
+    std::mutex registration_mutex; // plan-driven parks register under it (line retirement)
     std::atomic<std::uint64_t> generation{0};
     mutable std::mutex points_mutex;
     point_table<std::string> points;
@@ -301,6 +302,7 @@ public:
             // word store), so it does not claim total cancellation.
             self.reset_cancellation_state(asio::enable_partial_cancellation());
             m.generation = m.state->generation.load(std::memory_order_acquire);
+            m.watch_source_line();
             std::optional<std::uint64_t> sleep;
             if (m.plan.predict()) {
                 std::lock_guard lk(m.state->points_mutex);
@@ -331,7 +333,11 @@ public:
 private:
     enum class step : std::uint8_t { initial, running, sleeping, parking };
 
-    struct impl {
+    /// The operation's state. It watches the source's line (a line watcher): when the line's
+    /// owner retires it (a device or stream going away), the wait ends with operation_aborted at
+    /// its next step and never calls the source again; a retirement waits for a source call in
+    /// progress.
+    struct impl final : line_watcher {
         impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
              reactor_service& sv, const Executor& e)
             : source(&s)
@@ -341,6 +347,36 @@ private:
             , svc(&sv)
             , ex(e)
             , timer(e) {}
+        impl(const impl&) = delete;
+        impl& operator=(const impl&) = delete;
+        ~impl() {
+            if (watching) remove_line_watcher(*this);
+        }
+        void watch_source_line() {
+            line = &source->descriptor().line();
+            add_line_watcher(*this);
+            watching = true;
+        }
+        void retire_line(const completion_line& l) noexcept override {
+            {
+                std::lock_guard lk(source_mutex);
+                if (&l != line) return;
+                retired = true;
+            }
+            // A park this wait registered after the reactor retired the line (it read the
+            // descriptor just before): registrations hold the port's registration lock, so
+            // once this holds it none is in progress and none follows.
+            std::lock_guard lk(state->registration_mutex);
+            svc->retire_line(l);
+        }
+        /// Runs `f(source)` unless the source's line was retired; false when it was.
+        template <class F>
+        bool with_source(F&& f) {
+            std::lock_guard lk(source_mutex);
+            if (retired) return false;
+            f(*source);
+            return true;
+        }
         Source* source;
         wait_plan plan;
         std::string point;
@@ -352,6 +388,10 @@ private:
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
         step next = step::initial;
+        std::mutex source_mutex;
+        const completion_line* line = nullptr; // the source's line, watched for retirement
+        bool retired = false;                  // guarded by source_mutex
+        bool watching = false;
     };
 
     template <class Self>
@@ -371,7 +411,8 @@ private:
             case wait_action::type::query: {
                 const wait_action::type before = m.action.kind;
                 // The call first, then the clock: argument order is unspecified.
-                const query_result q = m.source->query();
+                query_result q = query_result::pending();
+                if (!m.with_source([&](Source& src) { q = src.query(); })) return abort(self);
                 m.action = m.machine.on_event(wait_event::queried(q, steady_now()));
                 if (m.action.kind == before) {
                     // Polling: let other handlers run between queries.
@@ -382,12 +423,14 @@ private:
                 break;
             }
             case wait_action::type::block: {
-                const std::error_code r = m.source->block(); // before the clock is read
+                std::error_code r; // the call before the clock is read
+                if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
                 m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
                 break;
             }
             case wait_action::type::arm: {
-                const std::error_code r = m.source->arm(); // before the clock is read
+                std::error_code r; // the call before the clock is read
+                if (!m.with_source([&](Source& src) { r = src.arm(); })) return abort(self);
                 m.action = m.machine.on_event(wait_event::armed(r, steady_now()));
                 break;
             }
@@ -403,11 +446,19 @@ private:
                 const dur_ns bound = m.action.bound;
                 const auto deadline = std::chrono::steady_clock::now() +
                                       std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
-                const memory_descriptor desc = m.source->descriptor();
+                // Held until the park is registered (and past the op's end: `keep`), so a
+                // retirement of the source's line cannot slip in between (see impl).
+                const std::shared_ptr<port_state> keep = m.state;
+                std::unique_lock reg(keep->registration_mutex);
+                std::optional<memory_descriptor> desc;
+                if (!m.with_source([&](Source& src) { desc = src.descriptor(); })) {
+                    reg.unlock();
+                    return abort(self);
+                }
                 const Executor ex = m.ex;
                 reactor_service& svc = *m.svc;
                 reactor_port* port = &m.state->reactor;
-                start_reactor_wait(svc, port, ex, std::move(self), desc, bound, deadline);
+                start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
                 return;
             }
             case wait_action::type::done: {

@@ -155,6 +155,11 @@ public:
     /// Sets the park bound; zero is taken as 1 ns. Applies from the waiter's next park.
     GPU_ASYNC_DECL void park_bound(dur_ns bound) noexcept;
 
+    /// Ends every wait on `line` (operation_aborted, through their executors); after it returns
+    /// the service does not read `line` until a new wait on it is started. Line owners call the
+    /// process-wide gpu_async::retire_line(), which calls this on every service.
+    GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept override;
+
     /// Number of waits registered and not yet completed, cancelled or destroyed.
     GPU_ASYNC_DECL std::size_t pending() const;
 
@@ -234,7 +239,6 @@ private:
 
     GPU_ASYNC_DECL void shutdown() override;
     GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
-    GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept override;
 
     /// Takes what leaves the table (under the lock): the service's bookkeeping, the op's
     /// result, then onto `out`.

@@ -348,6 +348,57 @@ BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_waits) {
     }
 }
 
+// 5e. Plan-driven waits over the streams of a device that is destroyed while they run (polling,
+// parked, sleeping to a prediction): each ends with operation_aborted exactly once and never
+// calls its freed source again.
+BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_plan_driven_waits) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    const char* plans[] = {"poll", "flag:park_us=100,backstop_us=1000",
+                           "flag:park_us=100,backstop_us=1000+predict:margin_us=10,"
+                           "min_sleep_us=1,max_sleep_us=5000,window=4"};
+    std::vector<int> ends(3, 0);
+    std::vector<error_code> ecs(3);
+    std::thread runner;
+    {
+        sim_device dev;
+        std::vector<sim_stream*> streams;
+        for (int i = 0; i < 3; ++i)
+            streams.push_back(&dev.make_stream());
+        // Teach the predicting point a long completion so the wait sleeps.
+        {
+            sim_stream& warm = dev.make_stream();
+            warm.enqueue(dur_ns::from_ms(3));
+            bool ok = false;
+            port.async_wait(warm, wait_plan::parse(plans[2]).value(), "p",
+                            [&](error_code ec, wait_report) { ok = !ec; });
+            run_to_completion(ctx);
+            BOOST_TEST_REQUIRE(ok);
+            ctx.restart();
+        }
+        for (int i = 0; i < 3; ++i) {
+            streams[static_cast<std::size_t>(i)]->enqueue(dur_ns::from_ms(60000));
+            port.async_wait(*streams[static_cast<std::size_t>(i)],
+                            wait_plan::parse(plans[i]).value(), "p",
+                            [&, i](error_code ec, wait_report) {
+                                ++ends[static_cast<std::size_t>(i)];
+                                ecs[static_cast<std::size_t>(i)] = ec;
+                            });
+        }
+        // The waits run on another thread while the device goes away under them.
+        runner = std::thread([&] { ctx.run_for(gpu_async::test::run_bound); });
+        // Whatever step each has reached (its first query, a park, the predicted sleep), it ends
+        // aborted; the pause only lets them get past their first step.
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    runner.join();
+    BOOST_TEST(ctx.stopped());
+    for (int i = 0; i < 3; ++i) {
+        BOOST_TEST(ends[static_cast<std::size_t>(i)] == 1, plans[i]);
+        BOOST_TEST(ecs[static_cast<std::size_t>(i)] == asio::error::operation_aborted, plans[i]);
+    }
+}
+
 // 5b. retire_line on a caller's own line, from another thread, while the watcher scans it.
 BOOST_AUTO_TEST_CASE(retiring_a_line_from_another_thread) {
     asio::io_context ctx;
