@@ -27,8 +27,9 @@ asio::awaitable<void> batch(gpu_async::gpu_completion_port& port, gpu_async::sim
 
 int main() {
     asio::io_context ctx;
-    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
+    // After the device: the port is destroyed first and cancels its waits.
+    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_stream& stream = device.make_stream();
     stream.set_doorbell(port.shared_bell());
     int finished = 0;

@@ -11,8 +11,9 @@
 int main() {
     namespace asio = boost::asio;
     asio::io_context ctx;
-    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
+    // After the device: the port is destroyed first and cancels its waits.
+    gpu_async::gpu_completion_port port(ctx);
     const auto start = std::chrono::steady_clock::now();
     int done = 0;
     for (int i = 1; i <= 3; ++i) {

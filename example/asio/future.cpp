@@ -14,8 +14,9 @@
 int main() {
     namespace asio = boost::asio;
     asio::io_context ctx;
-    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
+    // After the device: the port is destroyed first and cancels its waits.
+    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_stream& stream = device.make_stream();
     stream.set_doorbell(port.shared_bell());
     const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_ms(3));

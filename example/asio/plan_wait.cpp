@@ -40,8 +40,9 @@ int main() {
     }
     std::printf("plan: %s\n", plan.value().label().c_str());
     asio::io_context ctx;
-    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
+    // After the device: the port is destroyed first and cancels its waits.
+    gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_stream& stream = device.make_stream();
     stream.set_doorbell(port.shared_bell());
     int ok = 0;
