@@ -45,7 +45,6 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
-#include <gpu_async/reactor_service.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/wordwait.hpp>
 

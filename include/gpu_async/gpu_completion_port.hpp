@@ -3,8 +3,10 @@
 //
 // basic_gpu_completion_port<Executor> is to a completion line what basic_stream_socket is to a
 // file descriptor: async_wait(descriptor, token) completes when the descriptor's word reaches
-// its target. The watching is done by the execution context's reactor_service
-// (<gpu_async/reactor_service.hpp>), shared by every port of that context.
+// its target. The watching is done by the execution context's reactor service (an
+// implementation detail, shared by every port of that context); the operations live in
+// detail/port_wait_op.hpp (the descriptor wait) and detail/plan_wait_op.hpp (the plan-driven
+// wait).
 //
 #ifndef GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP
@@ -12,29 +14,20 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/reactor_service.hpp>
+#include <gpu_async/detail/plan_wait_op.hpp>
+#include <gpu_async/detail/port_wait_op.hpp>
+#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/doorbell.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/associated_allocator.hpp>
-#include <boost/asio/associated_cancellation_slot.hpp>
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/cancellation_state.hpp>
-#include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/compose.hpp>
-#include <boost/asio/dispatch.hpp>
-#include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
-#include <atomic>
-#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,445 +40,6 @@ namespace gpu_async {
 
 namespace asio = boost::asio;
 
-namespace detail {
-
-/// The execution context of an executor (standard or legacy).
-template <class Executor>
-asio::execution_context& context_of(const Executor& ex) {
-    if constexpr (asio::execution::is_executor<Executor>::value)
-        return asio::query(ex, asio::execution::context);
-    else
-        return ex.context();
-}
-
-/// Installed in a handler's cancellation slot: a cancellation of type terminal, partial or total
-/// (all three hold: a cancelled wait has had no effect) unlinks the wait and routes its
-/// operation_aborted completion through the executor. Runs on the emitting thread.
-///
-/// It holds the wait's key, never a pointer it dereferences: the service looks the wait up under
-/// its lock (as Asio's timers do), so a signal that races the completion on another thread, or
-/// comes after the operation is gone, finds nothing and does nothing. It stays in the slot after
-/// the completion (clearing it there would race such a signal) until the slot is reused or its
-/// signal destroyed; it needs only the service, which lives as long as the execution context.
-class reactor_cancel_handler {
-public:
-    reactor_cancel_handler(reactor_service& svc, const reactor_key& key) noexcept
-        : svc_(&svc)
-        , key_(key) {}
-    void operator()(asio::cancellation_type_t type) const {
-        constexpr auto supported = asio::cancellation_type::terminal |
-                                   asio::cancellation_type::partial |
-                                   asio::cancellation_type::total;
-        if ((type & supported) != asio::cancellation_type::none) svc_->cancel(key_);
-    }
-
-private:
-    reactor_service* svc_;
-    reactor_key key_;
-};
-
-/// Outstanding work on an executor for as long as it lives: a standard executor preferred with
-/// outstanding_work.tracked (a plain value), or a work guard for a legacy executor. Movable.
-template <class Executor>
-class work_holder {
-public:
-    explicit work_holder(const Executor& ex)
-        : work_(make(ex)) {}
-
-private:
-    static auto make(const Executor& ex) {
-        if constexpr (asio::execution::is_executor<Executor>::value)
-            return asio::prefer(ex, asio::execution::outstanding_work.tracked);
-        else
-            return asio::executor_work_guard<Executor>(ex);
-    }
-    decltype(make(std::declval<const Executor&>())) work_;
-};
-
-/// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
-/// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
-/// the handler's associated allocator; freed before the upcall.
-///
-/// Completion (`complete`, called by the reactor with no lock held): post a step to the I/O
-/// executor, which dispatches the final step to the handler's executor, which frees the op and
-/// invokes the handler. A step destroyed without running (its context shut down) destroys the op
-/// without invoking the handler. The cancellation slot is not cleared: its handler holds a key,
-/// not the op (see reactor_cancel_handler).
-template <class Handler, class IoExecutor>
-class port_wait_op final : public reactor_op {
-public:
-    using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-    using slot_type = asio::associated_cancellation_slot_t<Handler>;
-    using op_allocator = typename std::allocator_traits<
-        asio::associated_allocator_t<Handler>>::template rebind_alloc<port_wait_op>;
-
-    template <class H>
-    static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
-                                slot_type slot) {
-        op_allocator alloc(asio::get_associated_allocator(handler));
-        port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
-        try {
-            return ::new (static_cast<void*>(p))
-                port_wait_op(std::forward<H>(handler), io_ex, d, std::move(slot));
-        } catch (...) {
-            std::allocator_traits<op_allocator>::deallocate(alloc, p, 1);
-            throw;
-        }
-    }
-
-private:
-    template <class H>
-    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d, slot_type slot)
-        : reactor_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy)
-        , handler_(std::forward<H>(handler))
-        , slot_(std::move(slot))
-        , io_ex_(io_ex)
-        , handler_ex_(asio::get_associated_executor(handler_, io_ex))
-        , io_work_(io_ex)
-        , handler_work_(handler_ex_) {}
-
-    /// Owns the op until it runs; a step destroyed unrun destroys the op (no upcall).
-    class final_step {
-    public:
-        explicit final_step(port_wait_op* op) noexcept
-            : op_(op) {}
-        final_step(final_step&& o) noexcept
-            : op_(std::exchange(o.op_, nullptr)) {}
-        final_step& operator=(final_step&&) = delete;
-        ~final_step() {
-            if (op_ != nullptr) do_destroy(op_);
-        }
-        void operator()() { std::exchange(op_, nullptr)->finish(); }
-
-    private:
-        port_wait_op* op_;
-    };
-
-    class io_step {
-    public:
-        explicit io_step(port_wait_op* op) noexcept
-            : op_(op) {}
-        io_step(io_step&& o) noexcept
-            : op_(std::exchange(o.op_, nullptr)) {}
-        io_step& operator=(io_step&&) = delete;
-        ~io_step() {
-            if (op_ != nullptr) do_destroy(op_);
-        }
-        void operator()() {
-            port_wait_op* op = std::exchange(op_, nullptr);
-            auto alloc = asio::get_associated_allocator(op->handler_);
-            const handler_executor ex = op->handler_ex_;
-            asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
-        }
-
-    private:
-        port_wait_op* op_;
-    };
-
-    static void do_complete(reactor_op* base) {
-        auto* op = static_cast<port_wait_op*>(base);
-        auto alloc = asio::get_associated_allocator(op->handler_);
-        asio::post(op->io_ex_, asio::bind_allocator(alloc, io_step(op)));
-    }
-
-    // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
-    // operations leave it: its signal may already be gone.
-    static void do_destroy(reactor_op* base) {
-        auto* op = static_cast<port_wait_op*>(base);
-        op_allocator alloc(asio::get_associated_allocator(op->handler_));
-        op->~port_wait_op();
-        std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
-    }
-
-    void finish() {
-        // On the handler's executor: take what the upcall needs, free the op, then invoke. The
-        // work guards live until after the upcall. The slot is left alone: a signal emitted now
-        // from another thread runs our cancellation handler, which finds nothing to cancel.
-        Handler handler(std::move(handler_));
-        const boost::system::error_code result = ec;
-        auto io_work = std::move(io_work_);
-        auto handler_work = std::move(handler_work_);
-        op_allocator alloc(asio::get_associated_allocator(handler));
-        this->~port_wait_op();
-        std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
-        std::move(handler)(result);
-    }
-
-    Handler handler_;
-    slot_type slot_;
-    IoExecutor io_ex_;
-    handler_executor handler_ex_;
-    work_holder<IoExecutor> io_work_;
-    work_holder<handler_executor> handler_work_;
-};
-
-/// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
-/// (the slot is read before the handler moves), registers it. Never invokes the handler inline.
-/// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
-/// the slot cleared.
-template <class IoExecutor, class Handler>
-void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
-                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
-                        std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
-    using handler_type = std::decay_t<Handler>;
-    using op_type = port_wait_op<handler_type, IoExecutor>;
-    auto slot = asio::get_associated_cancellation_slot(handler);
-    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
-    reactor_service::start_result started{};
-    try {
-        // Installed before the op is registered: once registered it may complete at once on
-        // another thread and its handler may release the slot's signal. (emplace allocates: it
-        // may throw.)
-        if (slot.is_connected())
-            slot.template emplace<reactor_cancel_handler>(svc, svc.make_key(*op));
-        started = svc.start(port, op, bound, deadline);
-    } catch (...) {
-        if (slot.is_connected()) slot.clear(); // a handler installed above points to op
-        op->destroy();
-        throw;
-    }
-    if (started == reactor_service::start_result::registered) return;
-    // Not registered: the completion is decided (or, after shutdown, there is none), so a
-    // cancellation has nothing left to do. The slot is cleared now, while the handler (which may
-    // own the signal) is alive: a failed post below destroys the op and the handler with it.
-    if (slot.is_connected()) slot.clear();
-    if (started == reactor_service::start_result::dropped)
-        op->destroy(); // the context has shut down: destroyed, never invoked
-    else
-        op->complete(); // posts, never inline; when posting throws, the op is destroyed first
-}
-
-/// What a port shares with its pending waits: the reactor's per-port list, a generation that
-/// cancel() and the destructor advance (plan-driven waits started before give up at their next
-/// step), and the point table with its lock.
-struct port_state {
-    reactor_port reactor;
-    std::mutex registration_mutex; // plan-driven parks register under it (line retirement)
-    std::atomic<std::uint64_t> generation{0};
-    mutable std::mutex points_mutex;
-    point_table<std::string> points;
-};
-
-/// The deadline plan a point is fed with: the plan's own, or (plans without a prediction) the
-/// widest window, so the point learns either way.
-inline deadline_plan feeding_plan(const wait_plan& plan) noexcept {
-    if (plan.predict()) return *plan.predict();
-    deadline_plan d;
-    d.window = window_max;
-    return d;
-}
-
-/// The process monotonic clock as the core's time points.
-inline mono_ns steady_now() noexcept {
-    const auto t = std::chrono::steady_clock::now().time_since_epoch();
-    return mono_ns{static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t).count())};
-}
-
-/// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
-/// (query, block and arm inline; the predicted sleep on a steady_timer; each park as a reactor
-/// wait on the source's descriptor with the park as its deadline).
-template <class Source, class Executor>
-class plan_wait_op {
-public:
-    plan_wait_op(Source& source, const wait_plan& plan, std::string point,
-                 std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex)
-        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex)) {
-    }
-
-    template <class Self>
-    void operator()(Self& self, boost::system::error_code ec = {}) {
-        impl& m = *impl_;
-        switch (m.next) {
-        case step::initial: {
-            // Terminal and partial: a cancelled plan wait may have armed its source (enqueued a
-            // word store), so it does not claim total cancellation.
-            self.reset_cancellation_state(asio::enable_partial_cancellation());
-            m.generation = m.state->generation.load(std::memory_order_acquire);
-            m.watch_source_line();
-            std::optional<std::uint64_t> sleep;
-            if (m.plan.predict()) {
-                std::lock_guard lk(m.state->points_mutex);
-                sleep = m.state->points.sleep_ns(m.point, *m.plan.predict());
-            }
-            m.action = m.machine.start(m.plan, sleep, steady_now());
-            m.next = step::running;
-            // Everything runs from the executor: never a completion inside the initiation.
-            const Executor ex = m.ex;
-            asio::post(ex, std::move(self));
-            return;
-        }
-        case step::running:
-            break;
-        case step::sleeping:
-            if (ec == asio::error::operation_aborted) return abort(self);
-            m.action = m.machine.on_event(wait_event::slept(steady_now()));
-            break;
-        case step::parking:
-            if (ec == asio::error::operation_aborted) return abort(self);
-            m.action = m.machine.on_event(wait_event::parked(!ec, steady_now()));
-            break;
-        }
-        m.next = step::running;
-        run(self);
-    }
-
-private:
-    enum class step : std::uint8_t { initial, running, sleeping, parking };
-
-    /// The operation's state. It watches the source's line (a line watcher): when the line's
-    /// owner retires it (a device or stream going away), the wait ends with operation_aborted at
-    /// its next step and never calls the source again; a retirement waits for a source call in
-    /// progress.
-    struct impl final : line_watcher {
-        impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
-             reactor_service& sv, const Executor& e)
-            : source(&s)
-            , plan(p)
-            , point(std::move(pt))
-            , state(std::move(st))
-            , svc(&sv)
-            , ex(e)
-            , timer(e) {}
-        impl(const impl&) = delete;
-        impl& operator=(const impl&) = delete;
-        ~impl() {
-            if (watching) remove_line_watcher(*this);
-        }
-        void watch_source_line() {
-            line = &source->descriptor().line();
-            add_line_watcher(*this);
-            watching = true;
-        }
-        void retire_line(const completion_line& l) noexcept override {
-            {
-                std::lock_guard lk(source_mutex);
-                if (&l != line) return;
-                retired = true;
-            }
-            // A park this wait registered after the reactor retired the line (it read the
-            // descriptor just before): registrations hold the port's registration lock, so
-            // once this holds it none is in progress and none follows.
-            std::lock_guard lk(state->registration_mutex);
-            svc->retire_line(l);
-        }
-        /// Runs `f(source)` unless the source's line was retired; false when it was.
-        template <class F>
-        bool with_source(F&& f) {
-            std::lock_guard lk(source_mutex);
-            if (retired) return false;
-            f(*source);
-            return true;
-        }
-        Source* source;
-        wait_plan plan;
-        std::string point;
-        std::shared_ptr<port_state> state;
-        reactor_service* svc;
-        Executor ex;
-        asio::steady_timer timer;
-        wait_machine machine;
-        wait_action action = wait_action::query();
-        std::uint64_t generation = 0;
-        step next = step::initial;
-        std::mutex source_mutex;
-        const completion_line* line = nullptr; // the source's line, watched for retirement
-        bool retired = false;                  // guarded by source_mutex
-        bool watching = false;
-    };
-
-    template <class Self>
-    void abort(Self& self) {
-        impl_.reset(); // the state (timer included) is freed before the upcall
-        self.complete(asio::error::operation_aborted, wait_report{});
-    }
-
-    template <class Self>
-    void run(Self& self) {
-        impl& m = *impl_;
-        for (;;) {
-            if (self.cancelled() != asio::cancellation_type::none ||
-                m.state->generation.load(std::memory_order_acquire) != m.generation)
-                return abort(self);
-            switch (m.action.kind) {
-            case wait_action::type::query: {
-                const wait_action::type before = m.action.kind;
-                // The call first, then the clock: argument order is unspecified.
-                query_result q = query_result::pending();
-                if (!m.with_source([&](Source& src) { q = src.query(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::queried(q, steady_now()));
-                if (m.action.kind == before) {
-                    // Polling: let other handlers run between queries.
-                    const Executor ex = m.ex;
-                    asio::post(ex, std::move(self));
-                    return;
-                }
-                break;
-            }
-            case wait_action::type::block: {
-                std::error_code r; // the call before the clock is read
-                if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
-                break;
-            }
-            case wait_action::type::arm: {
-                std::error_code r; // the call before the clock is read
-                if (!m.with_source([&](Source& src) { r = src.arm(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::armed(r, steady_now()));
-                break;
-            }
-            case wait_action::type::sleep_until: {
-                m.next = step::sleeping;
-                m.timer.expires_at(std::chrono::steady_clock::time_point(
-                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
-                m.timer.async_wait(std::move(self));
-                return;
-            }
-            case wait_action::type::park: {
-                m.next = step::parking;
-                const dur_ns bound = m.action.bound;
-                const auto deadline = std::chrono::steady_clock::now() +
-                                      std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
-                // Held until the park is registered (and past the op's end: `keep`), so a
-                // retirement of the source's line cannot slip in between (see impl).
-                const std::shared_ptr<port_state> keep = m.state;
-                std::unique_lock reg(keep->registration_mutex);
-                std::optional<memory_descriptor> desc;
-                if (!m.with_source([&](Source& src) { desc = src.descriptor(); })) {
-                    reg.unlock();
-                    return abort(self);
-                }
-                const Executor ex = m.ex;
-                reactor_service& svc = *m.svc;
-                reactor_port* port = &m.state->reactor;
-                start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
-                return;
-            }
-            case wait_action::type::done: {
-                const wait_report report = m.action.report;
-                if (report.outcome) {
-                    std::lock_guard lk(m.state->points_mutex);
-                    m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);
-                }
-                impl_.reset();
-                self.complete(boost::system::error_code{}, report);
-                return;
-            }
-            case wait_action::type::failed: {
-                const boost::system::error_code ec(m.action.error);
-                impl_.reset();
-                self.complete(ec, wait_report{});
-                return;
-            }
-            }
-        }
-    }
-
-    std::unique_ptr<impl> impl_;
-};
-
-} // namespace detail
-
 /// An I/O object that waits for GPU memory descriptors to complete.
 ///
 /// @tparam Executor the I/O executor (asio::any_io_executor for gpu_completion_port).
@@ -493,9 +47,10 @@ private:
 /// Thread safety: distinct objects: safe. Shared objects: unsafe, except that cancel() and
 /// cancellation signals may be used from any thread while waits are pending.
 ///
-/// The descriptor's line must outlive every wait on it. Producers on the host should ring the
-/// reactor's doorbell (bell()) after their store; others (GPU streams) are seen within the
-/// service's park bound.
+/// A descriptor's line must stay valid while a wait on it is pending, or be retired first
+/// (gpu_async::retire_line; the library's line owners do this when they go away, ending the waits
+/// with operation_aborted). Producers on the host should ring the reactor's doorbell (bell(),
+/// shared_bell()) after their store; others (GPU streams) are seen within the park bound.
 template <class Executor = asio::any_io_executor>
 class basic_gpu_completion_port {
 public:
@@ -510,7 +65,7 @@ public:
     /// A port whose waits complete through `ex` (and its execution context's reactor).
     explicit basic_gpu_completion_port(const executor_type& ex)
         : executor_(ex)
-        , service_(&asio::use_service<reactor_service>(detail::context_of(executor_)))
+        , service_(&asio::use_service<detail::reactor_service>(detail::context_of(executor_)))
         , state_(std::make_shared<detail::port_state>()) {}
 
     /// A port on `ctx`'s executor.
@@ -554,15 +109,19 @@ public:
 
     executor_type get_executor() const noexcept { return executor_; }
 
-    /// The reactor service of the port's execution context.
-    reactor_service& service() const noexcept { return *service_; }
-
     /// The doorbell of the port's reactor: host producers ring it after their store.
     doorbell& bell() const noexcept { return service_->bell(); }
 
     /// The doorbell, shared: give it to producers that may outlive the execution context
     /// (sim_stream::set_doorbell); a producer that outlives the reactor rings nobody, safely.
     std::shared_ptr<doorbell> shared_bell() const noexcept { return service_->shared_bell(); }
+
+    /// The longest park of the reactor's waiter between two scans when no wait asks for less
+    /// (default_park_bound): producers that do not ring (GPU streams) are seen within about one
+    /// bound. It is the execution context's, shared by every port on it.
+    dur_ns park_bound() const noexcept { return service_->park_bound(); }
+    /// Sets the execution context's park bound (zero is taken as 1 ns); from the next park on.
+    void park_bound(dur_ns bound) noexcept { service_->park_bound(bound); }
 
     /// Cancels every pending wait of this port. Their handlers are invoked (never from within
     /// this function) with asio::error::operation_aborted. Waits that completed before this
@@ -632,7 +191,8 @@ public:
     ///
     /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
     ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.
-    template <class CompletionToken = asio::default_completion_token_t<executor_type>>
+    template <asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+                  asio::default_completion_token_t<executor_type>>
     auto async_wait(const memory_descriptor& desc,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
@@ -641,7 +201,7 @@ public:
 
     /// Starts an asynchronous plan-driven wait for a completion source's pending work.
     ///
-    /// Runs the wait driver of SPEC.md section 6 (gpu_async::wait_machine) as a composed
+    /// Runs the wait driver (gpu_async::wait_machine) as a composed
     /// operation: one immediate query; for flag plans an arm; for predicting plans the sleep the
     /// port's point table predicts for `point`, on an asio::steady_timer; then polls (poll
     /// plans: one query per turn of the executor, other handlers run in between) or parks (flag
@@ -677,7 +237,8 @@ public:
     /// operation's state (its timer and machine) is allocated with std::allocator, each park
     /// with the handler's associated allocator; all of it is freed before the upcall.
     template <completion_source Source,
-              class CompletionToken = asio::default_completion_token_t<executor_type>>
+              asio::completion_token_for<void(boost::system::error_code, wait_report)>
+                  CompletionToken = asio::default_completion_token_t<executor_type>>
     auto async_wait(Source& source, const wait_plan& plan, std::string_view point,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(boost::system::error_code, wait_report)>(
@@ -735,7 +296,7 @@ private:
     }
 
     executor_type executor_;
-    reactor_service* service_;
+    detail::reactor_service* service_;
     std::shared_ptr<detail::port_state> state_;
 };
 

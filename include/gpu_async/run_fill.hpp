@@ -8,7 +8,7 @@
 
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/reactor_service.hpp>
+#include <gpu_async/detail/reactor_service.hpp>
 
 #include <boost/asio/io_context.hpp>
 

@@ -2,6 +2,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/reactor_of.hpp"
 #include "common/recording_executor.hpp"
 #include "common/tracking_allocator.hpp"
 
@@ -43,6 +44,7 @@ using gpu_async::completion_line;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::slot_id;
+using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
 
 namespace {
@@ -97,7 +99,7 @@ BOOST_AUTO_TEST_CASE(constructs_from_context_and_executor_and_moves) {
     gpu_completion_port a(ctx);
     gpu_completion_port b(ctx.get_executor());
     BOOST_TEST((a.get_executor() == asio::any_io_executor(ctx.get_executor())));
-    BOOST_TEST(&a.service() == &b.service()); // one reactor per context
+    BOOST_TEST(&reactor_of(a) == &reactor_of(b)); // one reactor per context
     static_assert(!std::is_copy_constructible_v<gpu_completion_port>);
     static_assert(!std::is_copy_assignable_v<gpu_completion_port>);
     static_assert(std::is_nothrow_move_constructible_v<gpu_completion_port>);
@@ -156,7 +158,7 @@ BOOST_AUTO_TEST_CASE(callback_completes_when_a_thread_stores) {
     producer.join();
     BOOST_TEST(calls == 1);
     BOOST_TEST(!got);
-    BOOST_TEST(port.service().pending() == 0u);
+    BOOST_TEST(reactor_of(port).pending() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(producer_that_never_rings_is_seen_within_the_park_bound) {
@@ -273,7 +275,7 @@ BOOST_AUTO_TEST_CASE(already_complete_descriptor_completes_through_post) {
     run_to_completion(ctx);
     BOOST_TEST(calls == 1);
     BOOST_TEST(record.ran.load() >= 1u);
-    BOOST_TEST(!port.service().watcher_running()); // nothing was ever registered
+    BOOST_TEST(!reactor_of(port).watcher_running()); // nothing was ever registered
 }
 
 BOOST_AUTO_TEST_CASE(bind_executor_strand_runs_on_the_strand) {
@@ -521,15 +523,15 @@ BOOST_AUTO_TEST_CASE(context_destroyed_with_10000_pending_waits) {
             port.async_wait(memory_descriptor(*lines[i % 100], slot(i % 8), 1 + i / 800),
                             counted_handler{invoked, alive});
         BOOST_TEST(alive.use_count() == 10001);
-        BOOST_TEST(port.service().pending() == 10000u);
+        BOOST_TEST(reactor_of(port).pending() == 10000u);
         ctx.shutdown(); // what ~io_context does first: handlers destroyed, never invoked
         BOOST_TEST(alive.use_count() == 1);
-        BOOST_TEST(port.service().pending() == 0u);
-        BOOST_TEST(!port.service().watcher_running());
+        BOOST_TEST(reactor_of(port).pending() == 0u);
+        BOOST_TEST(!reactor_of(port).watcher_running());
         // A wait started after shutdown (e.g. from a handler's destructor) is destroyed too.
         port.async_wait(memory_descriptor(*lines[0], slot(0), 99), counted_handler{invoked, alive});
         BOOST_TEST(alive.use_count() == 1);
-        BOOST_TEST(!port.service().watcher_running());
+        BOOST_TEST(!reactor_of(port).watcher_running());
     }
     BOOST_TEST(invoked->load() == 0);
 }
@@ -589,25 +591,25 @@ BOOST_AUTO_TEST_CASE(context_destroyed_with_completions_queued) {
 BOOST_AUTO_TEST_CASE(watcher_starts_lazily_and_survives_fork_notifications) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
-    BOOST_TEST(!port.service().watcher_running());
+    BOOST_TEST(!reactor_of(port).watcher_running());
     completion_line line;
     int calls = 0;
     port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
         BOOST_TEST(!ec);
         ++calls;
     });
-    BOOST_TEST(port.service().watcher_running());
+    BOOST_TEST(reactor_of(port).watcher_running());
     ctx.notify_fork(asio::execution_context::fork_prepare);
-    BOOST_TEST(!port.service().watcher_running()); // no thread across fork()
+    BOOST_TEST(!reactor_of(port).watcher_running()); // no thread across fork()
     ctx.notify_fork(asio::execution_context::fork_parent);
-    BOOST_TEST(port.service().watcher_running()); // a wait is pending: restarted
+    BOOST_TEST(reactor_of(port).watcher_running()); // a wait is pending: restarted
     store_and_ring(line, 0, 1, port.bell());
     run_to_completion(ctx);
     BOOST_TEST(calls == 1);
 
     ctx.notify_fork(asio::execution_context::fork_prepare);
     ctx.notify_fork(asio::execution_context::fork_child);
-    BOOST_TEST(!port.service().watcher_running()); // nothing pending: lazily, later
+    BOOST_TEST(!reactor_of(port).watcher_running()); // nothing pending: lazily, later
     ctx.restart();
     port.async_wait(memory_descriptor(line, slot(0), 2), [&](error_code ec) {
         BOOST_TEST(!ec);
@@ -649,7 +651,7 @@ BOOST_AUTO_TEST_CASE(real_fork_with_a_pending_wait) {
 
 BOOST_AUTO_TEST_CASE(park_bound_setting) {
     asio::io_context ctx;
-    auto& svc = asio::use_service<gpu_async::reactor_service>(ctx);
+    auto& svc = asio::use_service<gpu_async::detail::reactor_service>(ctx);
     BOOST_TEST(svc.park_bound().count() == gpu_async::default_park_bound.count());
     svc.park_bound(gpu_async::dur_ns::from_us(20));
     BOOST_TEST(svc.park_bound().count() == 20'000u);

@@ -4,6 +4,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -61,7 +62,7 @@ BOOST_AUTO_TEST_CASE(gpu_completion_runs_on_the_calling_thread_with_no_watcher) 
     port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
         BOOST_TEST(!ec);
         ran_on = std::this_thread::get_id();
-        watcher_during = port.service().watcher_running();
+        watcher_during = gpu_async::test::reactor_of(port).watcher_running();
     });
     std::thread producer([&] {
         line.words[0].store(1, std::memory_order_release);
@@ -142,7 +143,8 @@ BOOST_AUTO_TEST_CASE(stop_returns_and_the_watcher_resumes) {
     asio::post(ctx, [&] { ctx.stop(); });
     BOOST_TEST(run_fill_bounded(ctx) == 1u);
     BOOST_TEST(!gpu);
-    BOOST_TEST(port.service().watcher_running()); // a wait is pending: the watcher is back
+    BOOST_TEST(gpu_async::test::reactor_of(port)
+                   .watcher_running()); // a wait is pending: the watcher is back
     ctx.restart();
     line.words[0].store(1, std::memory_order_release);
     port.bell().ring();
@@ -161,7 +163,7 @@ BOOST_AUTO_TEST_CASE(exception_from_a_handler_propagates) {
     bool second = false;
     port.async_wait(memory_descriptor(other, slot(0), 1), [&](error_code ec) { second = !ec; });
     BOOST_CHECK_THROW(run_fill_bounded(ctx), std::runtime_error);
-    BOOST_TEST(port.service().watcher_running());
+    BOOST_TEST(gpu_async::test::reactor_of(port).watcher_running());
     other.words[0].store(1, std::memory_order_release);
     port.bell().ring();
     BOOST_TEST(run_fill_bounded(ctx) == 1u); // resumes like run() after an exception

@@ -4,7 +4,7 @@
 #ifndef GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP
 #define GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP
 
-#include <gpu_async/reactor_service.hpp>
+#include <gpu_async/detail/reactor_service.hpp>
 
 #include <gpu_async/detail/timer_slack.hpp>
 
@@ -12,18 +12,18 @@
 #include <exception>
 #include <utility>
 
-namespace gpu_async {
+namespace gpu_async::detail {
 
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
     : asio::execution_context::service(ctx)
     , bell_(std::make_shared<doorbell>()) {
-    detail::add_line_watcher(*this);
+    add_line_watcher(*this);
 }
 
 GPU_ASYNC_DECL reactor_service::~reactor_service() {
     // shutdown() has run (the execution context calls it before destroying services); this only
     // guards against a service destroyed some other way.
-    detail::remove_line_watcher(*this);
+    remove_line_watcher(*this);
     stop_thread();
 }
 
@@ -36,7 +36,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
     return table_.size();
 }
 
-GPU_ASYNC_DECL std::size_t reactor_service::pending(const detail::reactor_port& port) const {
+GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
     return port.count;
 }
@@ -46,12 +46,10 @@ GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
     return thread_.joinable();
 }
 
-GPU_ASYNC_DECL detail::reactor_key reactor_service::make_key(detail::reactor_op& op) noexcept {
+GPU_ASYNC_DECL reactor_key reactor_service::make_key(reactor_op& op) noexcept {
     op.serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
-    return detail::reactor_key{op.descriptor(), &op, op.serial_};
+    return reactor_key{op.descriptor(), &op, op.serial_};
 }
-
-namespace detail {
 
 /// The process monotonic clock (steady_clock) as the core's time points.
 inline mono_ns to_mono(std::chrono::steady_clock::time_point t) noexcept {
@@ -60,10 +58,7 @@ inline mono_ns to_mono(std::chrono::steady_clock::time_point t) noexcept {
     return mono_ns{ns > 0 ? static_cast<std::uint64_t>(ns) : 0};
 }
 
-} // namespace detail
-
-GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(detail::reactor_op* op,
-                                                            watch_end why) const {
+GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watch_end why) const {
     self->unlinked_locked(op);
     switch (why) {
     case watch_end::reached:
@@ -80,7 +75,7 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(detail::reactor_op* 
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
-reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_ns bound,
+reactor_service::start(reactor_port* port, reactor_op* op, dur_ns bound,
                        std::optional<std::chrono::steady_clock::time_point> deadline) {
     bool ring = false;
     start_result result = start_result::registered;
@@ -100,9 +95,9 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
         const bool was_idle = table_.empty();
         // One read of the word decides both "complete now" and the wait's place: a store after
         // it is seen by the waiter's next scan, which cannot run before this registration.
-        const std::optional<table_type::handle> pos = table_.insert(
-            op->descriptor(), op, sink_locked(others),
-            deadline ? std::optional<mono_ns>(detail::to_mono(*deadline)) : std::nullopt);
+        const std::optional<table_type::handle> pos =
+            table_.insert(op->descriptor(), op, sink_locked(others),
+                          deadline ? std::optional<mono_ns>(to_mono(*deadline)) : std::nullopt);
         if (!pos) {
             op->ec = {};
             result = start_result::finished;
@@ -110,7 +105,7 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
             op->pos_ = *pos;
             op->bound_ns_ = bound.ns;
             const bool earlier = deadline && table_.earliest_deadline() &&
-                                 table_.earliest_deadline()->ns == detail::to_mono(*deadline).ns;
+                                 table_.earliest_deadline()->ns == to_mono(*deadline).ns;
             const bool tighter = bound.ns != 0 &&
                                  (bounds_.empty() || bound.ns < bounds_.begin()->first) &&
                                  bound.ns < park_bound_ns_.load(std::memory_order_relaxed);
@@ -136,18 +131,18 @@ reactor_service::start(detail::reactor_port* port, detail::reactor_op* op, dur_n
     return result;
 }
 
-GPU_ASYNC_DECL bool reactor_service::cancel(const detail::reactor_key& wait) {
-    detail::reactor_op* op = nullptr;
+GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
+    reactor_op* op = nullptr;
     {
         std::lock_guard lk(mutex_);
         // After shutdown the table is empty; before registration and after completion the wait
         // is not found. Only a registered op (alive, owned by the table) is touched.
         const std::optional<table_type::handle> pos =
-            table_.find(wait.descriptor, [&](const detail::reactor_op* candidate) {
+            table_.find(wait.descriptor, [&](const reactor_op* candidate) {
                 return candidate == wait.op && candidate->serial_ == wait.serial;
             });
         if (!pos) return false;
-        op = const_cast<detail::reactor_op*>(wait.op);
+        op = const_cast<reactor_op*>(wait.op);
         table_.erase(*pos);
         unlinked_locked(op);
         op->ec = asio::error::operation_aborted;
@@ -156,12 +151,12 @@ GPU_ASYNC_DECL bool reactor_service::cancel(const detail::reactor_key& wait) {
     return true;
 }
 
-GPU_ASYNC_DECL std::size_t reactor_service::cancel(detail::reactor_port& port) {
+GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
     ready_list list;
     {
         std::lock_guard lk(mutex_);
         while (port.head != nullptr) {
-            detail::reactor_op* op = port.head;
+            reactor_op* op = port.head;
             table_.erase(op->pos_);
             unlinked_locked(op);
             op->ec = asio::error::operation_aborted;
@@ -237,8 +232,8 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
         table_.clear(sink_locked(list));
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).
-    for (detail::reactor_op* op = list.head; op != nullptr;) {
-        detail::reactor_op* next = op->next_ready_;
+    for (reactor_op* op = list.head; op != nullptr;) {
+        reactor_op* next = op->next_ready_;
         op->destroy();
         op = next;
     }
@@ -255,8 +250,7 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     if (fill_ == 0 && !table_.empty() && !thread_.joinable() && !shut_down_) start_thread_locked();
 }
 
-GPU_ASYNC_DECL void reactor_service::link_locked(detail::reactor_port* port,
-                                                 detail::reactor_op* op) {
+GPU_ASYNC_DECL void reactor_service::link_locked(reactor_port* port, reactor_op* op) {
     if (op->bound_ns_ != 0) ++bounds_[op->bound_ns_];
     if (port != nullptr) {
         op->owner_ = port;
@@ -269,13 +263,13 @@ GPU_ASYNC_DECL void reactor_service::link_locked(detail::reactor_port* port,
 }
 
 // The op has left the table: drop the service's own bookkeeping of it.
-GPU_ASYNC_DECL void reactor_service::unlinked_locked(detail::reactor_op* op) {
+GPU_ASYNC_DECL void reactor_service::unlinked_locked(reactor_op* op) {
     if (op->bound_ns_ != 0) {
         auto b = bounds_.find(op->bound_ns_);
         if (--b->second == 0) bounds_.erase(b);
         op->bound_ns_ = 0;
     }
-    if (detail::reactor_port* port = op->owner_) {
+    if (reactor_port* port = op->owner_) {
         if (op->prev_ != nullptr)
             op->prev_->next_ = op->next_;
         else
@@ -290,21 +284,21 @@ GPU_ASYNC_DECL void reactor_service::unlinked_locked(detail::reactor_op* op) {
 GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::time_point now,
                                                     ready_list& out) {
     table_.collect(sink_locked(out));
-    table_.collect_expired(detail::to_mono(now), sink_locked(out));
+    table_.collect_expired(to_mono(now), sink_locked(out));
 }
 
 GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
                                                     dur_ns bound) const {
     if (!bounds_.empty()) bound = min(bound, dur_ns{bounds_.begin()->first});
     if (const std::optional<mono_ns> d = table_.earliest_deadline())
-        bound = min(bound, d->since(detail::to_mono(now)));
+        bound = min(bound, d->since(to_mono(now)));
     return bound;
 }
 
 GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
     stop_ = false;
     thread_ = std::thread([this] {
-        detail::shorten_timer_slack();
+        shorten_timer_slack();
         watcher_main();
     });
 }
@@ -363,13 +357,13 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
         bell.wait(rang, bound);
 }
 
-GPU_ASYNC_DECL void reactor_service::complete_all(detail::reactor_op* list) {
+GPU_ASYNC_DECL void reactor_service::complete_all(reactor_op* list) {
     // Every op in the list is out of the table: each must be completed even when an earlier one
     // fails (posting can throw; that op is then destroyed), or it would hold its work for ever.
     // The first exception propagates once the list is done.
     std::exception_ptr failure;
     while (list != nullptr) {
-        detail::reactor_op* next = list->next_ready_;
+        reactor_op* next = list->next_ready_;
         list->next_ready_ = nullptr;
         try {
             list->complete();
@@ -381,7 +375,7 @@ GPU_ASYNC_DECL void reactor_service::complete_all(detail::reactor_op* list) {
     if (failure) std::rethrow_exception(failure);
 }
 
-GPU_ASYNC_DECL void reactor_service::complete_all_quietly(detail::reactor_op* list) noexcept {
+GPU_ASYNC_DECL void reactor_service::complete_all_quietly(reactor_op* list) noexcept {
     try {
         complete_all(list);
     } catch (...) {
@@ -389,6 +383,6 @@ GPU_ASYNC_DECL void reactor_service::complete_all_quietly(detail::reactor_op* li
     }
 }
 
-} // namespace gpu_async
+} // namespace gpu_async::detail
 
 #endif // GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP

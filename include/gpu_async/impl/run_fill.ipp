@@ -33,7 +33,7 @@ private:
 
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
     using clock = std::chrono::steady_clock;
-    reactor_service& svc = asio::use_service<reactor_service>(ctx);
+    detail::reactor_service& svc = asio::use_service<detail::reactor_service>(ctx);
     const dur_ns park_bound = options.park_bound.ns == 0 ? dur_ns{1} : options.park_bound;
     const std::chrono::nanoseconds scan_every(
         static_cast<std::int64_t>(min(park_bound, dur_ns{std::uint64_t{1} << 62}).ns));

@@ -1,6 +1,7 @@
 //
-// gpu_async/reactor_service.hpp: the reactor service that watches completion lines for every
-// gpu_completion_port of one execution context.
+// gpu_async/detail/reactor_service.hpp: the reactor service that watches completion lines for
+// every gpu_completion_port of one execution context (an implementation detail, as Asio keeps its
+// services: the port and run_fill are the public API).
 //
 // Design:
 //
@@ -32,8 +33,8 @@
 //   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
 // - shutdown() destroys pending waits without invoking their handlers.
 //
-#ifndef GPU_ASYNC_REACTOR_SERVICE_HPP
-#define GPU_ASYNC_REACTOR_SERVICE_HPP
+#ifndef GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
+#define GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
@@ -66,10 +67,9 @@ namespace asio = boost::asio;
 /// service's doorbell (GPU streams) are seen within one bound.
 inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
 
-class reactor_service;
-
 namespace detail {
 
+class reactor_service;
 class reactor_op;
 struct reactor_port;
 
@@ -104,7 +104,7 @@ protected:
     ~reactor_op() = default;
 
 private:
-    friend class gpu_async::reactor_service;
+    friend class reactor_service;
 
     memory_descriptor descriptor_;
     complete_fn complete_;
@@ -132,12 +132,10 @@ struct reactor_port {
     std::size_t count = 0;
 };
 
-} // namespace detail
-
 /// The reactor service of one execution context. See the header comment for its design.
 ///
 /// Thread safety: every member function may be called from any thread.
-class reactor_service : public asio::execution_context::service, private detail::line_watcher {
+class reactor_service : public asio::execution_context::service, private line_watcher {
 public:
     using key_type = reactor_service;
     inline static asio::execution_context::id id;
@@ -164,7 +162,7 @@ public:
     GPU_ASYNC_DECL std::size_t pending() const;
 
     /// Number of `port`'s waits still registered.
-    GPU_ASYNC_DECL std::size_t pending(const detail::reactor_port& port) const;
+    GPU_ASYNC_DECL std::size_t pending(const reactor_port& port) const;
 
     /// Whether the watcher thread is running (for tests and diagnostics).
     GPU_ASYNC_DECL bool watcher_running() const;
@@ -179,7 +177,7 @@ public:
     };
 
     /// The key a cancellation handler for `op` holds (call before start()).
-    GPU_ASYNC_DECL detail::reactor_key make_key(detail::reactor_op& op) noexcept;
+    GPU_ASYNC_DECL reactor_key make_key(reactor_op& op) noexcept;
 
     /// Starts `op` for `port` (may be null): registers it, unless its descriptor is already
     /// complete or its deadline has passed (`finished`), or the service has shut down
@@ -191,18 +189,18 @@ public:
     /// std::system_error when the watcher thread cannot be started, std::bad_alloc (nothing
     /// registered; the op stays the caller's).
     [[nodiscard]] GPU_ASYNC_DECL start_result
-    start(detail::reactor_port* port, detail::reactor_op* op, dur_ns bound = {},
+    start(reactor_port* port, reactor_op* op, dur_ns bound = {},
           std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
     /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
     /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
     /// nothing happens and nothing is dereferenced. Returns whether this call cancelled it.
-    GPU_ASYNC_DECL bool cancel(const detail::reactor_key& wait);
+    GPU_ASYNC_DECL bool cancel(const reactor_key& wait);
 
     /// Cancels every registered wait of `port`; returns how many. If posting a completion throws,
     /// the others are still completed, that wait is destroyed uninvoked, and the first exception
     /// propagates.
-    GPU_ASYNC_DECL std::size_t cancel(detail::reactor_port& port);
+    GPU_ASYNC_DECL std::size_t cancel(reactor_port& port);
 
     // --- FILL mode (run_fill) ----------------------------------------------------------------
 
@@ -219,14 +217,14 @@ public:
     GPU_ASYNC_DECL void park(std::uint64_t seen, dur_ns bound);
 
 private:
-    using table_type = watch_table<detail::reactor_op*>;
+    using table_type = watch_table<reactor_op*>;
 
     /// Ready completions in the order they were found (FIFO).
     struct ready_list {
-        detail::reactor_op* head = nullptr;
-        detail::reactor_op* tail = nullptr;
+        reactor_op* head = nullptr;
+        reactor_op* tail = nullptr;
         std::size_t count = 0;
-        void push(detail::reactor_op* op) noexcept {
+        void push(reactor_op* op) noexcept {
             op->next_ready_ = nullptr;
             if (tail != nullptr)
                 tail->next_ready_ = op;
@@ -245,20 +243,20 @@ private:
     struct ready_sink {
         reactor_service* self;
         ready_list* out;
-        GPU_ASYNC_DECL void operator()(detail::reactor_op* op, watch_end why) const;
+        GPU_ASYNC_DECL void operator()(reactor_op* op, watch_end why) const;
     };
     ready_sink sink_locked(ready_list& out) noexcept { return ready_sink{this, &out}; }
 
-    void link_locked(detail::reactor_port* port, detail::reactor_op* op);
-    void unlinked_locked(detail::reactor_op* op);
+    void link_locked(reactor_port* port, reactor_op* op);
+    void unlinked_locked(reactor_op* op);
     void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const;
     void start_thread_locked();
     void stop_thread();
     void watcher_main();
     void park_on_bell(std::uint64_t seen, dur_ns bound);
-    static void complete_all(detail::reactor_op* list);
-    static void complete_all_quietly(detail::reactor_op* list) noexcept;
+    static void complete_all(reactor_op* list);
+    static void complete_all_quietly(reactor_op* list) noexcept;
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
@@ -272,10 +270,12 @@ private:
     std::thread thread_;
 };
 
+} // namespace detail
+
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
 #include <gpu_async/impl/reactor_service.ipp>
 #endif
 
-#endif // GPU_ASYNC_REACTOR_SERVICE_HPP
+#endif // GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP

@@ -1,0 +1,272 @@
+//
+// gpu_async/detail/plan_wait_op.hpp: the plan-driven wait of gpu_completion_port, a composed
+// operation that executes the wait machine's actions (core/wait_machine.hpp). Each park is a
+// descriptor wait (detail/port_wait_op.hpp) with the park as its deadline.
+//
+#ifndef GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
+#define GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/wait_machine.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/detail/port_wait_op.hpp>
+#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/line_retirement.hpp>
+
+#include <boost/asio/cancellation_state.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace gpu_async {
+
+namespace asio = boost::asio;
+
+namespace detail {
+
+/// What a port shares with its pending waits: the reactor's per-port list, a generation that
+/// cancel() and the destructor advance (plan-driven waits started before give up at their next
+/// step), and the point table with its lock.
+struct port_state {
+    reactor_port reactor;
+    std::mutex registration_mutex; // plan-driven parks register under it (line retirement)
+    std::atomic<std::uint64_t> generation{0};
+    mutable std::mutex points_mutex;
+    point_table<std::string> points;
+};
+
+/// The deadline plan a point is fed with: the plan's own, or (plans without a prediction) the
+/// widest window, so the point learns either way.
+inline deadline_plan feeding_plan(const wait_plan& plan) noexcept {
+    if (plan.predict()) return *plan.predict();
+    deadline_plan d;
+    d.window = window_max;
+    return d;
+}
+
+/// The process monotonic clock as the core's time points.
+inline mono_ns steady_now() noexcept {
+    const auto t = std::chrono::steady_clock::now().time_since_epoch();
+    return mono_ns{static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t).count())};
+}
+
+/// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
+/// (query, block and arm inline; the predicted sleep on a steady_timer; each park as a reactor
+/// wait on the source's descriptor with the park as its deadline).
+template <class Source, class Executor>
+class plan_wait_op {
+public:
+    plan_wait_op(Source& source, const wait_plan& plan, std::string point,
+                 std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex)
+        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex)) {
+    }
+
+    template <class Self>
+    void operator()(Self& self, boost::system::error_code ec = {}) {
+        impl& m = *impl_;
+        switch (m.next) {
+        case step::initial: {
+            // Terminal and partial: a cancelled plan wait may have armed its source (enqueued a
+            // word store), so it does not claim total cancellation.
+            self.reset_cancellation_state(asio::enable_partial_cancellation());
+            m.generation = m.state->generation.load(std::memory_order_acquire);
+            m.watch_source_line();
+            std::optional<std::uint64_t> sleep;
+            if (m.plan.predict()) {
+                std::lock_guard lk(m.state->points_mutex);
+                sleep = m.state->points.sleep_ns(m.point, *m.plan.predict());
+            }
+            m.action = m.machine.start(m.plan, sleep, steady_now());
+            m.next = step::running;
+            // Everything runs from the executor: never a completion inside the initiation.
+            const Executor ex = m.ex;
+            asio::post(ex, std::move(self));
+            return;
+        }
+        case step::running:
+            break;
+        case step::sleeping:
+            if (ec == asio::error::operation_aborted) return abort(self);
+            m.action = m.machine.on_event(wait_event::slept(steady_now()));
+            break;
+        case step::parking:
+            if (ec == asio::error::operation_aborted) return abort(self);
+            m.action = m.machine.on_event(wait_event::parked(!ec, steady_now()));
+            break;
+        }
+        m.next = step::running;
+        run(self);
+    }
+
+private:
+    enum class step : std::uint8_t { initial, running, sleeping, parking };
+
+    /// The operation's state. It watches the source's line (a line watcher): when the line's
+    /// owner retires it (a device or stream going away), the wait ends with operation_aborted at
+    /// its next step and never calls the source again; a retirement waits for a source call in
+    /// progress.
+    struct impl final : line_watcher {
+        impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
+             reactor_service& sv, const Executor& e)
+            : source(&s)
+            , plan(p)
+            , point(std::move(pt))
+            , state(std::move(st))
+            , svc(&sv)
+            , ex(e)
+            , timer(e) {}
+        impl(const impl&) = delete;
+        impl& operator=(const impl&) = delete;
+        ~impl() {
+            if (watching) remove_line_watcher(*this);
+        }
+        void watch_source_line() {
+            line = &source->descriptor().line();
+            add_line_watcher(*this);
+            watching = true;
+        }
+        void retire_line(const completion_line& l) noexcept override {
+            {
+                std::lock_guard lk(source_mutex);
+                if (&l != line) return;
+                retired = true;
+            }
+            // A park this wait registered after the reactor retired the line (it read the
+            // descriptor just before): registrations hold the port's registration lock, so
+            // once this holds it none is in progress and none follows.
+            std::lock_guard lk(state->registration_mutex);
+            svc->retire_line(l);
+        }
+        /// Runs `f(source)` unless the source's line was retired; false when it was.
+        template <class F>
+        bool with_source(F&& f) {
+            std::lock_guard lk(source_mutex);
+            if (retired) return false;
+            f(*source);
+            return true;
+        }
+        Source* source;
+        wait_plan plan;
+        std::string point;
+        std::shared_ptr<port_state> state;
+        reactor_service* svc;
+        Executor ex;
+        asio::steady_timer timer;
+        wait_machine machine;
+        wait_action action = wait_action::query();
+        std::uint64_t generation = 0;
+        step next = step::initial;
+        std::mutex source_mutex;
+        const completion_line* line = nullptr; // the source's line, watched for retirement
+        bool retired = false;                  // guarded by source_mutex
+        bool watching = false;
+    };
+
+    template <class Self>
+    void abort(Self& self) {
+        impl_.reset(); // the state (timer included) is freed before the upcall
+        self.complete(asio::error::operation_aborted, wait_report{});
+    }
+
+    template <class Self>
+    void run(Self& self) {
+        impl& m = *impl_;
+        for (;;) {
+            if (self.cancelled() != asio::cancellation_type::none ||
+                m.state->generation.load(std::memory_order_acquire) != m.generation)
+                return abort(self);
+            switch (m.action.kind) {
+            case wait_action::type::query: {
+                const wait_action::type before = m.action.kind;
+                // The call first, then the clock: argument order is unspecified.
+                query_result q = query_result::pending();
+                if (!m.with_source([&](Source& src) { q = src.query(); })) return abort(self);
+                m.action = m.machine.on_event(wait_event::queried(q, steady_now()));
+                if (m.action.kind == before) {
+                    // Polling: let other handlers run between queries.
+                    const Executor ex = m.ex;
+                    asio::post(ex, std::move(self));
+                    return;
+                }
+                break;
+            }
+            case wait_action::type::block: {
+                std::error_code r; // the call before the clock is read
+                if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
+                m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
+                break;
+            }
+            case wait_action::type::arm: {
+                std::error_code r; // the call before the clock is read
+                if (!m.with_source([&](Source& src) { r = src.arm(); })) return abort(self);
+                m.action = m.machine.on_event(wait_event::armed(r, steady_now()));
+                break;
+            }
+            case wait_action::type::sleep_until: {
+                m.next = step::sleeping;
+                m.timer.expires_at(std::chrono::steady_clock::time_point(
+                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
+                m.timer.async_wait(std::move(self));
+                return;
+            }
+            case wait_action::type::park: {
+                m.next = step::parking;
+                const dur_ns bound = m.action.bound;
+                const auto deadline = std::chrono::steady_clock::now() +
+                                      std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
+                // Held until the park is registered (and past the op's end: `keep`), so a
+                // retirement of the source's line cannot slip in between (see impl).
+                const std::shared_ptr<port_state> keep = m.state;
+                std::unique_lock reg(keep->registration_mutex);
+                std::optional<memory_descriptor> desc;
+                if (!m.with_source([&](Source& src) { desc = src.descriptor(); })) {
+                    reg.unlock();
+                    return abort(self);
+                }
+                const Executor ex = m.ex;
+                reactor_service& svc = *m.svc;
+                reactor_port* port = &m.state->reactor;
+                start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
+                return;
+            }
+            case wait_action::type::done: {
+                const wait_report report = m.action.report;
+                if (report.outcome) {
+                    std::lock_guard lk(m.state->points_mutex);
+                    m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);
+                }
+                impl_.reset();
+                self.complete(boost::system::error_code{}, report);
+                return;
+            }
+            case wait_action::type::failed: {
+                const boost::system::error_code ec(m.action.error);
+                impl_.reset();
+                self.complete(ec, wait_report{});
+                return;
+            }
+            }
+        }
+    }
+
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace detail
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP

@@ -1,0 +1,250 @@
+//
+// gpu_async/detail/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
+//
+// One async_wait(descriptor) is one allocation: the op holds the handler, its cancellation slot,
+// outstanding work on the I/O executor and on the handler's executor, and the reactor's
+// bookkeeping (reactor_op). The plan-driven wait (detail/plan_wait_op.hpp) is a composed
+// operation instead, because it is a multi-step state machine (query, arm, sleep, park); each of
+// its parks is one of these ops. The descriptor wait is the hot path and stays a single op.
+//
+#ifndef GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
+#define GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/detail/reactor_service.hpp>
+
+#include <boost/asio/associated_allocator.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace gpu_async {
+
+namespace asio = boost::asio;
+
+namespace detail {
+
+/// The execution context of an executor (standard or legacy).
+template <class Executor>
+asio::execution_context& context_of(const Executor& ex) {
+    if constexpr (asio::execution::is_executor<Executor>::value)
+        return asio::query(ex, asio::execution::context);
+    else
+        return ex.context();
+}
+
+/// Installed in a handler's cancellation slot: a cancellation of type terminal, partial or total
+/// (all three hold: a cancelled wait has had no effect) unlinks the wait and routes its
+/// operation_aborted completion through the executor. Runs on the emitting thread.
+///
+/// It holds the wait's key, never a pointer it dereferences: the service looks the wait up under
+/// its lock (as Asio's timers do), so a signal that races the completion on another thread, or
+/// comes after the operation is gone, finds nothing and does nothing. It stays in the slot after
+/// the completion (clearing it there would race such a signal) until the slot is reused or its
+/// signal destroyed; it needs only the service, which lives as long as the execution context.
+class reactor_cancel_handler {
+public:
+    reactor_cancel_handler(reactor_service& svc, const reactor_key& key) noexcept
+        : svc_(&svc)
+        , key_(key) {}
+    void operator()(asio::cancellation_type_t type) const {
+        constexpr auto supported = asio::cancellation_type::terminal |
+                                   asio::cancellation_type::partial |
+                                   asio::cancellation_type::total;
+        if ((type & supported) != asio::cancellation_type::none) svc_->cancel(key_);
+    }
+
+private:
+    reactor_service* svc_;
+    reactor_key key_;
+};
+
+/// Outstanding work on an executor for as long as it lives: a standard executor preferred with
+/// outstanding_work.tracked (a plain value), or a work guard for a legacy executor. Movable.
+template <class Executor>
+class work_holder {
+public:
+    explicit work_holder(const Executor& ex)
+        : work_(make(ex)) {}
+
+private:
+    static auto make(const Executor& ex) {
+        if constexpr (asio::execution::is_executor<Executor>::value)
+            return asio::prefer(ex, asio::execution::outstanding_work.tracked);
+        else
+            return asio::executor_work_guard<Executor>(ex);
+    }
+    decltype(make(std::declval<const Executor&>())) work_;
+};
+
+/// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
+/// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
+/// the handler's associated allocator; freed before the upcall.
+///
+/// Completion (`complete`, called by the reactor with no lock held): post a step to the I/O
+/// executor, which dispatches the final step to the handler's executor, which frees the op and
+/// invokes the handler. A step destroyed without running (its context shut down) destroys the op
+/// without invoking the handler. The cancellation slot is not cleared: its handler holds a key,
+/// not the op (see reactor_cancel_handler).
+template <class Handler, class IoExecutor>
+class port_wait_op final : public reactor_op {
+public:
+    using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
+    using slot_type = asio::associated_cancellation_slot_t<Handler>;
+    using op_allocator = typename std::allocator_traits<
+        asio::associated_allocator_t<Handler>>::template rebind_alloc<port_wait_op>;
+
+    template <class H>
+    static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
+                                slot_type slot) {
+        op_allocator alloc(asio::get_associated_allocator(handler));
+        port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
+        try {
+            return ::new (static_cast<void*>(p))
+                port_wait_op(std::forward<H>(handler), io_ex, d, std::move(slot));
+        } catch (...) {
+            std::allocator_traits<op_allocator>::deallocate(alloc, p, 1);
+            throw;
+        }
+    }
+
+private:
+    template <class H>
+    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d, slot_type slot)
+        : reactor_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy)
+        , handler_(std::forward<H>(handler))
+        , slot_(std::move(slot))
+        , io_ex_(io_ex)
+        , handler_ex_(asio::get_associated_executor(handler_, io_ex))
+        , io_work_(io_ex)
+        , handler_work_(handler_ex_) {}
+
+    /// Owns the op until it runs; a step destroyed unrun destroys the op (no upcall).
+    class final_step {
+    public:
+        explicit final_step(port_wait_op* op) noexcept
+            : op_(op) {}
+        final_step(final_step&& o) noexcept
+            : op_(std::exchange(o.op_, nullptr)) {}
+        final_step& operator=(final_step&&) = delete;
+        ~final_step() {
+            if (op_ != nullptr) do_destroy(op_);
+        }
+        void operator()() { std::exchange(op_, nullptr)->finish(); }
+
+    private:
+        port_wait_op* op_;
+    };
+
+    class io_step {
+    public:
+        explicit io_step(port_wait_op* op) noexcept
+            : op_(op) {}
+        io_step(io_step&& o) noexcept
+            : op_(std::exchange(o.op_, nullptr)) {}
+        io_step& operator=(io_step&&) = delete;
+        ~io_step() {
+            if (op_ != nullptr) do_destroy(op_);
+        }
+        void operator()() {
+            port_wait_op* op = std::exchange(op_, nullptr);
+            auto alloc = asio::get_associated_allocator(op->handler_);
+            const handler_executor ex = op->handler_ex_;
+            asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
+        }
+
+    private:
+        port_wait_op* op_;
+    };
+
+    static void do_complete(reactor_op* base) {
+        auto* op = static_cast<port_wait_op*>(base);
+        auto alloc = asio::get_associated_allocator(op->handler_);
+        asio::post(op->io_ex_, asio::bind_allocator(alloc, io_step(op)));
+    }
+
+    // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
+    // operations leave it: its signal may already be gone.
+    static void do_destroy(reactor_op* base) {
+        auto* op = static_cast<port_wait_op*>(base);
+        op_allocator alloc(asio::get_associated_allocator(op->handler_));
+        op->~port_wait_op();
+        std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
+    }
+
+    void finish() {
+        // On the handler's executor: take what the upcall needs, free the op, then invoke. The
+        // work guards live until after the upcall. The slot is left alone: a signal emitted now
+        // from another thread runs our cancellation handler, which finds nothing to cancel.
+        Handler handler(std::move(handler_));
+        const boost::system::error_code result = ec;
+        auto io_work = std::move(io_work_);
+        auto handler_work = std::move(handler_work_);
+        op_allocator alloc(asio::get_associated_allocator(handler));
+        this->~port_wait_op();
+        std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
+        std::move(handler)(result);
+    }
+
+    Handler handler_;
+    slot_type slot_;
+    IoExecutor io_ex_;
+    handler_executor handler_ex_;
+    work_holder<IoExecutor> io_work_;
+    work_holder<handler_executor> handler_work_;
+};
+
+/// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
+/// (the slot is read before the handler moves), registers it. Never invokes the handler inline.
+/// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
+/// the slot cleared.
+template <class IoExecutor, class Handler>
+void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
+                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
+                        std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
+    using handler_type = std::decay_t<Handler>;
+    using op_type = port_wait_op<handler_type, IoExecutor>;
+    auto slot = asio::get_associated_cancellation_slot(handler);
+    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
+    reactor_service::start_result started{};
+    try {
+        // Installed before the op is registered: once registered it may complete at once on
+        // another thread and its handler may release the slot's signal. (emplace allocates: it
+        // may throw.)
+        if (slot.is_connected())
+            slot.template emplace<reactor_cancel_handler>(svc, svc.make_key(*op));
+        started = svc.start(port, op, bound, deadline);
+    } catch (...) {
+        if (slot.is_connected()) slot.clear(); // a handler installed above points to op
+        op->destroy();
+        throw;
+    }
+    if (started == reactor_service::start_result::registered) return;
+    // Not registered: the completion is decided (or, after shutdown, there is none), so a
+    // cancellation has nothing left to do. The slot is cleared now, while the handler (which may
+    // own the signal) is alive: a failed post below destroys the op and the handler with it.
+    if (slot.is_connected()) slot.clear();
+    if (started == reactor_service::start_result::dropped)
+        op->destroy(); // the context has shut down: destroyed, never invoked
+    else
+        op->complete(); // posts, never inline; when posting throws, the op is destroyed first
+}
+
+} // namespace detail
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
