@@ -399,13 +399,17 @@ GPU_ASYNC_DECL bool metal_source::poll(dur_ns bound) {
     constexpr std::uint64_t longest = std::numeric_limits<std::int64_t>::max() / 2;
     const auto deadline = clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(
                                              bound.ns < longest ? bound.ns : longest));
+    // At least one read after a sleep, however late this thread runs.
     for (;;) {
         const auto now = clock::now();
-        if (now >= deadline) return false;
-        const auto left = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count());
+        const auto left =
+            now < deadline
+                ? static_cast<std::uint64_t>(
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count())
+                : 0;
         detail::metal_impl::sleep_for(min(options_.poll_interval, dur_ns{left}));
         if (reached()) return true;
+        if (clock::now() >= deadline) return false;
     }
 }
 
