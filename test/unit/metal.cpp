@@ -620,7 +620,23 @@ BOOST_FIXTURE_TEST_CASE(the_inline_driver_parks_in_the_os_wait, fixture) {
                                       "signaledValue event1"}));
 }
 
-BOOST_FIXTURE_TEST_CASE(the_port_runs_a_flag_plan_over_a_metal_source, fixture) {
+/// A port on its own io_context, and one plan-driven wait at a time over a Metal source.
+struct port_fixture : fixture {
+    boost::asio::io_context io;
+    gpu_completion_port port{io};
+
+    /// Runs one wait of `p` over `s` to its completion (bounded) and returns how it ended.
+    port_result wait(metal_source& s, const wait_plan& p) {
+        port_result r;
+        port.async_wait(s, p, "metal", record(r));
+        io.restart();
+        gpu_async::test::run_to_completion(io);
+        BOOST_TEST_REQUIRE(r.ec.has_value());
+        return r;
+    }
+};
+
+BOOST_FIXTURE_TEST_CASE(the_port_runs_a_flag_plan_over_a_metal_source, port_fixture) {
     // Pending at the first query; arm enqueues nothing; the port parks on the reactor (which no
     // event stores to) until the backstop query reads the event at its target.
     metal_source s = source();
@@ -628,12 +644,7 @@ BOOST_FIXTURE_TEST_CASE(the_port_runs_a_flag_plan_over_a_metal_source, fixture) 
     BOOST_TEST(s.encode_signal(b) == 1u);
     fake.event().reads = {0, 1};
     fake.calls.clear();
-    boost::asio::io_context io;
-    gpu_completion_port port(io);
-    port_result r;
-    port.async_wait(s, wait_plan::recommended(), "metal", record(r));
-    gpu_async::test::run_to_completion(io);
-    BOOST_TEST_REQUIRE(r.ec.has_value());
+    const port_result r = wait(s, wait_plan::recommended());
     BOOST_TEST(!*r.ec);
     BOOST_TEST((r.report.kind == wait_kind::parked));
     BOOST_TEST(r.report.backstop_queries >= 1u);
@@ -643,17 +654,11 @@ BOOST_FIXTURE_TEST_CASE(the_port_runs_a_flag_plan_over_a_metal_source, fixture) 
     BOOST_TEST(port.prediction_ns("metal", deadline_plan{0, 0, 0, 8}).has_value());
 }
 
-BOOST_FIXTURE_TEST_CASE(the_port_runs_poll_and_block_plans_over_a_metal_source, fixture) {
+BOOST_FIXTURE_TEST_CASE(the_port_runs_poll_and_block_plans_over_a_metal_source, port_fixture) {
     metal_source s = source();
-    boost::asio::io_context io;
-    gpu_completion_port port(io);
-
     s.set_target(1);
     fake.event().reads = {0, 0, 0, 1};
-    port_result polled;
-    port.async_wait(s, plan("poll"), "metal", record(polled));
-    gpu_async::test::run_to_completion(io);
-    BOOST_TEST_REQUIRE(polled.ec.has_value());
+    const port_result polled = wait(s, plan("poll"));
     BOOST_TEST(!*polled.ec);
     BOOST_TEST((polled.report.kind == wait_kind::parked));
     BOOST_TEST(fake.count("signaledValue") == 4u);
@@ -661,51 +666,37 @@ BOOST_FIXTURE_TEST_CASE(the_port_runs_poll_and_block_plans_over_a_metal_source, 
     s.set_target(2);
     fake.waits = {2};
     fake.calls.clear();
-    port_result blocked;
-    port.async_wait(s, wait_plan::block(), "metal", record(blocked));
-    io.restart();
-    gpu_async::test::run_to_completion(io);
-    BOOST_TEST_REQUIRE(blocked.ec.has_value());
+    const port_result blocked = wait(s, wait_plan::block());
     BOOST_TEST(!*blocked.ec);
     BOOST_TEST((blocked.report.kind == wait_kind::blocked));
     BOOST_TEST(fake.count("waitUntilSignaledValue event1 2 20") == 1u);
 
     // Already reached: the immediate query ends it.
-    port_result at_once;
-    port.async_wait(s, wait_plan::recommended(), "metal", record(at_once));
-    io.restart();
-    gpu_async::test::run_to_completion(io);
-    BOOST_TEST_REQUIRE(at_once.ec.has_value());
+    const port_result at_once = wait(s, wait_plan::recommended());
+    BOOST_TEST(!*at_once.ec);
     BOOST_TEST((at_once.report.kind == wait_kind::immediate));
 }
 
-BOOST_FIXTURE_TEST_CASE(a_command_buffer_fault_reaches_the_port_waiter, fixture) {
+BOOST_FIXTURE_TEST_CASE(a_command_buffer_fault_reaches_the_port_waiter, port_fixture) {
     // Committed at the first query, failed by the backstop query: the wait ends with the
     // source's code, and the source says which buffer and why.
     const metal::object_t b = failed_buffer(2, "Caused GPU Timeout Error");
     gpu_async::test::fake_metal_runtime::of(b).statuses = {2};
     metal_source s = source();
     s.encode_signal(b);
-    boost::asio::io_context io;
-    gpu_completion_port port(io);
-    port_result r;
-    port.async_wait(s, wait_plan::recommended(), "metal", record(r));
-    gpu_async::test::run_to_completion(io);
-    BOOST_TEST_REQUIRE(r.ec.has_value());
+    const port_result r = wait(s, wait_plan::recommended());
     BOOST_TEST((*r.ec == errc::device_fault));
     BOOST_TEST_REQUIRE(s.last_error().has_value());
     BOOST_TEST(has(s.last_error()->message(), "Caused GPU Timeout Error"));
     BOOST_TEST(fake.pool_depth == 0);
 }
 
-BOOST_FIXTURE_TEST_CASE(the_port_waits_on_a_metal_sources_mirror_descriptor, fixture) {
+BOOST_FIXTURE_TEST_CASE(the_port_waits_on_a_metal_sources_mirror_descriptor, port_fixture) {
     // The descriptor overload over the mirror word: complete once a query has read the target.
     metal_source s = source();
     s.set_target(1);
     fake.event().value = 1;
     BOOST_TEST((s.query() == query_result::done()));
-    boost::asio::io_context io;
-    gpu_completion_port port(io);
     std::optional<boost::system::error_code> result;
     port.async_wait(s.descriptor(), [&](boost::system::error_code ec) { result = ec; });
     gpu_async::test::run_to_completion(io);

@@ -116,21 +116,29 @@ struct runtime_api {
     const char* (*utf8_string)(object_t string, selector_t) = nullptr; ///< -[NSString UTF8String]
 };
 
-/// The selectors of the messages in runtime_api, registered once by the runtime.
+/// The messages of runtime_api: X(member, "selector") for each, in one list, so the selectors,
+/// the table's checks, the selector registration and the objc_msgSend casts cannot drift apart.
+#define GPU_ASYNC_METAL_MESSAGES(X)                                                                \
+    X(retain, "retain")                                                                            \
+    X(release, "release")                                                                          \
+    X(responds_to_selector, "respondsToSelector:")                                                 \
+    X(name, "name")                                                                                \
+    X(new_shared_event, "newSharedEvent")                                                          \
+    X(signaled_value, "signaledValue")                                                             \
+    X(wait_until_signaled_value, "waitUntilSignaledValue:timeoutMS:")                              \
+    X(encode_signal_event, "encodeSignalEvent:value:")                                             \
+    X(status, "status")                                                                            \
+    X(error, "error")                                                                              \
+    X(code, "code")                                                                                \
+    X(localized_description, "localizedDescription")                                               \
+    X(utf8_string, "UTF8String")
+
+/// The selectors of the messages in runtime_api (same member names), registered once by the
+/// runtime.
 struct selectors {
-    selector_t retain = nullptr;
-    selector_t release = nullptr;
-    selector_t responds_to_selector = nullptr;
-    selector_t name = nullptr;
-    selector_t new_shared_event = nullptr;
-    selector_t signaled_value = nullptr;
-    selector_t wait_until_signaled_value = nullptr;
-    selector_t encode_signal_event = nullptr;
-    selector_t status = nullptr;
-    selector_t error = nullptr;
-    selector_t code = nullptr;
-    selector_t localized_description = nullptr;
-    selector_t utf8_string = nullptr;
+#define GPU_ASYNC_METAL_SELECTOR_MEMBER(member, text) selector_t member = nullptr;
+    GPU_ASYNC_METAL_MESSAGES(GPU_ASYNC_METAL_SELECTOR_MEMBER)
+#undef GPU_ASYNC_METAL_SELECTOR_MEMBER
 };
 
 } // namespace metal

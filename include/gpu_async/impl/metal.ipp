@@ -68,19 +68,9 @@ GPU_ASYNC_DECL std::optional<coded_error> metal_runtime::init(const metal::runti
     need(api.objc_get_class, "objc_getClass");
     need(api.sel_register_name, "sel_registerName");
     need(api.create_system_default_device, "MTLCreateSystemDefaultDevice");
-    need(api.retain, "retain");
-    need(api.release, "release");
-    need(api.responds_to_selector, "respondsToSelector:");
-    need(api.name, "name");
-    need(api.new_shared_event, "newSharedEvent");
-    need(api.signaled_value, "signaledValue");
-    need(api.wait_until_signaled_value, "waitUntilSignaledValue:timeoutMS:");
-    need(api.encode_signal_event, "encodeSignalEvent:value:");
-    need(api.status, "status");
-    need(api.error, "error");
-    need(api.code, "code");
-    need(api.localized_description, "localizedDescription");
-    need(api.utf8_string, "UTF8String");
+#define GPU_ASYNC_METAL_NEED(member, text) need(api.member, text);
+    GPU_ASYNC_METAL_MESSAGES(GPU_ASYNC_METAL_NEED)
+#undef GPU_ASYNC_METAL_NEED
     // The pool functions come as a pair or not at all.
     if ((api.autorelease_pool_push == nullptr) != (api.autorelease_pool_pop == nullptr))
         append(missing, api.autorelease_pool_push == nullptr ? "objc_autoreleasePoolPush"
@@ -94,19 +84,9 @@ GPU_ASYNC_DECL std::optional<coded_error> metal_runtime::init(const metal::runti
         sel = api.sel_register_name(name);
         if (sel == nullptr) append(unregistered, name);
     };
-    reg(sel_.retain, "retain");
-    reg(sel_.release, "release");
-    reg(sel_.responds_to_selector, "respondsToSelector:");
-    reg(sel_.name, "name");
-    reg(sel_.new_shared_event, "newSharedEvent");
-    reg(sel_.signaled_value, "signaledValue");
-    reg(sel_.wait_until_signaled_value, "waitUntilSignaledValue:timeoutMS:");
-    reg(sel_.encode_signal_event, "encodeSignalEvent:value:");
-    reg(sel_.status, "status");
-    reg(sel_.error, "error");
-    reg(sel_.code, "code");
-    reg(sel_.localized_description, "localizedDescription");
-    reg(sel_.utf8_string, "UTF8String");
+#define GPU_ASYNC_METAL_REGISTER(member, text) reg(sel_.member, text);
+    GPU_ASYNC_METAL_MESSAGES(GPU_ASYNC_METAL_REGISTER)
+#undef GPU_ASYNC_METAL_REGISTER
     if (!unregistered.empty())
         return unavailable("the selectors " + unregistered, "sel_registerName returned null");
 
@@ -165,19 +145,9 @@ metal_runtime::load_libraries(const char* objc_path, const char* metal_path) {
     auto message = [&](auto& fn) {
         fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(a.msg_send);
     };
-    message(a.retain);
-    message(a.release);
-    message(a.responds_to_selector);
-    message(a.name);
-    message(a.new_shared_event);
-    message(a.signaled_value);
-    message(a.wait_until_signaled_value);
-    message(a.encode_signal_event);
-    message(a.status);
-    message(a.error);
-    message(a.code);
-    message(a.localized_description);
-    message(a.utf8_string);
+#define GPU_ASYNC_METAL_CAST(member, text) message(a.member);
+    GPU_ASYNC_METAL_MESSAGES(GPU_ASYNC_METAL_CAST)
+#undef GPU_ASYNC_METAL_CAST
     return from_api(a);
 }
 
@@ -389,9 +359,12 @@ GPU_ASYNC_DECL query_result metal_source::query() {
 
 GPU_ASYNC_DECL void metal_source::os_wait(std::uint64_t timeout_ms) {
     // The answer is not the authority: waitUntilSignaledValue compares in plain order, so the
-    // caller reads signaledValue again and decides in wrapping order.
+    // caller reads signaledValue again and decides in wrapping order. At most a day per wait, so
+    // the OS's conversion to nanoseconds cannot overflow (a longer park returns early: allowed).
+    constexpr std::uint64_t longest_ms = 86'400'000;
     runtime_->api().wait_until_signaled_value(event_, runtime_->sel().wait_until_signaled_value,
-                                              target_, timeout_ms);
+                                              target_,
+                                              timeout_ms < longest_ms ? timeout_ms : longest_ms);
 }
 
 GPU_ASYNC_DECL bool metal_source::poll(dur_ns bound) {
