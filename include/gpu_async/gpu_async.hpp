@@ -20,6 +20,7 @@
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/hip.hpp>
 #include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/device/metal.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>

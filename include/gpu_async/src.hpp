@@ -15,6 +15,7 @@
 #include <gpu_async/impl/hip.ipp>
 #include <gpu_async/impl/line_retirement.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
+#include <gpu_async/impl/metal.ipp>
 #include <gpu_async/impl/reactor_service.ipp>
 #include <gpu_async/impl/run_fill.ipp>
 #include <gpu_async/impl/sim_device.ipp>

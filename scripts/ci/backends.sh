@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/ci/backends.sh: compile the CUDA- and HIP-dependent parts on a machine without a GPU,
-# then build the real-device tests (test/gpu) and run them to their clean skip.
+# then build the real-device tests (test/gpu, test/metal) and run them to their clean skip.
 #
 #  1. HIP: installs Debian's libamdhip64-dev (ROCm 5.2 headers; it pulls no Boost) and compiles
 #     test/abi/hip_abi.cpp with g++ and clang++ (-Werror, __HIP_PLATFORM_AMD__), with the HIP
@@ -13,6 +13,10 @@
 #     -Werror, and runs each: without a driver it must print "skipped: ..." and exit 0; with one
 #     it runs the device tests and must pass. The GPU benchmark (bench/gpu_bench.cpp) is built
 #     and run the same way (a clean skip without a driver, a table with one).
+#  4. test/metal: the Metal device tests (-DGPU_ASYNC_BUILD_METAL_TESTS=ON), plain C++ that loads
+#     the Objective-C runtime and Metal.framework at run time, are built with g++ and clang++
+#     under -Werror, must link neither, and must print "skipped: ..." and exit 0 off Apple
+#     systems.
 #
 # Runs from the repository root. Environment: BACKENDS_BUILD_DIR (default build-ci-backends),
 # BACKENDS_JOBS (default 2), BACKENDS_TIMEOUT_S (per build or run, default 600).
@@ -69,9 +73,10 @@ for cxx in g++ clang++; do
     say "test/gpu: configure and build with $cxx"
     timeout "$limit" cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_CXX_COMPILER="$cxx" -DGPU_ASYNC_WERROR=ON -DGPU_ASYNC_BUILD_GPU_TESTS=ON \
-        -DGPU_ASYNC_BUILD_TESTS=OFF -DGPU_ASYNC_BUILD_EXAMPLES=OFF \
-        -DGPU_ASYNC_BUILD_BENCHMARKS=ON >/dev/null
-    timeout "$limit" cmake --build "$dir" -j"$jobs" --target gpu_async_gpu_tests gpu_bench
+        -DGPU_ASYNC_BUILD_METAL_TESTS=ON -DGPU_ASYNC_BUILD_TESTS=OFF \
+        -DGPU_ASYNC_BUILD_EXAMPLES=OFF -DGPU_ASYNC_BUILD_BENCHMARKS=ON >/dev/null
+    timeout "$limit" cmake --build "$dir" -j"$jobs" --target gpu_async_gpu_tests gpu_bench \
+        gpu_async_metal_tests
     for bin in "$dir/test/gpu/gpu_async_gpu_tests" "$dir/bench/gpu_bench"; do
         if ldd "$bin" | grep -q 'libcuda\.so'; then
             echo "backends.sh: $bin links libcuda; it must load it at run time" >&2
@@ -90,6 +95,26 @@ for cxx in g++ clang++; do
     *"passed: 0 failure(s)"*) say "test/gpu passed on a device ($cxx)" ;;
     *)
         echo "backends.sh: gpu_async_gpu_tests neither skipped nor passed" >&2
+        exit 1
+        ;;
+    esac
+    metal="$dir/test/metal/gpu_async_metal_tests"
+    if ldd "$metal" | grep -Eq 'libobjc|Metal'; then
+        echo "backends.sh: $metal links the Objective-C runtime or Metal; it must load them at run time" >&2
+        exit 1
+    fi
+    say "test/metal: run ($cxx)"
+    out=$(timeout "$limit" "$metal") || {
+        echo "$out"
+        echo "backends.sh: gpu_async_metal_tests failed" >&2
+        exit 1
+    }
+    echo "$out"
+    case "$out" in
+    skipped:*) say "test/metal skipped cleanly ($cxx)" ;;
+    *"passed: 0 failure(s)"*) say "test/metal passed on a Metal device ($cxx)" ;;
+    *)
+        echo "backends.sh: gpu_async_metal_tests neither skipped nor passed" >&2
         exit 1
         ;;
     esac
