@@ -39,6 +39,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/line_retirement.hpp>
 
 #include <cassert>
 #include <cstddef>
@@ -287,7 +288,8 @@ public:
     GPU_ASYNC_DECL metal_source& operator=(metal_source&& other) noexcept;
     metal_source(const metal_source&) = delete;
     metal_source& operator=(const metal_source&) = delete;
-    /// Releases every watched command buffer and the event, once each.
+    /// Retires the mirror line (waits on it end with operation_aborted), then releases every
+    /// watched command buffer and the event, once each.
     ~metal_source() { reset(); }
 
     /// Done when signaledValue has reached the target; pending; or failed with

@@ -281,6 +281,9 @@ GPU_ASYNC_DECL metal_source& metal_source::operator=(metal_source&& other) noexc
 }
 
 GPU_ASYNC_DECL void metal_source::reset() noexcept {
+    // The mirror line goes with the source (or is replaced): every reactor ends its waits on it
+    // first (gpu_async::retire_line).
+    if (mirror_) retire_line(*mirror_);
     unwatch_all();
     runtime_->release(std::exchange(event_, nullptr));
 }
