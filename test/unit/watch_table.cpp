@@ -311,6 +311,12 @@ BOOST_AUTO_TEST_CASE(matches_a_brute_force_model_over_random_histories) {
             case 3:
             case 4: { // store
                 line.words[s].store(word + pick_step());
+                // The park predicate agrees with the model on the line just stored to.
+                const bool any = std::any_of(model.begin(), model.end(), [&](auto& p) {
+                    return p.second.line == li &&
+                           sequence_reached(lines[li].words[p.second.slot].load(), p.second.target);
+                });
+                BOOST_TEST(t.any_reached(line) == any);
                 break;
             }
             default: { // scan everything
@@ -334,6 +340,8 @@ BOOST_AUTO_TEST_CASE(matches_a_brute_force_model_over_random_histories) {
                 }
                 std::sort(got.begin(), got.end());
                 BOOST_TEST(got == expected, "history " << history << " op " << op);
+                for (std::size_t l = 0; l < 2; ++l)
+                    BOOST_TEST(!t.any_reached(lines[l])); // all handed out
                 for (int id : got)
                     model.erase(id);
                 for (std::size_t l = 0; l < 2; ++l)

@@ -25,6 +25,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/watch_table.hpp>
 
 #include <algorithm>
 #include <concepts>
@@ -108,13 +109,11 @@ struct turn_report {
 /// The reactor: registrations, fire(), and the idle decision. Single-threaded. Not copyable or
 /// movable (awaiters hold its address).
 ///
-/// Cost: descriptors are grouped per watched word (line and slot), ordered by target in the
-/// word's wrapping order, and deadlines and alarms sit in one time-ordered set. So fire() loads
-/// each watched word once and looks at the first target of each, then pays O(log n) per
-/// registration it fires; finding the earliest deadline is O(1); a park's predicate looks at
-/// the at most eight words of its line. This relies on what a stream does to its word: it only
-/// moves forward (a word seen behind the targets it had is taken as a new start), by less than
-/// 2^63 while descriptors stay registered on it.
+/// Cost: descriptors live in a watch_table (<gpu_async/core/watch_table.hpp>: by line, slot and
+/// target under the wrapping rule, for any history of stores), and deadlines and alarms sit in one
+/// time-ordered set. So fire() loads each watched word once and pays O(log n) per registration
+/// it fires; finding the earliest deadline is O(1); a park's predicate looks at the at most eight
+/// words of its line.
 class reactor {
 public:
     using registration = std::uint64_t;
@@ -129,12 +128,18 @@ public:
     registration watch(const memory_descriptor& d, std::optional<mono_ns> deadline,
                        reactor_waiter& w) {
         const registration id = next_++;
-        descriptors_.emplace(id, watched{d, deadline, &w});
-        if (deadline) timeline_.emplace(*deadline, id);
-        word_group& g = groups_[word_of(d)];
-        if (g.pending.empty()) g.base = d.word().load(std::memory_order_acquire);
-        place(g, d.target(), id);
-        if (g.pending.empty()) groups_.erase(word_of(d));
+        const auto it = descriptors_.emplace(id, watched{d, deadline, &w, std::nullopt}).first;
+        try {
+            if (deadline) timeline_.emplace(*deadline, id);
+            // Complete at this read (or completing others, on a far move of the word): it
+            // fires at the next fire().
+            it->second.pos = table_.insert(d, id, reached_sink());
+            if (!it->second.pos) reached_.push_back(id);
+        } catch (...) {
+            if (deadline) timeline_.erase({*deadline, id});
+            descriptors_.erase(it);
+            throw;
+        }
         return id;
     }
 
@@ -173,20 +178,23 @@ public:
         // (registration, completed) of each descriptor that fires; alarms that fire.
         std::vector<std::pair<registration, bool>> fired_descriptors;
         std::vector<registration> fired_alarms;
-        for (auto it = groups_.begin(); it != groups_.end();) {
-            word_group& g = it->second;
-            const std::uint64_t word =
-                it->first.first->words[it->first.second].load(std::memory_order_acquire);
-            if (far(offset(word, g.base))) rebase(g, word);
-            // The word has reached a prefix of the ordered targets: stop at the first it has not.
-            for (const auto& [key, id] : g.pending) {
-                if (!sequence_reached(word, target(g, key))) break;
-                fired_descriptors.emplace_back(id, true);
-            }
-            it = g.pending.empty() ? groups_.erase(it) : std::next(it);
+        // Registrations found complete when they were made (or by a rebase then) are judged
+        // again at this scan, as every other registration is: a word set back since waits on.
+        std::vector<registration> early;
+        early.swap(reached_);
+        table_.collect(reached_sink());
+        for (const registration id : early) {
+            watched& w = descriptors_.at(id);
+            if (w.desc.is_complete())
+                reached_.push_back(id);
+            else if (!(w.pos = table_.insert(w.desc, id, reached_sink())))
+                reached_.push_back(id);
         }
-        for (const registration id : strays_)
-            if (descriptors_.at(id).desc.is_complete()) fired_descriptors.emplace_back(id, true);
+        for (const registration id : reached_) {
+            descriptors_.at(id).pos.reset(); // out of the table already
+            fired_descriptors.emplace_back(id, true);
+        }
+        reached_.clear();
         for (const auto& [at, id] : timeline_) {
             if (at > now) break;
             if (alarms_.count(id) != 0)
@@ -270,24 +278,11 @@ public:
 
     /// True when any watched descriptor on `line` has completed.
     bool any_complete_on(const completion_line& line) const noexcept {
-        for (auto it = groups_.lower_bound({&line, 0});
-             it != groups_.end() && it->first.first == &line; ++it) {
-            const word_group& g = it->second;
-            const std::uint64_t word = line.words[it->first.second].load(std::memory_order_acquire);
-            if (g.pending.empty()) continue; // emptied by a rebase; fire() drops it
-            if (far(offset(word, g.base))) {
-                // Not ordered from this word (fire() orders it again): look at every target.
-                for (const auto& [key, id] : g.pending)
-                    if (sequence_reached(word, target(g, key))) return true;
-            } else if (sequence_reached(word, target(g, g.pending.begin()->first))) {
-                return true;
-            }
-        }
-        for (const registration id : strays_) {
+        for (const registration id : reached_) {
             const memory_descriptor& d = descriptors_.at(id).desc;
             if (&d.line() == &line && d.is_complete()) return true;
         }
-        return false;
+        return table_.any_reached(line);
     }
 
     std::size_t watched_count() const noexcept { return descriptors_.size(); }
@@ -314,6 +309,7 @@ private:
         memory_descriptor desc;
         std::optional<mono_ns> deadline;
         reactor_waiter* waiter;
+        std::optional<watch_table<registration>::handle> pos; // none once reached
     };
     struct alarm_entry {
         mono_ns at;
@@ -323,61 +319,22 @@ private:
         registration id;
         reactor_waiter* waiter;
     };
-    /// The watched word of a descriptor: its line and slot index.
-    using word_key = std::pair<const completion_line*, std::size_t>;
-    /// The descriptors watching one word, by the signed distance of their target from `base`
-    /// (a value the word had when the group began), then registration. While the word and the
-    /// targets stay within 2^62 of the base, the word has reached exactly a prefix of them.
-    struct word_group {
-        std::uint64_t base = 0;
-        std::set<std::pair<std::int64_t, registration>> pending;
+    // Takes what leaves the table through a scan into reached_ (fired at the next fire()).
+    struct reached_sink_t {
+        std::vector<registration>* reached;
+        void operator()(registration id, watch_end) const { reached->push_back(id); }
     };
-
-    static word_key word_of(const memory_descriptor& d) noexcept {
-        return {&d.line(), d.slot().index()};
-    }
-    static std::int64_t offset(std::uint64_t value, std::uint64_t base) noexcept {
-        return static_cast<std::int64_t>(value - base); // two's complement: the wrapping distance
-    }
-    static std::uint64_t target(const word_group& g, std::int64_t key) noexcept {
-        return g.base + static_cast<std::uint64_t>(key);
-    }
-    // True for a distance of 2^62 or more from a group's base: the prefix rule may not hold for
-    // it (a word set back or run far ahead, or a target far from the word).
-    static bool far(std::int64_t d) noexcept {
-        constexpr std::int64_t quarter = std::int64_t{1} << 62;
-        return d >= quarter || d <= -quarter;
-    }
-
-    // Orders `id`'s target in `g`, or, when it lies too far from the base to be ordered, keeps it
-    // with the strays that fire() checks one by one.
-    void place(word_group& g, std::uint64_t t, registration id) {
-        const std::int64_t key = offset(t, g.base);
-        if (far(key))
-            strays_.insert(id);
-        else
-            g.pending.emplace(key, id);
-    }
-
-    // Measures the group's targets from `word` again (rare: see far()).
-    void rebase(word_group& g, std::uint64_t word) {
-        const auto old = std::move(g.pending);
-        const std::uint64_t old_base = g.base;
-        g.pending.clear();
-        g.base = word;
-        for (const auto& [key, id] : old)
-            place(g, old_base + static_cast<std::uint64_t>(key), id);
-    }
+    reached_sink_t reached_sink() noexcept { return reached_sink_t{&reached_}; }
 
     void unregister(std::map<registration, watched>::iterator it) {
         const registration id = it->first;
         const watched& w = it->second;
         if (w.deadline) timeline_.erase({*w.deadline, id});
-        if (strays_.erase(id) == 0) {
-            const auto g = groups_.find(word_of(w.desc));
-            g->second.pending.erase({offset(w.desc.target(), g->second.base), id});
-            if (g->second.pending.empty()) groups_.erase(g);
-        }
+        if (w.pos)
+            table_.erase(*w.pos);
+        else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
+                 r != reached_.end())
+            reached_.erase(r);
         descriptors_.erase(it);
     }
 
@@ -391,8 +348,8 @@ private:
     std::map<registration, watched> descriptors_;
     std::map<registration, alarm_entry> alarms_;
     std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
-    std::map<word_key, word_group> groups_;
-    std::set<registration> strays_; // descriptors too far from their group's base to order
+    watch_table<registration> table_;
+    std::vector<registration> reached_; // out of the table, to fire at the next fire()
     std::deque<fired_entry> fired_;
 };
 

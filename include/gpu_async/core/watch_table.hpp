@@ -275,6 +275,26 @@ public:
         return n;
     }
 
+    /// True when a scan of `line` now would hand out a wait (one acquire load per watched slot;
+    /// nothing changes). The predicate of a park on the line.
+    bool any_reached(const completion_line& line) const {
+        const auto it = lines_.find(&line);
+        if (it == lines_.end()) return false;
+        const line_rec& lr = it->second;
+        for (std::uint32_t mask = lr.mask; mask != 0; mask &= mask - 1) {
+            const auto s = static_cast<std::size_t>(std::countr_zero(mask));
+            const slot_rec& sr = lr.slots[s];
+            const std::uint64_t word = line.words[s].load(std::memory_order_acquire);
+            const std::uint64_t delta = word - sr.anchor;
+            if (delta == 0) continue;
+            const std::uint64_t first = sr.waits.begin()->first - sr.anchor;
+            const std::uint64_t last = std::prev(sr.waits.end())->first - sr.anchor;
+            // A prefix (distance at most delta) or a suffix (distance above delta - 2^63).
+            if (delta <= half ? first <= delta : last > delta - half) return true;
+        }
+        return false;
+    }
+
     /// Removes every wait on `line` (its owner is about to free it) and hands each to `sink`
     /// (watch_end::removed). After this returns the table no longer reads the line.
     template <class Sink>

@@ -37,9 +37,9 @@
 // `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 // the device).
 //
-// Lifetime: the destructor stops the device (below), then retires every line the device made
-// (gpu_async::retire_line): every reactor ends its waits on them with operation_aborted before
-// their memory goes. A caller's line given to `make_stream` is the caller's to retire.
+// Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
+// reactor ends its waits on them with operation_aborted), then stops the device (below); the
+// lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
 //
 // Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
 // has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
@@ -256,7 +256,7 @@ public:
     sim_device()
         : sim_device(options{}) {}
     GPU_ASYNC_DECL explicit sim_device(options opts);
-    /// Cancels (see the header comment), joins the workers, then retires the device's lines.
+    /// Retires the device's lines, then cancels (see the header comment) and joins the workers.
     GPU_ASYNC_DECL ~sim_device();
     sim_device(const sim_device&) = delete;
     sim_device& operator=(const sim_device&) = delete;

@@ -144,11 +144,12 @@ GPU_ASYNC_DECL sim_device::sim_device(options opts)
 }
 
 GPU_ASYNC_DECL sim_device::~sim_device() {
-    shutdown(sim_shutdown::cancel);
-    // No worker stores any more. Before the lines' memory goes, every reactor ends its waits on
-    // them (operation_aborted) and stops reading them.
+    // First every reactor ends its waits on the device's lines (operation_aborted) and stops
+    // reading them, so a wait ends as aborted rather than with the cancellation below; then the
+    // workers stop; then the lines' memory goes.
     for (const completion_line& line : lines_)
         retire_line(line);
+    shutdown(sim_shutdown::cancel);
 }
 
 GPU_ASYNC_DECL completion_line& sim_device::make_line() {
