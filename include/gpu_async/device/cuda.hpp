@@ -29,7 +29,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/device/detail/vendor_stream.hpp>
+#include <gpu_async/device/detail/vendor_line.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
