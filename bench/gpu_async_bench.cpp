@@ -369,7 +369,7 @@ private:
             ready_.clear();
             for (std::size_t i = 0; i < polled_.size();) {
                 lane* l = polled_[i];
-                if (l->stream->completed() >= l->seq) {
+                if (l->stream->word() >= l->seq) {
                     ready_.push_back(l);
                     polled_[i] = polled_.back();
                     polled_.pop_back();
@@ -415,7 +415,7 @@ private:
             }
             for (std::size_t i = 0; i < mine.size();) {
                 lane* l = mine[i];
-                if (l->stream->completed() >= l->seq) {
+                if (l->stream->word() >= l->seq) {
                     asio::post(ctx_, [this, l] { complete(*l); });
                     mine[i] = mine.back();
                     mine.pop_back();

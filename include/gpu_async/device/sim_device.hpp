@@ -183,8 +183,8 @@ public:
     slot_id slot() const noexcept { return slot_; }
     /// The last sequence number enqueued.
     std::uint64_t tail() const noexcept { return tail_.load(std::memory_order_acquire); }
-    /// Acquire load of the stream's word: the last sequence number stored.
-    std::uint64_t completed() const noexcept {
+    /// The value of the stream's word (an acquire load): the last sequence number stored.
+    std::uint64_t word() const noexcept {
         return line_->words[slot_.index()].load(std::memory_order_acquire);
     }
     /// The descriptor of item `seq`.
