@@ -133,8 +133,8 @@ struct options {
     bool fail_ring = false;
     // Derived: the kind asked, the kind that runs (after resolution), the plan of the naive and
     // io-uring waits, and the wait as the table names it.
-    executor_kind requested = executor_kind::gpu_reactor;
-    executor_kind runs = executor_kind::gpu_reactor;
+    executor_kind requested = executor_kind::fill;
+    executor_kind runs = executor_kind::fill;
     gpu_async::wait_plan inline_plan = gpu_async::wait_plan::recommended();
     std::string wait_label = "service";
 };
@@ -214,7 +214,7 @@ void validate(options& o, bool wait_given) {
     } else {
         throw usage_error{"--wait must be service, fill or plan:<plan>, not '" + o.wait + "'"};
     }
-    if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::gpu_reactor)
+    if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::fill)
         throw usage_error{"--wait " + o.wait +
                           " is for --executor gpu-reactor; naive and io-uring take --wait "
                           "plan:<plan> (default: the recommended plan)"};
@@ -253,7 +253,7 @@ void validate(options& o, bool wait_given) {
 // After resolution: what runs, and the wait it runs.
 void settle(options& o, executor_kind runs) {
     o.runs = runs;
-    if (runs == executor_kind::gpu_reactor) {
+    if (runs == executor_kind::fill) {
         o.wait_label = o.wait;
     } else {
         o.inline_plan = o.plan.value_or(gpu_async::wait_plan::recommended());
@@ -529,7 +529,7 @@ public:
         , device_(gpu_async::sim_device::options{1, false})
         , acceptor_(ctx_, tcp::endpoint(asio::ip::address_v4::loopback(),
                                         static_cast<unsigned short>(o.port))) {
-        if (o.runs == executor_kind::gpu_reactor) port_.emplace(ctx_);
+        if (o.runs == executor_kind::fill) port_.emplace(ctx_);
     }
 
     unsigned short port() const override { return acceptor_.local_endpoint().port(); }
@@ -552,7 +552,7 @@ private:
         try {
             if (cuda_ != nullptr)
                 if (auto e = cuda_->make_current()) throw std::runtime_error(e->message());
-            if (opts_.runs == executor_kind::gpu_reactor && opts_.mode == wait_mode::fill)
+            if (opts_.runs == executor_kind::fill && opts_.mode == wait_mode::fill)
                 gpu_async::run_fill(ctx_);
             else
                 ctx_.run();

@@ -180,10 +180,10 @@ BOOST_AUTO_TEST_CASE(executor_resolution_with_a_failing_ring) {
     opts.inject_setup_errno = EPERM;
     const executor_capabilities caps = uring_capabilities(opts);
     BOOST_TEST(!caps.has(executor_kind::io_uring));
-    BOOST_TEST(caps.has(executor_kind::gpu_reactor));
+    BOOST_TEST(caps.has(executor_kind::fill));
     auto fb = resolve(executor_kind::io_uring, caps);
     BOOST_TEST_REQUIRE(fb.has_value());
-    BOOST_TEST((fb.value().kind == executor_kind::gpu_reactor));
+    BOOST_TEST((fb.value().kind == executor_kind::fill));
     BOOST_TEST_REQUIRE(fb.value().warning.has_value());
     BOOST_TEST((fb.value().warning->code() == errc::executor_fallback));
     BOOST_TEST(fb.value().warning->message().find("io_uring setup failed") != std::string::npos);
