@@ -90,17 +90,17 @@ BOOST_AUTO_TEST_CASE(idle_park_sees_a_store_and_honours_its_bound) {
     BOOST_TEST(idle.now().ns >= at.ns);
 }
 
-BOOST_AUTO_TEST_CASE(park_capabilities_follow_the_probe) {
-    const park_capabilities portable = std_park_capabilities(word_wait::portable());
-    BOOST_TEST(!portable.has(park_capability::word_park));
-    BOOST_TEST(portable.why_missing(park_capability::word_park) == "no user-mode monitor");
-    BOOST_TEST(portable.has(park_capability::word_store));
+BOOST_AUTO_TEST_CASE(plan_capabilities_follow_the_probe) {
+    const plan_capabilities portable = std_plan_capabilities(word_wait::portable());
+    BOOST_TEST(!portable.has(plan_capability::word_park));
+    BOOST_TEST(portable.why_missing(plan_capability::word_park) == "no user-mode monitor");
+    BOOST_TEST(portable.has(plan_capability::word_store));
     const resolved_plan r = resolve(plan_of(flag_text), portable);
     BOOST_TEST(r.plan.label() == "poll");
     BOOST_TEST_REQUIRE(r.warning.has_value());
     BOOST_TEST(r.warning->code() == errc::park_fallback);
-    const park_capabilities probed = std_park_capabilities();
-    BOOST_TEST(probed.has(park_capability::word_park) ==
+    const plan_capabilities probed = std_plan_capabilities();
+    BOOST_TEST(probed.has(plan_capability::word_park) ==
                (word_wait::probe().path() != word_wait_path::fallback));
 }
 

@@ -448,15 +448,15 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
 
         for (int step = 0; step < 20'000 && !a.is_terminal(); ++step) {
             // Invariants on the action.
-            if (plan->kind() == park_kind::block) BOOST_REQUIRE((a.kind == act::block));
-            if (step == 0 && plan->kind() != park_kind::block)
+            if (plan->kind() == plan_kind::block) BOOST_REQUIRE((a.kind == act::block));
+            if (step == 0 && plan->kind() != plan_kind::block)
                 BOOST_REQUIRE((a.kind == act::query));
             const bool after_park = last && last->kind == wait_event::type::parked;
             // Once the word is seen, the next action is the final query.
             if (after_park && last->word_seen) BOOST_REQUIRE((a.kind == act::query));
             switch (a.kind) {
             case act::arm:
-                BOOST_REQUIRE((plan->kind() == park_kind::flag));
+                BOOST_REQUIRE((plan->kind() == plan_kind::flag));
                 BOOST_REQUIRE(queries == 1u);
                 BOOST_REQUIRE(!slept);
                 BOOST_REQUIRE(!armed);
@@ -464,10 +464,10 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             case act::sleep_until:
                 BOOST_REQUIRE(predicted);
                 BOOST_REQUIRE(a.at <= sleep_cap);
-                if (plan->kind() == park_kind::flag) BOOST_REQUIRE(armed);
+                if (plan->kind() == plan_kind::flag) BOOST_REQUIRE(armed);
                 break;
             case act::park:
-                BOOST_REQUIRE((plan->kind() == park_kind::flag));
+                BOOST_REQUIRE((plan->kind() == plan_kind::flag));
                 BOOST_REQUIRE(armed);
                 BOOST_REQUIRE(a.bound.count() > 0u);
                 BOOST_REQUIRE(a.bound.count() <= plan->park_ns());
@@ -479,7 +479,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             first_query = a.kind == act::query && queries == 0;
             sleep_query = a.kind == act::query && last && last->kind == wait_event::type::slept;
             // Flag queries other than the first, the late one and the final one are backstops.
-            if (a.kind == act::query && plan->kind() == park_kind::flag && !first_query &&
+            if (a.kind == act::query && plan->kind() == plan_kind::flag && !first_query &&
                 !sleep_query && !(after_park && last->word_seen))
                 ++backstops;
             // A random answer, sometimes of the wrong type.
@@ -532,7 +532,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             ++runs_done;
             BOOST_REQUIRE(!last_mismatched);
             // Success only right after a query said done or the blocking wait returned ok.
-            if (plan->kind() == park_kind::block) {
+            if (plan->kind() == plan_kind::block) {
                 BOOST_REQUIRE((last->kind == wait_event::type::blocked));
                 BOOST_REQUIRE(!last->error);
                 BOOST_REQUIRE((a.report.kind == wait_kind::blocked));

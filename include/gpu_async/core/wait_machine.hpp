@@ -199,7 +199,7 @@ public:
     wait_action start(const wait_plan& plan, std::optional<std::uint64_t> sleep_ns,
                       mono_ns start) noexcept {
         *this = wait_machine{};
-        park_ = plan.kind();
+        kind_ = plan.kind();
         park_ns_ = dur_ns{plan.park_ns()};
         backstop_ns_ = dur_ns{plan.backstop_ns()};
         if (plan.predict() && sleep_ns && *sleep_ns > 0) {
@@ -210,7 +210,7 @@ public:
         }
         start_ = start;
         now_ = start;
-        if (park_ == park_kind::block) return emit(state::blocking, wait_action::block());
+        if (kind_ == plan_kind::block) return emit(state::blocking, wait_action::block());
         return emit(state::immediate_query, wait_action::query());
     }
 
@@ -231,7 +231,7 @@ public:
             if (ev.query.is_failed()) return finish_failed(source_error(ev.query));
             if (ev.query.is_done())
                 return finish(wait_kind::immediate, outcome::exact(now_.since(start_).count()));
-            if (park_ == park_kind::flag) return emit(state::arming, wait_action::arm());
+            if (kind_ == plan_kind::flag) return emit(state::arming, wait_action::arm());
             return after_arm();
         case state::arming:
             if (ev.kind != wait_event::type::armed) return protocol_error();
@@ -262,7 +262,7 @@ public:
                 const mono_ns seen = state_ == state::final_query ? word_seen_at_ : now_;
                 return finish(wait_kind::parked, outcome::exact(seen.since(start_).count()));
             }
-            if (park_ == park_kind::poll) return emit(state::polling, wait_action::query());
+            if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
             return park_or_backstop();
         case state::parking:
             if (ev.kind != wait_event::type::parked) return protocol_error();
@@ -323,7 +323,7 @@ private:
     }
 
     wait_action begin_waiting() noexcept {
-        if (park_ == park_kind::poll) return emit(state::polling, wait_action::query());
+        if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
         return park_or_backstop();
     }
 
@@ -361,7 +361,7 @@ private:
     }
 
     state state_ = state::idle;
-    park_kind park_ = park_kind::block;
+    plan_kind kind_ = plan_kind::block;
     dur_ns park_ns_;
     dur_ns backstop_ns_;
     mono_ns start_;

@@ -80,13 +80,13 @@ public:
 static_assert(clock<std_clock>);
 static_assert(timer<std_timer>);
 
-/// The park capabilities of the std host: a word park needs a user-mode monitor (the word
+/// The plan capabilities of the std host: a word park needs a user-mode monitor (the word
 /// wait's portable fallback only spins and yields, which is a poll, so a flag plan resolves to
 /// poll there with the probe's reason). Word stores and blocking waits are the source's own.
-inline park_capabilities std_park_capabilities(const word_wait& ww = word_wait::probe()) {
-    park_capabilities caps;
+inline plan_capabilities std_plan_capabilities(const word_wait& ww = word_wait::probe()) {
+    plan_capabilities caps;
     if (ww.path() == word_wait_path::fallback)
-        caps.set_missing(park_capability::word_park, "no user-mode monitor");
+        caps.set_missing(plan_capability::word_park, "no user-mode monitor");
     return caps;
 }
 
