@@ -292,7 +292,7 @@ int serve_blocking(executor_kind kind, int listen_fd, int clients, const wait_pl
                 const std::uint64_t seq = stream.enqueue(dur_ns::from_us(us));
                 bool ok = false;
                 if (kind == executor_kind::naive) {
-                    ok = wait(stream, plan, table, 0).has_value();
+                    ok = wait_blocking(stream, plan, table, 0).has_value();
                 } else {
                     fill_executor ex;
                     std::optional<std::uint64_t> sleep;

@@ -27,10 +27,10 @@
 //                thread), fill (run_fill: the server thread is the FILL executor idling on the
 //                reactor) or plan:<plan> (the port's plan-driven wait over the stream's source).
 //   naive        Asio sockets on an io_context; the server thread awaits each request's device
-//                work inline with the std host's blocking wait (gpu_async::wait: the wait machine
-//                on the calling thread) with the plan of --wait plan:<plan> or the recommended
-//                one. The whole server stalls during each wait: requests are served one at a
-//                time, which is what naive means.
+//                work inline with the std host's blocking wait (gpu_async::wait_blocking: the
+//                wait machine on the calling thread) with the plan of --wait plan:<plan> or the
+//                recommended one. The whole server stalls during each wait: requests are served one
+//                at a time, which is what naive means.
 //   io-uring     one thread, one ring: the FILL executor on `uring_idle` (deadline sleeps are
 //                ring timeouts, parks are futex waits on the doorbell where the kernel has them)
 //                and the server's sockets (accept, recv, send, close) on the same ring, as
@@ -602,7 +602,8 @@ private:
             }
             if (opts_.runs == executor_kind::naive) {
                 // The blocking wait, inline: the io_context thread waits here.
-                const auto r = gpu_async::wait(lane.source(), opts_.inline_plan, table_, 0);
+                const auto r =
+                    gpu_async::wait_blocking(lane.source(), opts_.inline_plan, table_, 0);
                 if (!r.has_value()) {
                     fail("device wait: " + r.message());
                     co_return;
