@@ -101,15 +101,6 @@ struct wait_event {
     static wait_event queried(query_result r, mono_ns now) noexcept {
         return {type::queried, now, r, {}, false};
     }
-    static wait_event query_done(mono_ns now) noexcept {
-        return queried(query_result::done(), now);
-    }
-    static wait_event query_pending(mono_ns now) noexcept {
-        return queried(query_result::pending(), now);
-    }
-    static wait_event query_failed(std::error_code ec, mono_ns now) noexcept {
-        return queried(query_result::failed(ec), now);
-    }
     static wait_event blocked(std::error_code ec, mono_ns now) noexcept {
         return {type::blocked, now, {}, ec, false};
     }
