@@ -832,7 +832,7 @@ private:
 std::unique_ptr<server> make_server(const options& o, cuda_env* cuda) {
 #if GPU_ASYNC_HAS_LIBURING
     if (o.runs == executor_kind::io_uring) {
-        auto idle = gpu_async::uring_idle::create(gpu_async::examples::ring_options(o.fail_ring));
+        auto idle = gpu_async::examples::make_ring(o.fail_ring);
         // Resolved a moment ago; a second ring may still be refused.
         if (!idle.has_value()) throw std::runtime_error(idle.error().message());
         return std::make_unique<ring_server>(o, cuda, std::move(idle).value());
