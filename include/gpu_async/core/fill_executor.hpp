@@ -1,5 +1,5 @@
 //
-// gpu_async/core/fill_executor.hpp: the FILL executor of SPEC.md section 7: a single-threaded
+// gpu_async/core/fill_executor.hpp: the FILL executor: a single-threaded
 // executor of C++20 coroutine tasks whose waits are filled with live work. It idles (sleeps or
 // parks, through the host's idle) only when no task is ready.
 //

@@ -1,6 +1,6 @@
 //
-// gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step
-// (SPEC.md section 4), e.g. the batch rows of an LLM decode step.
+// gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step,
+// e.g. the batch rows of an LLM decode step.
 //
 //   bands := plan | plan (";rows>=" N ":" plan){1,3}
 //

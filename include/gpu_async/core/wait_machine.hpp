@@ -1,5 +1,5 @@
 //
-// gpu_async/core/wait_machine.hpp: the wait driver of SPEC.md section 6, written once as a
+// gpu_async/core/wait_machine.hpp: the wait driver, written once as a
 // sans-I/O state machine.
 //
 // The machine never touches a device, a clock or a timer. It is started with the plan, the
@@ -168,7 +168,7 @@ constexpr std::string_view to_string(wait_action::type t) noexcept {
     return "unknown";
 }
 
-/// The wait driver of SPEC.md section 6 as a sans-I/O state machine. One machine runs one wait;
+/// The wait driver as a sans-I/O state machine. One machine runs one wait;
 /// start() may be called again to run another. A plain value: copyable, no allocation.
 ///
 /// Time: every event carries the host's clock reading when the action returned. A reading

@@ -32,7 +32,7 @@
 // doorbell's futex instead of the word wait. The stream shares the doorbell's ownership, so a
 // device that outlives the reactor whose doorbell it rings stays safe (the ring reaches nobody).
 //
-// Manual mode (options::manual): no worker threads; nothing runs until a test calls
+// Manual mode (options::manual): no worker threads; nothing runs until the caller calls
 // `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
 // `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 // the device).

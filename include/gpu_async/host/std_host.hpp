@@ -1,5 +1,5 @@
 //
-// gpu_async/host/std_host.hpp: the std host (SPEC.md section 13): a monotonic clock over the
+// gpu_async/host/std_host.hpp: the std host: a monotonic clock over the
 // process clock, a timer that sleeps the calling thread, the idle of the FILL executor, the
 // blocking wait (the `naive` executor kind), and a watcher thread that completes waiters of any
 // runtime.
