@@ -1,6 +1,6 @@
 //
-// gpu_async/core/park_fallback.hpp: what a host can do for a wait plan (plan capabilities),
-// the declared constant fallback table, and resolve(): the plan that runs on that host.
+// gpu_async/core/park_fallback.hpp: what a host can do for a wait plan (plan capabilities), the
+// declared constant fallback table, and resolve(): the plan that runs on that host.
 //
 // Capabilities are probed by hosts (CPUID, auxv, the backend's entry points), never by the core:
 // the core only takes them as a value. A plan resolves once, at start; when the plan that runs

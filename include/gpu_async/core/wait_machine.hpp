@@ -1,6 +1,5 @@
 //
-// gpu_async/core/wait_machine.hpp: the wait driver, written once as a
-// sans-I/O state machine.
+// gpu_async/core/wait_machine.hpp: the wait driver, written once as a sans-I/O state machine.
 //
 // The machine never touches a device, a clock or a timer. It is started with the plan, the
 // point's sleep estimate and the start time, and answers each event with the next action the

@@ -1,8 +1,7 @@
 //
-// gpu_async/host/std_host.hpp: the std host: a monotonic clock over the
-// process clock, a timer that sleeps the calling thread, the idle of the FILL executor, the
-// blocking wait (the `naive` executor kind), and a watcher thread that completes waiters of any
-// runtime.
+// gpu_async/host/std_host.hpp: the std host: a monotonic clock over the process clock, a timer that
+// sleeps the calling thread, the idle of the FILL executor, the blocking wait (the `naive` executor
+// kind), and a watcher thread that completes waiters of any runtime.
 //
 //     std_clock clk;                          // mono_ns over std::chrono::steady_clock
 //     std_timer tmr;                          // sleeps the calling thread
