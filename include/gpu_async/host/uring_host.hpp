@@ -105,7 +105,8 @@ struct uring_options {
 /// (`queue_init`, 0 or -errno, as io_uring_queue_init), tearing it down (`queue_exit`) and
 /// submitting its prepared entries (`submit`, the number submitted or -errno, as
 /// io_uring_submit). Every submission of the idle, its own operations' and the program's, goes
-/// through `submit`. Calls are made on the idle's thread.
+/// through `submit`. queue_init runs on the thread that creates the idle, the others on the
+/// thread that uses it.
 template <class C>
 concept uring_calls = std::move_constructible<C> &&
     requires(C& c, io_uring& ring, unsigned entries, unsigned flags) {
