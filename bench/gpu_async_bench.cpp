@@ -29,7 +29,7 @@
 // Also: completions per second through one io_context thread with 64, 4096 and 65536 pending
 // descriptors (host stores, no device), for the service, run_fill and a plain asio::post loop.
 //
-// And the executor kinds (issue 9): one thread waits for one simulated-device item at a time
+// And the executor kinds: one thread waits for one simulated-device item at a time
 // with each kind, naive (the std host's blocking wait), gpu-reactor (a FILL wait on std_idle) and
 // io-uring (a FILL wait on uring_idle: ring timeouts, futex parks on the doorbell where the
 // kernel has them), with the recommended flag plan, without and with a ringing doorbell:
@@ -143,7 +143,8 @@ bool is_fill(strategy s) {
     return s == strategy::ours_fill || s == strategy::ours_fill_predict;
 }
 
-// The plan of the +predict strategies (SPEC.md section 3's example suffix).
+// The plan of the +predict strategies: the recommended flag plan with the README's example
+// prediction.
 constexpr const char* predict_plan_text =
     "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,"
     "window=8";
@@ -368,7 +369,7 @@ private:
             ready_.clear();
             for (std::size_t i = 0; i < polled_.size();) {
                 lane* l = polled_[i];
-                if (l->stream->completed() >= l->seq) {
+                if (l->stream->word() >= l->seq) {
                     ready_.push_back(l);
                     polled_[i] = polled_.back();
                     polled_.pop_back();
@@ -414,7 +415,7 @@ private:
             }
             for (std::size_t i = 0; i < mine.size();) {
                 lane* l = mine[i];
-                if (l->stream->completed() >= l->seq) {
+                if (l->stream->word() >= l->seq) {
                     asio::post(ctx_, [this, l] { complete(*l); });
                     mine[i] = mine.back();
                     mine.pop_back();

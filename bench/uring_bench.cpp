@@ -1,6 +1,6 @@
 //
 // bench/uring_bench.cpp: the io-uring executor beside gpu-reactor (std_idle) and naive, on the
-// simulated device (engineer F, issue 9).
+// simulated device.
 //
 // 1. Deadline sleeps: a thread sleep (std_timer) against one IORING_OP_TIMEOUT (uring_idle):
 //    overshoot past the deadline, p50/p99/max.

@@ -1,5 +1,5 @@
 //
-// example/fill_executor.cpp: the FILL executor on real time, without a GPU (SPEC.md section 14).
+// example/fill_executor.cpp: the FILL executor on real time, without a GPU.
 //
 // A "device" thread stores sequence numbers into three slots of one completion line at 2, 4 and
 // 6 ms; three tasks each await one slot; a fourth task does CPU work in slices, yielding between

@@ -292,7 +292,7 @@ int serve_blocking(executor_kind kind, int listen_fd, int clients, const wait_pl
                 const std::uint64_t seq = stream.enqueue(dur_ns::from_us(us));
                 bool ok = false;
                 if (kind == executor_kind::naive) {
-                    ok = wait(stream, plan, table, 0).has_value();
+                    ok = wait_blocking(stream, plan, table, 0).has_value();
                 } else {
                     fill_executor ex;
                     std::optional<std::uint64_t> sleep;
@@ -340,7 +340,6 @@ int main(int argc, char** argv) {
     }
     // The host's capabilities: io-uring needs a ring (probed by making one); the std host runs
     // gpu-reactor and naive everywhere (example/common/executor_select.hpp).
-    const uring_options ring_opts = examples::ring_options(opt.fail_ring);
     const auto resolved =
         examples::select_executor(kind.value(), opt.strict, opt.fail_ring, stdout);
     if (!resolved.has_value()) return 3;
@@ -357,7 +356,7 @@ int main(int argc, char** argv) {
 
     std::optional<uring_idle> idle;
     if (runs == executor_kind::io_uring) {
-        auto made = uring_idle::create(ring_opts);
+        auto made = examples::make_ring(opt.fail_ring);
         if (!made.has_value()) { // resolved a moment ago; a second ring may still be refused
             std::fprintf(stderr, "error [%d]: %s\n", made.error().code().value(),
                          made.error().message().c_str());

@@ -70,7 +70,7 @@ wake_samples device_waits(int rounds, std::uint64_t work_us, sim_stream& s, Wait
 /// One wait for `s` (the naive kind): the std host's blocking wait with `plan`, its prediction
 /// from `table`.
 inline bool naive_wait_once(sim_stream& s, const wait_plan& plan, point_table<int>& table) {
-    return wait(s, plan, table, 0).has_value();
+    return wait_blocking(s, plan, table, 0).has_value();
 }
 
 /// One wait for `s` as a task of a fresh FILL executor run on `idle` (std_idle: gpu-reactor;

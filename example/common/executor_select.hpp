@@ -5,8 +5,9 @@
 // io-uring -> gpu-reactor -> naive, and the coded lines "warning [3]: ..." / "error [4]: ...".
 // Not part of the library.
 //
-// --fail-ring (a test hook) makes ring creation fail with EPERM, as seccomp or
-// kernel.io_uring_disabled would, to show the fallback and the strict refusal.
+// --fail-ring makes ring creation fail with EPERM, as seccomp or kernel.io_uring_disabled
+// would, to show the fallback and the strict refusal: the ring is made through calls whose
+// setup the "kernel" refuses (basic_uring_idle's Calls).
 //
 #ifndef GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
 #define GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
@@ -32,11 +33,15 @@ inline void print_coded(std::FILE* out, const char* prefix, const char* level,
 }
 
 #if GPU_ASYNC_HAS_LIBURING
-/// The ring options of a program: with `fail_ring`, creation fails with EPERM.
-inline uring_options ring_options(bool fail_ring) {
-    uring_options o;
-    if (fail_ring) o.inject_setup_errno = EPERM;
-    return o;
+/// liburing's calls, but a ring setup fails with EPERM (--fail-ring).
+struct refused_setup_calls : liburing_calls {
+    int queue_init(unsigned, io_uring&, unsigned) noexcept { return -EPERM; }
+};
+
+/// The program's ring: with `fail_ring`, errc::ring_setup for EPERM.
+inline result<uring_idle> make_ring(bool fail_ring) {
+    if (fail_ring) return basic_uring_idle<refused_setup_calls>::create().error();
+    return uring_idle::create();
 }
 #endif
 
@@ -44,7 +49,8 @@ inline uring_options ring_options(bool fail_ring) {
 /// setup error's text) or the program was built without liburing.
 inline executor_capabilities host_executor_capabilities([[maybe_unused]] bool fail_ring) {
 #if GPU_ASYNC_HAS_LIBURING
-    return uring_capabilities(ring_options(fail_ring));
+    if (fail_ring) return uring_capabilities({}, refused_setup_calls{});
+    return uring_capabilities();
 #else
     return executor_capabilities().set_missing(executor_kind::io_uring, "built without liburing");
 #endif

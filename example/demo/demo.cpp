@@ -27,10 +27,10 @@
 //                thread), fill (run_fill: the server thread is the FILL executor idling on the
 //                reactor) or plan:<plan> (the port's plan-driven wait over the stream's source).
 //   naive        Asio sockets on an io_context; the server thread awaits each request's device
-//                work inline with the std host's blocking wait (gpu_async::wait: the wait machine
-//                on the calling thread) with the plan of --wait plan:<plan> or the recommended
-//                one. The whole server stalls during each wait: requests are served one at a
-//                time, which is what naive means.
+//                work inline with the std host's blocking wait (gpu_async::wait_blocking: the
+//                wait machine on the calling thread) with the plan of --wait plan:<plan> or the
+//                recommended one. The whole server stalls during each wait: requests are served one
+//                at a time, which is what naive means.
 //   io-uring     one thread, one ring: the FILL executor on `uring_idle` (deadline sleeps are
 //                ring timeouts, parks are futex waits on the doorbell where the kernel has them)
 //                and the server's sockets (accept, recv, send, close) on the same ring, as
@@ -132,8 +132,8 @@ struct options {
     bool fail_ring = false;
     // Derived: the kind asked, the kind that runs (after resolution), the plan of the naive and
     // io-uring waits, and the wait as the table names it.
-    executor_kind requested = executor_kind::gpu_reactor;
-    executor_kind runs = executor_kind::gpu_reactor;
+    executor_kind requested = executor_kind::fill;
+    executor_kind runs = executor_kind::fill;
     gpu_async::wait_plan inline_plan = gpu_async::wait_plan::recommended();
     std::string wait_label = "service";
 };
@@ -213,7 +213,7 @@ void validate(options& o, bool wait_given) {
     } else {
         throw usage_error{"--wait must be service, fill or plan:<plan>, not '" + o.wait + "'"};
     }
-    if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::gpu_reactor)
+    if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::fill)
         throw usage_error{"--wait " + o.wait +
                           " is for --executor gpu-reactor; naive and io-uring take --wait "
                           "plan:<plan> (default: the recommended plan)"};
@@ -252,7 +252,7 @@ void validate(options& o, bool wait_given) {
 // After resolution: what runs, and the wait it runs.
 void settle(options& o, executor_kind runs) {
     o.runs = runs;
-    if (runs == executor_kind::gpu_reactor) {
+    if (runs == executor_kind::fill) {
         o.wait_label = o.wait;
     } else {
         o.inline_plan = o.plan.value_or(gpu_async::wait_plan::recommended());
@@ -528,7 +528,7 @@ public:
         , device_(gpu_async::sim_device::options{1, false})
         , acceptor_(ctx_, tcp::endpoint(asio::ip::address_v4::loopback(),
                                         static_cast<unsigned short>(o.port))) {
-        if (o.runs == executor_kind::gpu_reactor) port_.emplace(ctx_);
+        if (o.runs == executor_kind::fill) port_.emplace(ctx_);
     }
 
     unsigned short port() const override { return acceptor_.local_endpoint().port(); }
@@ -551,7 +551,7 @@ private:
         try {
             if (cuda_ != nullptr)
                 if (auto e = cuda_->make_current()) throw std::runtime_error(e->message());
-            if (opts_.runs == executor_kind::gpu_reactor && opts_.mode == wait_mode::fill)
+            if (opts_.runs == executor_kind::fill && opts_.mode == wait_mode::fill)
                 gpu_async::run_fill(ctx_);
             else
                 ctx_.run();
@@ -601,7 +601,8 @@ private:
             }
             if (opts_.runs == executor_kind::naive) {
                 // The blocking wait, inline: the io_context thread waits here.
-                const auto r = gpu_async::wait(lane.source(), opts_.inline_plan, table_, 0);
+                const auto r =
+                    gpu_async::wait_blocking(lane.source(), opts_.inline_plan, table_, 0);
                 if (!r.has_value()) {
                     fail("device wait: " + r.message());
                     co_return;
@@ -830,7 +831,7 @@ private:
 std::unique_ptr<server> make_server(const options& o, cuda_env* cuda) {
 #if GPU_ASYNC_HAS_LIBURING
     if (o.runs == executor_kind::io_uring) {
-        auto idle = gpu_async::uring_idle::create(gpu_async::examples::ring_options(o.fail_ring));
+        auto idle = gpu_async::examples::make_ring(o.fail_ring);
         // Resolved a moment ago; a second ring may still be refused.
         if (!idle.has_value()) throw std::runtime_error(idle.error().message());
         return std::make_unique<ring_server>(o, cuda, std::move(idle).value());

@@ -61,14 +61,14 @@ BOOST_AUTO_TEST_CASE(slot_bounds) {
 }
 
 BOOST_AUTO_TEST_CASE(sequence_vectors) {
-    // SPEC section 2.
+    // The wrapping order: reached when word - target (mod 2^64) is below 2^63.
     static_assert(!sequence_reached(0, 5));
     static_assert(!sequence_reached(4, 5));
     static_assert(sequence_reached(5, 5));
     static_assert(sequence_reached(6, 5));
     static_assert(sequence_reached(1, max64));
     static_assert(!sequence_reached(max64, 1));
-    // Beyond the spec's vectors: the half-range boundary and wrap in both directions.
+    // The half-range boundary and wrap in both directions.
     BOOST_TEST(sequence_reached(0, 0));
     BOOST_TEST(sequence_reached(0, max64));
     BOOST_TEST(!sequence_reached(max64, 0));

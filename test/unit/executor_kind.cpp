@@ -18,7 +18,7 @@ BOOST_AUTO_TEST_CASE(parse_accepts_the_canonical_names_and_round_trips) {
         BOOST_TEST((r.value() == k));
     }
     BOOST_TEST(to_string(executor_kind::naive) == "naive");
-    BOOST_TEST(to_string(executor_kind::gpu_reactor) == "gpu-reactor");
+    BOOST_TEST(to_string(executor_kind::fill) == "gpu-reactor");
     BOOST_TEST(to_string(executor_kind::io_uring) == "io-uring");
 }
 
@@ -41,11 +41,11 @@ BOOST_AUTO_TEST_CASE(capabilities_carry_reasons) {
     for (executor_kind k : executor_kinds)
         BOOST_TEST(caps.has(k));
     caps.set_missing(executor_kind::io_uring, "io_uring disabled")
-        .set_missing(executor_kind::gpu_reactor, "")
+        .set_missing(executor_kind::fill, "")
         .set_missing(executor_kind::naive, "ignored");
     BOOST_TEST(!caps.has(executor_kind::io_uring));
     BOOST_TEST(caps.why_missing(executor_kind::io_uring) == "io_uring disabled");
-    BOOST_TEST(caps.why_missing(executor_kind::gpu_reactor) == "not available");
+    BOOST_TEST(caps.why_missing(executor_kind::fill) == "not available");
     BOOST_TEST(caps.has(executor_kind::naive)); // the floor
     caps.set_available(executor_kind::io_uring);
     BOOST_TEST(caps.has(executor_kind::io_uring));
@@ -72,14 +72,14 @@ BOOST_AUTO_TEST_CASE(fallback_table_strict_and_not) {
         {K::naive, false, false, lax, K::naive, ""},
         {K::naive, false, false, strict, K::naive, ""},
         // gpu-reactor.
-        {K::gpu_reactor, true, true, lax, K::gpu_reactor, ""},
-        {K::gpu_reactor, false, true, strict, K::gpu_reactor, ""},
-        {K::gpu_reactor, true, false, lax, K::naive, mon},
-        {K::gpu_reactor, true, false, strict, std::nullopt, mon},
+        {K::fill, true, true, lax, K::fill, ""},
+        {K::fill, false, true, strict, K::fill, ""},
+        {K::fill, true, false, lax, K::naive, mon},
+        {K::fill, true, false, strict, std::nullopt, mon},
         // io-uring.
         {K::io_uring, true, true, lax, K::io_uring, ""},
         {K::io_uring, true, false, strict, K::io_uring, ""},
-        {K::io_uring, false, true, lax, K::gpu_reactor, io},
+        {K::io_uring, false, true, lax, K::fill, io},
         {K::io_uring, false, true, strict, std::nullopt, io},
         {K::io_uring, false, false, lax, K::naive, io + "; gpu-reactor: " + mon},
         {K::io_uring, false, false, strict, std::nullopt, io},
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(fallback_table_strict_and_not) {
     for (const row& r : table) {
         executor_capabilities caps;
         if (!r.io_uring_ok) caps.set_missing(K::io_uring, io);
-        if (!r.reactor_ok) caps.set_missing(K::gpu_reactor, mon);
+        if (!r.reactor_ok) caps.set_missing(K::fill, mon);
         BOOST_TEST_CONTEXT("requested " << to_string(r.requested) << " io_uring " << r.io_uring_ok
                                         << " reactor " << r.reactor_ok << " strict "
                                         << (r.strictness == strict)) {

@@ -10,8 +10,8 @@ namespace {
 
 constexpr deadline_plan fixture_predict{150'000, 20'000, 50'000'000, 8};
 
-park_capabilities without(park_capability c, std::string_view why) {
-    park_capabilities caps;
+plan_capabilities without(plan_capability c, std::string_view why) {
+    plan_capabilities caps;
     caps.set_missing(c, why);
     return caps;
 }
@@ -22,42 +22,42 @@ BOOST_AUTO_TEST_SUITE(park_fallback_suite)
 
 BOOST_AUTO_TEST_CASE(the_declared_table) {
     BOOST_TEST_REQUIRE(park_fallback_table.size() == 3u);
-    BOOST_TEST((park_fallback_table[0].requested == park_kind::flag));
-    BOOST_TEST((park_fallback_table[0].needs == park_capability::word_store));
-    BOOST_TEST((park_fallback_table[0].runs == park_kind::poll));
-    BOOST_TEST((park_fallback_table[1].requested == park_kind::flag));
-    BOOST_TEST((park_fallback_table[1].needs == park_capability::word_park));
-    BOOST_TEST((park_fallback_table[1].runs == park_kind::poll));
-    BOOST_TEST((park_fallback_table[2].requested == park_kind::block));
-    BOOST_TEST((park_fallback_table[2].needs == park_capability::blocking_wait));
-    BOOST_TEST((park_fallback_table[2].runs == park_kind::poll));
-    BOOST_TEST(to_string(park_capability::word_park) == "word_park");
-    BOOST_TEST(to_string(park_capability::word_store) == "word_store");
-    BOOST_TEST(to_string(park_capability::blocking_wait) == "blocking_wait");
+    BOOST_TEST((park_fallback_table[0].requested == plan_kind::flag));
+    BOOST_TEST((park_fallback_table[0].needs == plan_capability::word_store));
+    BOOST_TEST((park_fallback_table[0].runs == plan_kind::poll));
+    BOOST_TEST((park_fallback_table[1].requested == plan_kind::flag));
+    BOOST_TEST((park_fallback_table[1].needs == plan_capability::word_park));
+    BOOST_TEST((park_fallback_table[1].runs == plan_kind::poll));
+    BOOST_TEST((park_fallback_table[2].requested == plan_kind::block));
+    BOOST_TEST((park_fallback_table[2].needs == plan_capability::blocking_wait));
+    BOOST_TEST((park_fallback_table[2].runs == plan_kind::poll));
+    BOOST_TEST(to_string(plan_capability::word_park) == "word_park");
+    BOOST_TEST(to_string(plan_capability::word_store) == "word_store");
+    BOOST_TEST(to_string(plan_capability::blocking_wait) == "blocking_wait");
 }
 
 BOOST_AUTO_TEST_CASE(capabilities_are_a_value_with_reasons) {
-    park_capabilities caps;
-    for (auto c : {park_capability::word_park, park_capability::word_store,
-                   park_capability::blocking_wait}) {
+    plan_capabilities caps;
+    for (auto c : {plan_capability::word_park, plan_capability::word_store,
+                   plan_capability::blocking_wait}) {
         BOOST_TEST(caps.has(c));
         BOOST_TEST(caps.why_missing(c).empty());
     }
-    caps.set_missing(park_capability::word_park, "no user-mode monitor");
-    BOOST_TEST(!caps.has(park_capability::word_park));
-    BOOST_TEST(caps.why_missing(park_capability::word_park) == "no user-mode monitor");
-    BOOST_TEST(caps.has(park_capability::blocking_wait));
-    BOOST_TEST(!(caps == park_capabilities{}));
-    caps.set_missing(park_capability::blocking_wait, "");
-    BOOST_TEST(caps.why_missing(park_capability::blocking_wait) == "not available");
-    caps.set_available(park_capability::word_park).set_available(park_capability::blocking_wait);
-    BOOST_TEST((caps == park_capabilities{}));
-    const auto chained = park_capabilities{}.set_missing(park_capability::word_store, "Metal");
-    BOOST_TEST(!chained.has(park_capability::word_store));
+    caps.set_missing(plan_capability::word_park, "no user-mode monitor");
+    BOOST_TEST(!caps.has(plan_capability::word_park));
+    BOOST_TEST(caps.why_missing(plan_capability::word_park) == "no user-mode monitor");
+    BOOST_TEST(caps.has(plan_capability::blocking_wait));
+    BOOST_TEST(!(caps == plan_capabilities{}));
+    caps.set_missing(plan_capability::blocking_wait, "");
+    BOOST_TEST(caps.why_missing(plan_capability::blocking_wait) == "not available");
+    caps.set_available(plan_capability::word_park).set_available(plan_capability::blocking_wait);
+    BOOST_TEST((caps == plan_capabilities{}));
+    const auto chained = plan_capabilities{}.set_missing(plan_capability::word_store, "Metal");
+    BOOST_TEST(!chained.has(plan_capability::word_store));
 }
 
 BOOST_AUTO_TEST_CASE(everything_available_runs_as_asked_without_warning) {
-    const park_capabilities all;
+    const plan_capabilities all;
     for (const auto& p :
          {wait_plan::block(), wait_plan::poll().value(), wait_plan::poll(fixture_predict).value(),
           wait_plan::recommended(), wait_plan::flag(100'000, 1'000'000, fixture_predict).value()}) {
@@ -68,10 +68,10 @@ BOOST_AUTO_TEST_CASE(everything_available_runs_as_asked_without_warning) {
 }
 
 BOOST_AUTO_TEST_CASE(poll_runs_everywhere) {
-    park_capabilities none;
-    none.set_missing(park_capability::word_park, "a")
-        .set_missing(park_capability::word_store, "b")
-        .set_missing(park_capability::blocking_wait, "c");
+    plan_capabilities none;
+    none.set_missing(plan_capability::word_park, "a")
+        .set_missing(plan_capability::word_store, "b")
+        .set_missing(plan_capability::blocking_wait, "c");
     for (const auto& p : {wait_plan::poll().value(), wait_plan::poll(fixture_predict).value()}) {
         const resolved_plan r = resolve(p, none);
         BOOST_TEST((r.plan == p));
@@ -82,7 +82,7 @@ BOOST_AUTO_TEST_CASE(poll_runs_everywhere) {
 BOOST_AUTO_TEST_CASE(flag_without_a_word_park_becomes_poll_keeping_the_prediction) {
     const auto requested = wait_plan::flag(100'000, 1'000'000, fixture_predict).value();
     const resolved_plan r =
-        resolve(requested, without(park_capability::word_park, "no user-mode monitor"));
+        resolve(requested, without(plan_capability::word_park, "no user-mode monitor"));
     BOOST_TEST((r.plan == wait_plan::poll(fixture_predict).value()));
     BOOST_TEST_REQUIRE(r.warning.has_value());
     BOOST_TEST((r.warning->code() == errc::park_fallback));
@@ -102,7 +102,7 @@ BOOST_AUTO_TEST_CASE(flag_without_a_word_park_becomes_poll_keeping_the_predictio
 
 BOOST_AUTO_TEST_CASE(flag_without_a_word_store_becomes_poll) {
     const resolved_plan r = resolve(wait_plan::recommended(),
-                                    without(park_capability::word_store, "no stream mem ops"));
+                                    without(plan_capability::word_store, "no stream mem ops"));
     BOOST_TEST((r.plan == wait_plan::poll().value()));
     BOOST_TEST_REQUIRE(r.warning.has_value());
     BOOST_TEST(r.warning->args()[0] == "flag:park_us=100,backstop_us=1000");
@@ -112,9 +112,9 @@ BOOST_AUTO_TEST_CASE(flag_without_a_word_store_becomes_poll) {
 }
 
 BOOST_AUTO_TEST_CASE(the_first_missing_row_of_the_table_is_named) {
-    park_capabilities caps;
-    caps.set_missing(park_capability::word_park, "no monitor")
-        .set_missing(park_capability::word_store, "no store");
+    plan_capabilities caps;
+    caps.set_missing(plan_capability::word_park, "no monitor")
+        .set_missing(plan_capability::word_store, "no store");
     const resolved_plan r = resolve(wait_plan::recommended(), caps);
     BOOST_TEST((r.plan == wait_plan::poll().value()));
     BOOST_TEST_REQUIRE(r.warning.has_value());
@@ -124,7 +124,7 @@ BOOST_AUTO_TEST_CASE(the_first_missing_row_of_the_table_is_named) {
 
 BOOST_AUTO_TEST_CASE(block_without_a_blocking_wait_becomes_poll) {
     const resolved_plan r =
-        resolve(wait_plan::block(), without(park_capability::blocking_wait, "Metal has none"));
+        resolve(wait_plan::block(), without(plan_capability::blocking_wait, "Metal has none"));
     BOOST_TEST((r.plan == wait_plan::poll().value()));
     BOOST_TEST_REQUIRE(r.warning.has_value());
     BOOST_TEST(r.warning->message() ==
@@ -133,11 +133,11 @@ BOOST_AUTO_TEST_CASE(block_without_a_blocking_wait_becomes_poll) {
 
 BOOST_AUTO_TEST_CASE(an_unrelated_missing_capability_changes_nothing) {
     const resolved_plan b =
-        resolve(wait_plan::block(), without(park_capability::word_park, "no monitor"));
+        resolve(wait_plan::block(), without(plan_capability::word_park, "no monitor"));
     BOOST_TEST((b.plan == wait_plan::block()));
     BOOST_TEST(!b.warning.has_value());
     const resolved_plan f =
-        resolve(wait_plan::recommended(), without(park_capability::blocking_wait, "none"));
+        resolve(wait_plan::recommended(), without(plan_capability::blocking_wait, "none"));
     BOOST_TEST((f.plan == wait_plan::recommended()));
     BOOST_TEST(!f.warning.has_value());
 }

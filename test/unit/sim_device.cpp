@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_and_descriptor) {
     BOOST_TEST(d.target() == 3u);
     BOOST_TEST(s.arm().value() == 0);
     BOOST_TEST(!s.block());
-    BOOST_TEST(s.completed() == 3u);
+    BOOST_TEST(s.word() == 3u);
     BOOST_TEST(s.query().is_done());
     BOOST_TEST(d.is_complete());
     BOOST_TEST(s.descriptor_for(2).is_complete());
@@ -184,7 +184,7 @@ BOOST_AUTO_TEST_CASE(fault_is_reported_and_sticky) {
     BOOST_TEST((q.error == errc::device_fault));
     BOOST_TEST((s.error() == errc::device_fault));
     BOOST_TEST((s.arm() == errc::device_fault));
-    BOOST_TEST(s.completed() == 1u); // the fault's number and everything behind it: never stored
+    BOOST_TEST(s.word() == 1u);      // the fault's number and everything behind it: never stored
     BOOST_TEST(!s.park(long_bound)); // returns at once: the stream failed
     BOOST_TEST(s.descriptor_for(1).is_complete());
     BOOST_TEST(!s.descriptor().is_complete());
@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(fault_is_reported_and_sticky) {
     BOOST_TEST(s.query().is_failed());
     dev.shutdown(sim_shutdown::drain);
     BOOST_TEST(!ran_after.load());
-    BOOST_TEST(s.completed() == 1u);
+    BOOST_TEST(s.word() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
     s.enqueue([]() -> std::error_code { return make_error_code(errc::backend); });
     BOOST_TEST((s.block() == errc::backend));
     BOOST_TEST((s.query().error == errc::backend));
-    BOOST_TEST(s.completed() == 1u);
+    BOOST_TEST(s.word() == 1u);
     // A fault code given as empty becomes device_fault.
     sim_stream& t = dev.make_stream();
     t.enqueue_fault(std::error_code{});
@@ -223,9 +223,9 @@ BOOST_AUTO_TEST_CASE(manual_mode_steps_each_completion) {
     BOOST_TEST(a.query().is_pending());
     BOOST_TEST((a.block() == errc::stalled)); // nothing but the caller would complete it
     BOOST_TEST(!a.park(dur_ns::zero()));
-    BOOST_TEST(a.completed() == 0u);
+    BOOST_TEST(a.word() == 0u);
     BOOST_TEST(dev.step(a));
-    BOOST_TEST(a.completed() == 1u);
+    BOOST_TEST(a.word() == 1u);
     BOOST_TEST(a.query().is_pending());
     BOOST_TEST(dev.step(b)); // out of enqueue order, as the test likes
     BOOST_TEST(b.query().is_done());
@@ -269,7 +269,7 @@ BOOST_AUTO_TEST_CASE(shutdown_drain_runs_everything) {
             s->enqueue(dur_ns::from_us(200));
     dev.shutdown(sim_shutdown::drain);
     for (sim_stream* s : streams) {
-        BOOST_TEST(s->completed() == 5u);
+        BOOST_TEST(s->word() == 5u);
         BOOST_TEST(s->query().is_done());
     }
     // Refused after shutdown: never stored, reported as cancelled.
@@ -277,7 +277,7 @@ BOOST_AUTO_TEST_CASE(shutdown_drain_runs_everything) {
     BOOST_TEST(s.enqueue(dur_ns::zero()) == 6u);
     BOOST_TEST((s.query().error == std::errc::operation_canceled));
     BOOST_TEST((s.block() == std::errc::operation_canceled));
-    BOOST_TEST(s.completed() == 5u);
+    BOOST_TEST(s.word() == 5u);
     dev.shutdown(sim_shutdown::cancel); // idempotent
 }
 
@@ -287,7 +287,7 @@ BOOST_AUTO_TEST_CASE(shutdown_drain_manual_steps_the_rest) {
     for (int k = 0; k < 3; ++k)
         s.enqueue(dur_ns::zero());
     dev.shutdown(sim_shutdown::drain);
-    BOOST_TEST(s.completed() == 3u);
+    BOOST_TEST(s.word() == 3u);
     BOOST_TEST(s.query().is_done());
 }
 
@@ -308,7 +308,7 @@ BOOST_AUTO_TEST_CASE(shutdown_cancel_finishes_the_running_item_only) {
     std::thread stopper([&] { dev.shutdown(sim_shutdown::cancel); });
     release = true;
     stopper.join(); // returns long before the second item's minute
-    BOOST_TEST(s.completed() == 1u);
+    BOOST_TEST(s.word() == 1u);
     BOOST_TEST(!second_ran.load());
     BOOST_TEST((s.query().error == std::errc::operation_canceled));
     BOOST_TEST((s.block() == std::errc::operation_canceled));
@@ -451,7 +451,7 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
         const wait_result r = run_wait(s, wait_plan::block(), std::nullopt, clk, tmr);
         BOOST_REQUIRE(r.has_value());
         BOOST_TEST((r.value().kind == wait_kind::blocked));
-        BOOST_TEST(s.completed() == 1u);
+        BOOST_TEST(s.word() == 1u);
     }
     {
         // A fault ends the wait with the device's error, whichever query or park sees it.

@@ -90,17 +90,17 @@ BOOST_AUTO_TEST_CASE(idle_park_sees_a_store_and_honours_its_bound) {
     BOOST_TEST(idle.now().ns >= at.ns);
 }
 
-BOOST_AUTO_TEST_CASE(park_capabilities_follow_the_probe) {
-    const park_capabilities portable = std_park_capabilities(word_wait::portable());
-    BOOST_TEST(!portable.has(park_capability::word_park));
-    BOOST_TEST(portable.why_missing(park_capability::word_park) == "no user-mode monitor");
-    BOOST_TEST(portable.has(park_capability::word_store));
+BOOST_AUTO_TEST_CASE(plan_capabilities_follow_the_probe) {
+    const plan_capabilities portable = std_plan_capabilities(word_wait::portable());
+    BOOST_TEST(!portable.has(plan_capability::word_park));
+    BOOST_TEST(portable.why_missing(plan_capability::word_park) == "no user-mode monitor");
+    BOOST_TEST(portable.has(plan_capability::word_store));
     const resolved_plan r = resolve(plan_of(flag_text), portable);
     BOOST_TEST(r.plan.label() == "poll");
     BOOST_TEST_REQUIRE(r.warning.has_value());
     BOOST_TEST(r.warning->code() == errc::park_fallback);
-    const park_capabilities probed = std_park_capabilities();
-    BOOST_TEST(probed.has(park_capability::word_park) ==
+    const plan_capabilities probed = std_plan_capabilities();
+    BOOST_TEST(probed.has(plan_capability::word_park) ==
                (word_wait::probe().path() != word_wait_path::fallback));
 }
 
@@ -117,7 +117,7 @@ BOOST_AUTO_TEST_CASE(blocking_wait_with_each_plan) {
           row{flag_text, wait_kind::parked}, row{flag_predict_text, wait_kind::parked}}) {
         BOOST_TEST_CONTEXT(r.plan) {
             const std::uint64_t seq = s.enqueue(work);
-            const wait_result res = wait(s, plan_of(r.plan), table, std::string(r.plan));
+            const wait_result res = wait_blocking(s, plan_of(r.plan), table, std::string(r.plan));
             BOOST_TEST_REQUIRE(res.has_value(), res.message());
             BOOST_TEST(s.descriptor_for(seq).is_complete());
             BOOST_TEST(s.query().is_done());
@@ -139,12 +139,12 @@ BOOST_AUTO_TEST_CASE(predicting_wait_learns_then_sleeps) {
     point_table<int> table;
     const wait_plan plan = plan_of(poll_predict_text);
     s.enqueue(work);
-    const wait_result cold = wait(s, plan, table, 7);
+    const wait_result cold = wait_blocking(s, plan, table, 7);
     BOOST_TEST_REQUIRE(cold.has_value(), cold.message());
     BOOST_TEST(cold.value().slept.count() == 0u); // a cold point does not sleep
     BOOST_TEST_REQUIRE(table.sleep_ns(7, *plan.predict()).has_value());
     s.enqueue(work);
-    const wait_result warm = wait(s, plan, table, 7);
+    const wait_result warm = wait_blocking(s, plan, table, 7);
     BOOST_TEST_REQUIRE(warm.has_value(), warm.message());
     BOOST_TEST(warm.value().slept.count() > 0u);
     BOOST_TEST(s.query().is_done());
@@ -162,7 +162,7 @@ BOOST_AUTO_TEST_CASE(blocking_wait_reports_a_device_fault_and_learns_nothing) {
             sim_stream& s = dev.make_stream();
             s.enqueue(dur_ns::from_ms(1));
             s.enqueue_fault();
-            const wait_result r = wait(s, plan_of(text), table, 1);
+            const wait_result r = wait_blocking(s, plan_of(text), table, 1);
             BOOST_TEST(!r.has_value());
             BOOST_TEST((r.error() == errc::device_fault));
         }

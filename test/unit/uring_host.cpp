@@ -4,6 +4,8 @@
 #include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/device/sim_device.hpp>
 
+#include "common/fake_uring_calls.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -17,6 +19,8 @@
 #include <thread>
 
 using namespace gpu_async;
+using gpu_async::test::fake_uring_calls;
+using gpu_async::test::uring_faults;
 
 namespace {
 
@@ -27,14 +31,16 @@ bool under_valgrind() {
     return p != nullptr && std::strstr(p, "vgpreload") != nullptr;
 }
 
-// A ring, or none (with the reason logged) where io_uring is refused entirely or valgrind runs.
-// This machine supports io_uring: there the tests run.
-std::optional<uring_idle> ring_or_skip(const uring_options& opts = {}) {
+// A ring made through `calls`, or none (with the reason logged) where io_uring is refused
+// entirely or valgrind runs. This machine supports io_uring: there the tests run.
+template <class Calls = liburing_calls>
+std::optional<basic_uring_idle<Calls>> ring_or_skip(const uring_options& opts = {},
+                                                    Calls calls = Calls{}) {
     if (under_valgrind()) {
         BOOST_TEST_MESSAGE("skipped: io_uring waits do not run under valgrind");
         return std::nullopt;
     }
-    auto r = uring_idle::create(opts);
+    auto r = basic_uring_idle<Calls>::create(opts, std::move(calls));
     if (!r.has_value()) {
         BOOST_TEST_MESSAGE("skipped: the kernel refuses io_uring: " << r.error().message());
         return std::nullopt;
@@ -87,16 +93,18 @@ BOOST_AUTO_TEST_CASE(timeout_is_never_early) {
 }
 
 BOOST_AUTO_TEST_CASE(refused_timeout_falls_back_to_a_thread_sleep) {
-    auto idle = ring_or_skip();
+    uring_faults faults;
+    auto idle = ring_or_skip({}, fake_uring_calls(faults));
     if (!idle) return;
-    idle->inject_refusal(true);
+    faults.reject_own = true;
     const mono_ns at = idle->now().after(dur_ns::from_us(500));
     idle->sleep_until(at);
     BOOST_TEST(idle->now().ns >= at.ns);
+    BOOST_TEST(faults.rejected == 1u);
     BOOST_TEST(idle->failed_ops() == 1u);
     BOOST_TEST(idle->describe() == "io-uring (failed ops: 1)");
     // The ring works again once the refusal stops.
-    idle->inject_refusal(false);
+    faults.reject_own = false;
     idle->sleep_until(idle->now().after(dur_ns::from_us(100)));
     BOOST_TEST(idle->failed_ops() == 1u);
 }
@@ -136,16 +144,20 @@ BOOST_AUTO_TEST_CASE(futex_park_woken_by_a_ringing_producer) {
 }
 
 BOOST_AUTO_TEST_CASE(refused_park_falls_back_to_the_word_wait) {
-    auto idle = ring_or_skip();
+    uring_faults faults;
+    auto idle = ring_or_skip({}, fake_uring_calls(faults));
     if (!idle) return;
     doorbell bell;
     completion_line line;
     const memory_descriptor d(line, *slot_id::at(1), 1);
     idle->set_doorbell(&bell);
-    idle->inject_refusal(true);
+    faults.reject_own = true;
     BOOST_TEST(!idle->park_line(
         line, [&] { return d.is_complete(); }, dur_ns::from_us(300)));
-    if (idle->futex_supported()) BOOST_TEST(idle->failed_ops() == 1u);
+    if (idle->futex_supported()) {
+        BOOST_TEST(faults.rejected == 1u);
+        BOOST_TEST(idle->failed_ops() == 1u);
+    }
     line.words[1].store(1);
     BOOST_TEST(idle->park_line(
         line, [&] { return d.is_complete(); }, dur_ns::from_us(300)));
@@ -161,9 +173,9 @@ BOOST_AUTO_TEST_CASE(refused_park_falls_back_to_the_word_wait) {
 BOOST_AUTO_TEST_CASE(setup_failure_is_the_coded_error) {
     for (int err : {ENOSYS, EPERM, ENOMEM}) {
         BOOST_TEST_CONTEXT(err) {
-            uring_options opts;
-            opts.inject_setup_errno = err;
-            auto r = uring_idle::create(opts);
+            uring_faults faults;
+            faults.setup_errno = err;
+            auto r = basic_uring_idle<fake_uring_calls>::create({}, fake_uring_calls(faults));
             BOOST_TEST_REQUIRE(!r.has_value());
             BOOST_TEST((r.error().code() == errc::ring_setup));
             const std::string msg = r.error().message();
@@ -176,14 +188,14 @@ BOOST_AUTO_TEST_CASE(setup_failure_is_the_coded_error) {
 }
 
 BOOST_AUTO_TEST_CASE(executor_resolution_with_a_failing_ring) {
-    uring_options opts;
-    opts.inject_setup_errno = EPERM;
-    const executor_capabilities caps = uring_capabilities(opts);
+    uring_faults faults;
+    faults.setup_errno = EPERM;
+    const executor_capabilities caps = uring_capabilities({}, fake_uring_calls(faults));
     BOOST_TEST(!caps.has(executor_kind::io_uring));
-    BOOST_TEST(caps.has(executor_kind::gpu_reactor));
+    BOOST_TEST(caps.has(executor_kind::fill));
     auto fb = resolve(executor_kind::io_uring, caps);
     BOOST_TEST_REQUIRE(fb.has_value());
-    BOOST_TEST((fb.value().kind == executor_kind::gpu_reactor));
+    BOOST_TEST((fb.value().kind == executor_kind::fill));
     BOOST_TEST_REQUIRE(fb.value().warning.has_value());
     BOOST_TEST((fb.value().warning->code() == errc::executor_fallback));
     BOOST_TEST(fb.value().warning->message().find("io_uring setup failed") != std::string::npos);

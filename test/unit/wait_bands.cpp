@@ -84,7 +84,7 @@ BOOST_AUTO_TEST_CASE(four_bands_and_the_largest_edge) {
     BOOST_TEST((b.select(0) == wait_plan::block()));
     BOOST_TEST((b.select(1) == wait_plan::poll().value()));
     BOOST_TEST((b.select(4294967293u) == wait_plan::poll().value()));
-    BOOST_TEST((b.select(4294967294u).kind() == park_kind::flag));
+    BOOST_TEST((b.select(4294967294u).kind() == plan_kind::flag));
     BOOST_TEST((b.select(4294967295u) == wait_plan::block()));
 }
 
@@ -98,7 +98,7 @@ BOOST_AUTO_TEST_CASE(step_rows_counter_selects_the_published_step) {
     BOOST_TEST(rows.load() == 3u);
     BOOST_TEST((b.select(rows) == wait_plan::poll().value()));
     rows.publish(band_rows_max);
-    BOOST_TEST((b.select(rows).kind() == park_kind::flag));
+    BOOST_TEST((b.select(rows).kind() == plan_kind::flag));
     const step_rows preset(7);
     BOOST_TEST(preset.load() == 7u);
 }
@@ -134,7 +134,7 @@ BOOST_AUTO_TEST_CASE(every_refusal_names_its_fault) {
                                         "4294967295"},
         {"block;rows>=99999999999999999999999:poll", "band 2 edge '99999999999999999999999' is "
                                                      "above the largest row count"},
-        {"blok", "band 1 has a bad plan: invalid plan 'blok': unknown park kind 'blok'"},
+        {"blok", "band 1 has a bad plan: invalid plan 'blok': unknown plan kind 'blok'"},
         {"block;rows>=32:flag:park_us=0,backstop_us=1000",
          "band 2 (rows>=32) has a bad plan: invalid plan 'flag:park_us=0,backstop_us=1000': "
          "'park_us' must not be zero"},
@@ -194,8 +194,8 @@ BOOST_AUTO_TEST_CASE(make_validates_as_parse_does) {
 
 BOOST_AUTO_TEST_CASE(resolve_each_band_against_the_host) {
     const wait_bands b = parsed("block;rows>=2:poll;rows>=5:" + flag_predict);
-    park_capabilities caps;
-    caps.set_missing(park_capability::word_park, "no user-mode monitor");
+    plan_capabilities caps;
+    caps.set_missing(plan_capability::word_park, "no user-mode monitor");
     const resolved_bands r = resolve(b, caps);
     BOOST_TEST(r.bands.label() ==
                "block;rows>=2:poll;rows>=5:poll+predict:margin_us=150,min_sleep_us=20,"
@@ -205,7 +205,7 @@ BOOST_AUTO_TEST_CASE(resolve_each_band_against_the_host) {
     BOOST_TEST(r.warnings[0].args()[0] == flag_predict);
     BOOST_TEST(r.warnings[0].args()[2] == "no user-mode monitor");
 
-    caps.set_missing(park_capability::blocking_wait, "no blocking wait");
+    caps.set_missing(plan_capability::blocking_wait, "no blocking wait");
     const resolved_bands r2 = resolve(b, caps);
     BOOST_TEST(r2.bands.label() ==
                "poll;rows>=2:poll;rows>=5:poll+predict:margin_us=150,min_sleep_us=20,"
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(resolve_each_band_against_the_host) {
     BOOST_TEST(r2.warnings[1].args()[0] == flag_predict);
     BOOST_TEST((r2.bands.select(3) == wait_plan::poll().value())); // edges kept
 
-    const resolved_bands same = resolve(b, park_capabilities{});
+    const resolved_bands same = resolve(b, plan_capabilities{});
     BOOST_TEST((same.bands == b));
     BOOST_TEST(same.warnings.empty());
 }

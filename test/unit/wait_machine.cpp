@@ -36,6 +36,17 @@ wait_plan flag_predict() {
 
 const std::error_code device_error = std::make_error_code(std::errc::io_error);
 
+// Answers to a query, built as a host builds them: the source's query_result, stamped.
+wait_event query_done(mono_ns now) {
+    return wait_event::queried(query_result::done(), now);
+}
+wait_event query_pending(mono_ns now) {
+    return wait_event::queried(query_result::pending(), now);
+}
+wait_event query_failed(std::error_code ec, mono_ns now) {
+    return wait_event::queried(query_result::failed(ec), now);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(wait_machine_suite)
@@ -70,7 +81,7 @@ BOOST_AUTO_TEST_CASE(immediate_done_is_an_exact_residual) {
         wait_machine m;
         wait_action a = m.start(p, 1'000'000, at_us(100));
         BOOST_TEST((a.kind == act::query));
-        a = m.on_event(wait_event::query_done(mono_ns{100'000 + 300}));
+        a = m.on_event(query_done(mono_ns{100'000 + 300}));
         BOOST_TEST((a.kind == act::done));
         BOOST_TEST((a.report.kind == wait_kind::immediate));
         BOOST_TEST((a.report.outcome == outcome::exact(300)));
@@ -82,13 +93,13 @@ BOOST_AUTO_TEST_CASE(late_wake_reports_a_late_outcome_with_the_overshoot) {
     wait_machine m;
     wait_action a = m.start(poll_predict(), 1'000'000, at_us(0));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_pending(at_us(1)));
+    a = m.on_event(query_pending(at_us(1)));
     BOOST_TEST((a.kind == act::sleep_until));
     BOOST_TEST((a.at == at_us(1000)));
     // The timer overshoots by 200 us.
     a = m.on_event(wait_event::slept(at_us(1200)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_done(at_us(1201)));
+    a = m.on_event(query_done(at_us(1201)));
     BOOST_TEST((a.kind == act::done));
     BOOST_TEST((a.report.kind == wait_kind::late));
     BOOST_TEST((a.report.outcome == outcome::late(1'201'000)));
@@ -101,10 +112,10 @@ BOOST_AUTO_TEST_CASE(poll_queries_until_done) {
     wait_action a = m.start(poll_plan(), 1'000'000, at_us(0)); // no predict: estimate ignored
     for (std::uint64_t t = 0; t < 50; ++t) {
         BOOST_TEST((a.kind == act::query));
-        a = m.on_event(wait_event::query_pending(at_us(t)));
+        a = m.on_event(query_pending(at_us(t)));
     }
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_done(at_us(50)));
+    a = m.on_event(query_done(at_us(50)));
     BOOST_TEST((a.report.kind == wait_kind::parked));
     BOOST_TEST((a.report.outcome == outcome::exact(50'000)));
     BOOST_TEST(a.report.slept.count() == 0u);
@@ -114,12 +125,12 @@ BOOST_AUTO_TEST_CASE(poll_queries_until_done) {
 BOOST_AUTO_TEST_CASE(predicted_poll_after_sleep_polls_with_exact_outcome) {
     wait_machine m;
     wait_action a = m.start(poll_predict(), 500'000, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     BOOST_TEST((a.kind == act::sleep_until));
     a = m.on_event(wait_event::slept(at_us(500)));
-    a = m.on_event(wait_event::query_pending(at_us(500)));
+    a = m.on_event(query_pending(at_us(500)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_done(at_us(700)));
+    a = m.on_event(query_done(at_us(700)));
     BOOST_TEST((a.report.kind == wait_kind::parked));
     BOOST_TEST((a.report.outcome == outcome::exact(700'000)));
     BOOST_TEST(a.report.slept.count() == 500'000u);
@@ -129,19 +140,19 @@ BOOST_AUTO_TEST_CASE(flag_arms_after_the_immediate_check_and_before_any_sleep) {
     wait_machine m;
     wait_action a = m.start(flag_predict(), 2'000'000, at_us(0));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_pending(at_us(1)));
+    a = m.on_event(query_pending(at_us(1)));
     BOOST_TEST((a.kind == act::arm));
     a = m.on_event(wait_event::armed({}, at_us(2)));
     BOOST_TEST((a.kind == act::sleep_until));
     BOOST_TEST((a.at == at_us(2000)));
     a = m.on_event(wait_event::slept(at_us(2000)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_pending(at_us(2001)));
+    a = m.on_event(query_pending(at_us(2001)));
     BOOST_TEST((a.kind == act::park));
     BOOST_TEST(a.bound.count() == 100'000u);
     a = m.on_event(wait_event::parked(true, at_us(2050)));
     BOOST_TEST((a.kind == act::query)); // the final query is the authority
-    a = m.on_event(wait_event::query_done(at_us(2051)));
+    a = m.on_event(query_done(at_us(2051)));
     BOOST_TEST((a.report.kind == wait_kind::parked));
     // The residual is when the word was seen, not when the authority answered.
     BOOST_TEST((a.report.outcome == outcome::exact(2'050'000)));
@@ -152,7 +163,7 @@ BOOST_AUTO_TEST_CASE(flag_arms_after_the_immediate_check_and_before_any_sleep) {
 BOOST_AUTO_TEST_CASE(flag_without_prediction_arms_then_parks) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), 2'000'000, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     BOOST_TEST((a.kind == act::arm));
     a = m.on_event(wait_event::armed({}, at_us(0)));
     BOOST_TEST((a.kind == act::park)); // no prediction: no sleep
@@ -161,7 +172,7 @@ BOOST_AUTO_TEST_CASE(flag_without_prediction_arms_then_parks) {
 BOOST_AUTO_TEST_CASE(arm_error_ends_the_wait_unchanged) {
     wait_machine m;
     m.start(flag_predict(), 2'000'000, at_us(0));
-    m.on_event(wait_event::query_pending(at_us(0)));
+    m.on_event(query_pending(at_us(0)));
     const wait_action a = m.on_event(wait_event::armed(device_error, at_us(1)));
     BOOST_TEST((a.kind == act::failed));
     BOOST_TEST((a.error == device_error));
@@ -170,7 +181,7 @@ BOOST_AUTO_TEST_CASE(arm_error_ends_the_wait_unchanged) {
 BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_comes) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     a = m.on_event(wait_event::armed({}, at_us(0)));
     std::uint64_t now_us = 0;
     std::uint64_t last_query_us = 0;
@@ -189,14 +200,14 @@ BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_
             BOOST_TEST(now_us - last_query_us <= 1000u);
             last_query_us = now_us;
             ++backstops;
-            a = m.on_event(wait_event::query_pending(at_us(now_us)));
+            a = m.on_event(query_pending(at_us(now_us)));
         }
     }
     BOOST_TEST(backstops == 9u); // at 1, 2, ..., 9 ms; the one due at 10 ms is next
     BOOST_TEST(parks == 100u);
     BOOST_REQUIRE((a.kind == act::query));
     // The status query finally says done although the word never arrived.
-    a = m.on_event(wait_event::query_done(at_us(now_us)));
+    a = m.on_event(query_done(at_us(now_us)));
     BOOST_TEST((a.kind == act::done));
     BOOST_TEST(a.report.backstop_queries == backstops + 1);
     BOOST_TEST(a.report.parks == parks);
@@ -206,27 +217,27 @@ BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_
 BOOST_AUTO_TEST_CASE(a_late_park_is_followed_by_a_backstop_query_at_once) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     a = m.on_event(wait_event::armed({}, at_us(0)));
     // The host overslept its park by far: the backstop is overdue.
     a = m.on_event(wait_event::parked(false, at_us(5000)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_pending(at_us(5000)));
+    a = m.on_event(query_pending(at_us(5000)));
     BOOST_TEST((a.kind == act::park));
 }
 
 BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_says_pending_keeps_waiting) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     a = m.on_event(wait_event::armed({}, at_us(0)));
     a = m.on_event(wait_event::parked(true, at_us(10)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_pending(at_us(11)));
+    a = m.on_event(query_pending(at_us(11)));
     BOOST_TEST((a.kind == act::park)); // never success on the word alone
     a = m.on_event(wait_event::parked(true, at_us(20)));
     BOOST_TEST((a.kind == act::query));
-    a = m.on_event(wait_event::query_done(at_us(21)));
+    a = m.on_event(query_done(at_us(21)));
     BOOST_TEST((a.report.outcome == outcome::exact(20'000)));
     BOOST_TEST(a.report.backstop_queries == 0u);
     BOOST_TEST(a.report.parks == 2u);
@@ -235,10 +246,10 @@ BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_says_pending_keeps_waiting) {
 BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_reports_an_error) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(wait_event::query_pending(at_us(0)));
+    a = m.on_event(query_pending(at_us(0)));
     a = m.on_event(wait_event::armed({}, at_us(0)));
     a = m.on_event(wait_event::parked(true, at_us(10)));
-    a = m.on_event(wait_event::query_failed(device_error, at_us(11)));
+    a = m.on_event(query_failed(device_error, at_us(11)));
     BOOST_TEST((a.kind == act::failed));
     BOOST_TEST((a.error == device_error));
 }
@@ -248,42 +259,42 @@ BOOST_AUTO_TEST_CASE(query_errors_end_the_wait_unchanged_at_every_step) {
     {
         wait_machine m;
         m.start(poll_plan(), std::nullopt, at_us(0));
-        const auto a = m.on_event(wait_event::query_failed(device_error, at_us(0)));
+        const auto a = m.on_event(query_failed(device_error, at_us(0)));
         BOOST_TEST((a.error == device_error));
     }
     // Query after the sleep.
     {
         wait_machine m;
         m.start(poll_predict(), 1'000'000, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(0)));
+        m.on_event(query_pending(at_us(0)));
         m.on_event(wait_event::slept(at_us(1000)));
-        const auto a = m.on_event(wait_event::query_failed(device_error, at_us(1000)));
+        const auto a = m.on_event(query_failed(device_error, at_us(1000)));
         BOOST_TEST((a.error == device_error));
     }
     // Poll loop.
     {
         wait_machine m;
         m.start(poll_plan(), std::nullopt, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(0)));
-        const auto a = m.on_event(wait_event::query_failed(device_error, at_us(1)));
+        m.on_event(query_pending(at_us(0)));
+        const auto a = m.on_event(query_failed(device_error, at_us(1)));
         BOOST_TEST((a.error == device_error));
     }
     // Backstop query.
     {
         wait_machine m;
         wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-        a = m.on_event(wait_event::query_pending(at_us(0)));
+        a = m.on_event(query_pending(at_us(0)));
         a = m.on_event(wait_event::armed({}, at_us(0)));
         a = m.on_event(wait_event::parked(false, at_us(1000)));
         BOOST_TEST((a.kind == act::query));
-        a = m.on_event(wait_event::query_failed(device_error, at_us(1000)));
+        a = m.on_event(query_failed(device_error, at_us(1000)));
         BOOST_TEST((a.error == device_error));
     }
     // An empty code cannot say "failed": the registry's backend code stands in.
     {
         wait_machine m;
         m.start(poll_plan(), std::nullopt, at_us(0));
-        const auto a = m.on_event(wait_event::query_failed({}, at_us(0)));
+        const auto a = m.on_event(query_failed({}, at_us(0)));
         BOOST_TEST((a.kind == act::failed));
         BOOST_TEST((a.error == errc::backend));
     }
@@ -294,7 +305,7 @@ BOOST_AUTO_TEST_CASE(no_sleep_longer_than_the_estimate_allows) {
     {
         wait_machine m;
         m.start(poll_predict(), 900'000'000, at_us(7));
-        const auto a = m.on_event(wait_event::query_pending(at_us(7)));
+        const auto a = m.on_event(query_pending(at_us(7)));
         BOOST_TEST((a.kind == act::sleep_until));
         BOOST_TEST((a.at == mono_ns{7'000 + 50'000'000}));
     }
@@ -303,7 +314,7 @@ BOOST_AUTO_TEST_CASE(no_sleep_longer_than_the_estimate_allows) {
          {std::optional<std::uint64_t>{}, std::optional<std::uint64_t>{0}}) {
         wait_machine m;
         m.start(poll_predict(), est, at_us(0));
-        const auto a = m.on_event(wait_event::query_pending(at_us(0)));
+        const auto a = m.on_event(query_pending(at_us(0)));
         BOOST_TEST((a.kind == act::query));
         BOOST_TEST(!m.sleep_deadline().has_value());
     }
@@ -311,7 +322,7 @@ BOOST_AUTO_TEST_CASE(no_sleep_longer_than_the_estimate_allows) {
     {
         wait_machine m;
         m.start(flag_predict(), 1'000'000, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(900)));
+        m.on_event(query_pending(at_us(900)));
         const auto a = m.on_event(wait_event::armed({}, at_us(1500)));
         BOOST_TEST((a.kind == act::park));
     }
@@ -319,13 +330,13 @@ BOOST_AUTO_TEST_CASE(no_sleep_longer_than_the_estimate_allows) {
     {
         wait_machine m;
         m.start(poll_predict(), 1'000'000, at_us(0));
-        auto a = m.on_event(wait_event::query_pending(at_us(0)));
+        auto a = m.on_event(query_pending(at_us(0)));
         a = m.on_event(wait_event::slept(at_us(400)));
         BOOST_TEST((a.kind == act::sleep_until));
         BOOST_TEST((a.at == at_us(1000)));
         a = m.on_event(wait_event::slept(at_us(1000)));
         BOOST_TEST((a.kind == act::query));
-        a = m.on_event(wait_event::query_done(at_us(1000)));
+        a = m.on_event(query_done(at_us(1000)));
         BOOST_TEST(a.report.slept.count() == 1'000'000u);
     }
 }
@@ -334,12 +345,12 @@ BOOST_AUTO_TEST_CASE(never_success_from_an_event_that_does_not_answer_the_action
     const std::error_code proto = std::make_error_code(std::errc::protocol_error);
     {
         wait_machine m; // not started
-        BOOST_TEST((m.on_event(wait_event::query_done(at_us(0))).error == proto));
+        BOOST_TEST((m.on_event(query_done(at_us(0))).error == proto));
     }
     {
         wait_machine m;
         m.start(wait_plan::block(), std::nullopt, at_us(0));
-        const auto a = m.on_event(wait_event::query_done(at_us(0)));
+        const auto a = m.on_event(query_done(at_us(0)));
         BOOST_TEST((a.kind == act::failed));
         BOOST_TEST((a.error == proto));
     }
@@ -351,29 +362,29 @@ BOOST_AUTO_TEST_CASE(never_success_from_an_event_that_does_not_answer_the_action
     {
         wait_machine m;
         m.start(flag_plan(), std::nullopt, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(0)));
+        m.on_event(query_pending(at_us(0)));
         // A park that claims the word instead of the arm answer.
         BOOST_TEST((m.on_event(wait_event::parked(true, at_us(0))).error == proto));
     }
     {
         wait_machine m;
         m.start(flag_plan(), std::nullopt, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(0)));
+        m.on_event(query_pending(at_us(0)));
         m.on_event(wait_event::armed({}, at_us(0)));
-        BOOST_TEST((m.on_event(wait_event::query_done(at_us(0))).error == proto));
+        BOOST_TEST((m.on_event(query_done(at_us(0))).error == proto));
     }
     {
         wait_machine m;
         m.start(poll_predict(), 1'000'000, at_us(0));
-        m.on_event(wait_event::query_pending(at_us(0)));
-        BOOST_TEST((m.on_event(wait_event::query_done(at_us(1))).error == proto));
+        m.on_event(query_pending(at_us(0)));
+        BOOST_TEST((m.on_event(query_done(at_us(1))).error == proto));
     }
     {
         // A finished machine repeats its end.
         wait_machine m;
         m.start(poll_plan(), std::nullopt, at_us(0));
-        const auto end = m.on_event(wait_event::query_done(at_us(3)));
-        const auto again = m.on_event(wait_event::query_failed(device_error, at_us(9)));
+        const auto end = m.on_event(query_done(at_us(3)));
+        const auto again = m.on_event(query_failed(device_error, at_us(9)));
         BOOST_TEST((again.kind == act::done));
         BOOST_TEST((again.report == end.report));
     }
@@ -382,8 +393,8 @@ BOOST_AUTO_TEST_CASE(never_success_from_an_event_that_does_not_answer_the_action
 BOOST_AUTO_TEST_CASE(time_never_goes_backwards_in_the_report) {
     wait_machine m;
     m.start(poll_plan(), std::nullopt, at_us(100));
-    m.on_event(wait_event::query_pending(at_us(200)));
-    const auto a = m.on_event(wait_event::query_done(at_us(150)));
+    m.on_event(query_pending(at_us(200)));
+    const auto a = m.on_event(query_done(at_us(150)));
     BOOST_TEST(a.report.total.count() == 100'000u);
     BOOST_TEST((a.report.outcome == outcome::exact(100'000)));
 }
@@ -448,15 +459,15 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
 
         for (int step = 0; step < 20'000 && !a.is_terminal(); ++step) {
             // Invariants on the action.
-            if (plan->kind() == park_kind::block) BOOST_REQUIRE((a.kind == act::block));
-            if (step == 0 && plan->kind() != park_kind::block)
+            if (plan->kind() == plan_kind::block) BOOST_REQUIRE((a.kind == act::block));
+            if (step == 0 && plan->kind() != plan_kind::block)
                 BOOST_REQUIRE((a.kind == act::query));
             const bool after_park = last && last->kind == wait_event::type::parked;
             // Once the word is seen, the next action is the final query.
             if (after_park && last->word_seen) BOOST_REQUIRE((a.kind == act::query));
             switch (a.kind) {
             case act::arm:
-                BOOST_REQUIRE((plan->kind() == park_kind::flag));
+                BOOST_REQUIRE((plan->kind() == plan_kind::flag));
                 BOOST_REQUIRE(queries == 1u);
                 BOOST_REQUIRE(!slept);
                 BOOST_REQUIRE(!armed);
@@ -464,10 +475,10 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             case act::sleep_until:
                 BOOST_REQUIRE(predicted);
                 BOOST_REQUIRE(a.at <= sleep_cap);
-                if (plan->kind() == park_kind::flag) BOOST_REQUIRE(armed);
+                if (plan->kind() == plan_kind::flag) BOOST_REQUIRE(armed);
                 break;
             case act::park:
-                BOOST_REQUIRE((plan->kind() == park_kind::flag));
+                BOOST_REQUIRE((plan->kind() == plan_kind::flag));
                 BOOST_REQUIRE(armed);
                 BOOST_REQUIRE(a.bound.count() > 0u);
                 BOOST_REQUIRE(a.bound.count() <= plan->park_ns());
@@ -479,7 +490,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             first_query = a.kind == act::query && queries == 0;
             sleep_query = a.kind == act::query && last && last->kind == wait_event::type::slept;
             // Flag queries other than the first, the late one and the final one are backstops.
-            if (a.kind == act::query && plan->kind() == park_kind::flag && !first_query &&
+            if (a.kind == act::query && plan->kind() == plan_kind::flag && !first_query &&
                 !sleep_query && !(after_park && last->word_seen))
                 ++backstops;
             // A random answer, sometimes of the wrong type.
@@ -496,9 +507,9 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             switch (answer) {
             case act::query: {
                 const unsigned r = static_cast<unsigned>(rng() % 100);
-                ev = r < 3    ? wait_event::query_failed(device_error, now)
-                     : r < 15 ? wait_event::query_done(now)
-                              : wait_event::query_pending(now);
+                ev = r < 3    ? query_failed(device_error, now)
+                     : r < 15 ? query_done(now)
+                              : query_pending(now);
                 break;
             }
             case act::block:
@@ -532,7 +543,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             ++runs_done;
             BOOST_REQUIRE(!last_mismatched);
             // Success only right after a query said done or the blocking wait returned ok.
-            if (plan->kind() == park_kind::block) {
+            if (plan->kind() == plan_kind::block) {
                 BOOST_REQUIRE((last->kind == wait_event::type::blocked));
                 BOOST_REQUIRE(!last->error);
                 BOOST_REQUIRE((a.report.kind == wait_kind::blocked));

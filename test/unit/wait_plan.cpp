@@ -36,7 +36,7 @@ BOOST_AUTO_TEST_SUITE(wait_plan_suite)
 
 BOOST_AUTO_TEST_CASE(canonical_fixtures_parse_to_their_fields_and_print_back) {
     const wait_plan b = parsed("block");
-    BOOST_TEST((b.kind() == park_kind::block));
+    BOOST_TEST((b.kind() == plan_kind::block));
     BOOST_TEST(b.park_ns() == 0u);
     BOOST_TEST(b.backstop_ns() == 0u);
     BOOST_TEST(!b.predict().has_value());
@@ -44,14 +44,14 @@ BOOST_AUTO_TEST_CASE(canonical_fixtures_parse_to_their_fields_and_print_back) {
     BOOST_TEST((b == wait_plan::block()));
 
     const wait_plan p = parsed("poll");
-    BOOST_TEST((p.kind() == park_kind::poll));
+    BOOST_TEST((p.kind() == plan_kind::poll));
     BOOST_TEST(!p.predict().has_value());
     BOOST_TEST(p.label() == "poll");
     BOOST_TEST((p == wait_plan::poll().value()));
 
     const std::string poll_predict = "poll" + std::string(predict_suffix);
     const wait_plan pp = parsed(poll_predict);
-    BOOST_TEST((pp.kind() == park_kind::poll));
+    BOOST_TEST((pp.kind() == plan_kind::poll));
     BOOST_TEST_REQUIRE(pp.predict().has_value());
     BOOST_TEST(pp.predict()->margin_ns == 150'000u);
     BOOST_TEST(pp.predict()->min_sleep_ns == 20'000u);
@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(canonical_fixtures_parse_to_their_fields_and_print_back) {
     BOOST_TEST((pp == wait_plan::poll(fixture_predict).value()));
 
     const wait_plan f = parsed("flag:park_us=100,backstop_us=1000");
-    BOOST_TEST((f.kind() == park_kind::flag));
+    BOOST_TEST((f.kind() == plan_kind::flag));
     BOOST_TEST(f.park_ns() == 100'000u);
     BOOST_TEST(f.backstop_ns() == 1'000'000u);
     BOOST_TEST(!f.predict().has_value());
@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(canonical_fixtures_parse_to_their_fields_and_print_back) {
     const std::string flag_predict =
         "flag:park_us=100,backstop_us=1000" + std::string(predict_suffix);
     const wait_plan fp = parsed(flag_predict);
-    BOOST_TEST((fp.kind() == park_kind::flag));
+    BOOST_TEST((fp.kind() == plan_kind::flag));
     BOOST_TEST(fp.park_ns() == 100'000u);
     BOOST_TEST(fp.backstop_ns() == 1'000'000u);
     BOOST_TEST((fp.predict() == std::optional<deadline_plan>(fixture_predict)));
@@ -115,13 +115,13 @@ struct refusal {
 
 const std::vector<refusal> refusals = {
     {"", "empty text"},
-    {"blok", "unknown park kind 'blok'"},
-    {"Block", "unknown park kind 'Block'"},
-    {" poll", "unknown park kind ' poll'"},
-    {"poll ", "unknown park kind 'poll '"},
-    {"wait", "unknown park kind 'wait'"},
-    {":park_us=1", "missing park kind"},
-    {"+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=1", "missing park kind"},
+    {"blok", "unknown plan kind 'blok'"},
+    {"Block", "unknown plan kind 'Block'"},
+    {" poll", "unknown plan kind ' poll'"},
+    {"poll ", "unknown plan kind 'poll '"},
+    {"wait", "unknown plan kind 'wait'"},
+    {":park_us=1", "missing plan kind"},
+    {"+predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=1", "missing plan kind"},
     {"block:x", "'block' takes no parameters"},
     {"poll:", "'poll' takes no parameters"},
     {"block+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=8",
@@ -337,8 +337,8 @@ BOOST_AUTO_TEST_CASE(round_trip_over_random_valid_plans) {
     std::mt19937_64 rng(0x9a17'0001);
     for (int i = 0; i < 5000; ++i) {
         std::optional<deadline_plan> predict;
-        const auto kind = static_cast<park_kind>(draw(rng, 0, 2));
-        if (kind != park_kind::block && draw(rng, 0, 1) == 1) {
+        const auto kind = static_cast<plan_kind>(draw(rng, 0, 2));
+        if (kind != plan_kind::block && draw(rng, 0, 1) == 1) {
             const std::uint64_t max_us = draw_us(rng, 0, plan_us_max);
             const std::uint64_t min_us = draw_us(rng, 0, max_us);
             predict =
@@ -346,11 +346,11 @@ BOOST_AUTO_TEST_CASE(round_trip_over_random_valid_plans) {
                               static_cast<std::uint32_t>(draw(rng, 1, window_max))};
         }
         wait_plan p = wait_plan::block();
-        if (kind == park_kind::poll) {
+        if (kind == plan_kind::poll) {
             auto r = wait_plan::poll(predict);
             BOOST_TEST_REQUIRE(r.has_value(), why(r));
             p = r.value();
-        } else if (kind == park_kind::flag) {
+        } else if (kind == plan_kind::flag) {
             const std::uint64_t park_us = draw_us(rng, 1, park_ns_max / 1000);
             const std::uint64_t backstop_us = draw_us(rng, park_us, backstop_ns_max / 1000);
             auto r = wait_plan::flag(park_us * 1000, backstop_us * 1000, predict);

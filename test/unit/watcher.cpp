@@ -247,7 +247,7 @@ BOOST_AUTO_TEST_CASE(watches_simulated_device_streams) {
     for (std::size_t i = 0; i < handles.size(); ++i) {
         BOOST_TEST_REQUIRE(handles[i].wait_for(long_wait));
         // Resolved only once the stream stored its last number.
-        BOOST_TEST(sequence_reached(tails[i].first->completed(), tails[i].second));
+        BOOST_TEST(sequence_reached(tails[i].first->word(), tails[i].second));
     }
     BOOST_TEST(w.pending() == 0u);
 }

@@ -1,5 +1,5 @@
 //
-// gpu_async/core/estimator.hpp: the deadline estimator (SPEC.md section 5).
+// gpu_async/core/estimator.hpp: the deadline estimator.
 //
 // Each readback point (a call site, a caller-chosen key) keeps the last `window` samples in a
 // ring of at most window_max (16). The prediction is the minimum of those samples. An exact
@@ -84,7 +84,8 @@ public:
         return m;
     }
 
-    /// The sleep before parking, per SPEC.md section 5, or none.
+    /// The sleep before parking, or none: none for a cold point; else s = prediction - margin
+    /// (saturating at 0); none if s < min_sleep; else min(s, max_sleep).
     constexpr std::optional<std::uint64_t> sleep_ns(const deadline_plan& plan) const noexcept {
         const std::optional<std::uint64_t> p = prediction_ns(window_of(plan));
         if (!p) return std::nullopt;

@@ -1,11 +1,11 @@
 //
 // gpu_async/core/executor_kind.hpp: the selectable executor kinds, their parse, the host's
-// capabilities for them, and resolve() along the declared chain io-uring -> gpu-reactor -> naive
-// (SPEC.md section 8).
+// capabilities for them, and resolve() along the declared chain io-uring -> gpu-reactor -> naive.
 //
-// - `naive`: waits run inline on the waiting thread (run_wait).
-// - `gpu-reactor`: the FILL executor (fill_executor) idling on the reactor.
-// - `io-uring`: as gpu-reactor, but the deadline sleep is an io_uring timeout.
+// - `naive` (executor_kind::naive): waits run inline on the waiting thread (run_wait).
+// - `gpu-reactor` (executor_kind::fill): the FILL executor (fill_executor) idling on the reactor.
+// - `io-uring` (executor_kind::io_uring): as gpu-reactor, but the deadline sleep is an io_uring
+//   timeout.
 //
 // Capabilities are probed by the host (io_uring setup, the word-wait probe), never by the core:
 // they come in as values carrying a reason text. A kind resolves once, at start: available, it
@@ -31,16 +31,17 @@
 
 namespace gpu_async {
 
-/// An executor kind.
+/// An executor kind. The text of each (to_string, parse_executor_kind) is what users type on
+/// command lines; the FILL executor's text is "gpu-reactor".
 enum class executor_kind : std::uint8_t {
-    naive,       ///< "naive": waits run inline on the waiting thread
-    gpu_reactor, ///< "gpu-reactor": the FILL executor
-    io_uring,    ///< "io-uring": the FILL executor with io_uring timeouts for deadline sleeps
+    naive,    ///< "naive": waits run inline on the waiting thread
+    fill,     ///< "gpu-reactor": the FILL executor (fill_executor) idling on the reactor
+    io_uring, ///< "io-uring": the FILL executor with io_uring timeouts for deadline sleeps
 };
 
 /// Every kind, in declaration order.
 inline constexpr std::array<executor_kind, 3> executor_kinds{
-    executor_kind::naive, executor_kind::gpu_reactor, executor_kind::io_uring};
+    executor_kind::naive, executor_kind::fill, executor_kind::io_uring};
 
 /// The accepted spellings, as errc::invalid_executor names them.
 inline constexpr std::string_view executor_kind_names = "naive, gpu-reactor, io-uring";
@@ -50,7 +51,7 @@ constexpr std::string_view to_string(executor_kind k) noexcept {
     switch (k) {
     case executor_kind::naive:
         return "naive";
-    case executor_kind::gpu_reactor:
+    case executor_kind::fill:
         return "gpu-reactor";
     case executor_kind::io_uring:
         return "io-uring";
@@ -124,8 +125,8 @@ struct executor_fallback_link {
 /// The declared chain io-uring -> gpu-reactor -> naive. naive needs nothing: every chain ends
 /// there.
 inline constexpr std::array<executor_fallback_link, 2> executor_fallback_chain{{
-    {executor_kind::io_uring, executor_kind::gpu_reactor},
-    {executor_kind::gpu_reactor, executor_kind::naive},
+    {executor_kind::io_uring, executor_kind::fill},
+    {executor_kind::fill, executor_kind::naive},
 }};
 
 /// The kind that runs, and the warning that says why it differs from the one asked.

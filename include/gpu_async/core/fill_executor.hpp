@@ -1,7 +1,7 @@
 //
-// gpu_async/core/fill_executor.hpp: the FILL executor of SPEC.md section 7: a single-threaded
-// executor of C++20 coroutine tasks whose waits are filled with live work. It idles (sleeps or
-// parks, through the host's idle) only when no task is ready.
+// gpu_async/core/fill_executor.hpp: the FILL executor: a single-threaded executor of C++20
+// coroutine tasks whose waits are filled with live work. It idles (sleeps or parks, through the
+// host's idle) only when no task is ready.
 //
 //     fill_executor ex(dur_ns::from_us(100));              // the park bound
 //     reactor& r = ex.get_reactor();

@@ -1,7 +1,6 @@
 //
-// gpu_async/core/park_fallback.hpp: what a host can do for a wait (park capabilities), the
-// declared constant fallback table, and resolve(): the plan that runs on that host
-// (SPEC.md section 3, last point).
+// gpu_async/core/park_fallback.hpp: what a host can do for a wait plan (plan capabilities), the
+// declared constant fallback table, and resolve(): the plan that runs on that host.
 //
 // Capabilities are probed by hosts (CPUID, auxv, the backend's entry points), never by the core:
 // the core only takes them as a value. A plan resolves once, at start; when the plan that runs
@@ -28,23 +27,23 @@ namespace gpu_async {
 
 /// Something a wait plan may need from the host and its completion source. A status query is
 /// not listed: every completion source has one, so "poll" runs everywhere (the floor).
-enum class park_capability : std::uint8_t {
+enum class plan_capability : std::uint8_t {
     word_park,     ///< park the thread on a completion word (user-mode monitor, futex, event wait)
     word_store,    ///< arm: enqueue the word store behind the pending work
     blocking_wait, ///< the vendor's blocking wait (e.g. a stream synchronize)
 };
 
-/// How many capabilities park_capability has.
-inline constexpr std::size_t park_capability_count = 3;
+/// How many capabilities plan_capability has.
+inline constexpr std::size_t plan_capability_count = 3;
 
 /// The stable name of a capability: "word_park", "word_store", "blocking_wait".
-constexpr std::string_view to_string(park_capability c) noexcept {
+constexpr std::string_view to_string(plan_capability c) noexcept {
     switch (c) {
-    case park_capability::word_park:
+    case plan_capability::word_park:
         return "word_park";
-    case park_capability::word_store:
+    case plan_capability::word_store:
         return "word_store";
-    case park_capability::blocking_wait:
+    case plan_capability::blocking_wait:
         return "blocking_wait";
     }
     return "unknown";
@@ -52,58 +51,58 @@ constexpr std::string_view to_string(park_capability c) noexcept {
 
 /// What a host can do, as a value: every capability is available unless marked missing, and a
 /// missing one carries the reason text the host's probe gave ("no user-mode monitor").
-class park_capabilities {
+class plan_capabilities {
 public:
     /// Everything available.
-    park_capabilities() = default;
+    plan_capabilities() = default;
 
     /// Marks `c` missing, for `why` (an empty reason reads "not available"). Chainable.
-    park_capabilities& set_missing(park_capability c, std::string_view why) & {
+    plan_capabilities& set_missing(plan_capability c, std::string_view why) & {
         why_[index(c)] = why.empty() ? std::string("not available") : std::string(why);
         return *this;
     }
-    park_capabilities&& set_missing(park_capability c, std::string_view why) && {
+    plan_capabilities&& set_missing(plan_capability c, std::string_view why) && {
         set_missing(c, why);
         return std::move(*this);
     }
 
     /// Marks `c` available again. Chainable.
-    park_capabilities& set_available(park_capability c) & {
+    plan_capabilities& set_available(plan_capability c) & {
         why_[index(c)].reset();
         return *this;
     }
 
-    bool has(park_capability c) const noexcept { return !why_[index(c)].has_value(); }
+    bool has(plan_capability c) const noexcept { return !why_[index(c)].has_value(); }
 
     /// Why `c` is missing; empty when it is available.
-    std::string_view why_missing(park_capability c) const noexcept {
+    std::string_view why_missing(plan_capability c) const noexcept {
         const auto& w = why_[index(c)];
         return w ? std::string_view(*w) : std::string_view();
     }
 
-    friend bool operator==(const park_capabilities&, const park_capabilities&) = default;
+    friend bool operator==(const plan_capabilities&, const plan_capabilities&) = default;
 
 private:
-    static constexpr std::size_t index(park_capability c) noexcept {
+    static constexpr std::size_t index(plan_capability c) noexcept {
         return static_cast<std::size_t>(c);
     }
-    std::array<std::optional<std::string>, park_capability_count> why_{};
+    std::array<std::optional<std::string>, plan_capability_count> why_{};
 };
 
 /// One row of the fallback table: a plan of kind `requested` needs `needs`; without it, the
 /// plan runs as kind `runs` (its prediction, if any, kept).
 struct park_fallback_rule {
-    park_kind requested;
-    park_capability needs;
-    park_kind runs;
+    plan_kind requested;
+    plan_capability needs;
+    plan_kind runs;
 };
 
 /// The declared constant fallback table, read top to bottom. "poll" needs nothing, so every
 /// chain ends there.
 inline constexpr std::array<park_fallback_rule, 3> park_fallback_table{{
-    {park_kind::flag, park_capability::word_store, park_kind::poll},
-    {park_kind::flag, park_capability::word_park, park_kind::poll},
-    {park_kind::block, park_capability::blocking_wait, park_kind::poll},
+    {plan_kind::flag, plan_capability::word_store, plan_kind::poll},
+    {plan_kind::flag, plan_capability::word_park, plan_kind::poll},
+    {plan_kind::block, plan_capability::blocking_wait, plan_kind::poll},
 }};
 
 /// The plan that runs on a host, and the warning that says why it differs from the one asked.
@@ -117,7 +116,7 @@ namespace detail {
 /// kind it left, so resolution takes at most one step per kind.
 constexpr bool park_fallback_table_is_well_formed() noexcept {
     for (const auto& rule : park_fallback_table)
-        if (rule.requested == park_kind::poll || rule.runs != park_kind::poll) return false;
+        if (rule.requested == plan_kind::poll || rule.runs != plan_kind::poll) return false;
     return true;
 }
 static_assert(park_fallback_table_is_well_formed());
@@ -127,7 +126,7 @@ static_assert(park_fallback_table_is_well_formed());
 /// plan's kind whose capability is missing decides the kind that runs (the prediction kept).
 /// The warning names the requested plan, that capability, the host's reason, and the plan
 /// that runs.
-inline resolved_plan resolve(const wait_plan& requested, const park_capabilities& caps) {
+inline resolved_plan resolve(const wait_plan& requested, const plan_capabilities& caps) {
     for (const auto& rule : park_fallback_table) {
         if (rule.requested != requested.kind() || caps.has(rule.needs)) continue;
         // Every rule runs poll (checked above); keeping the prediction cannot fail, it was

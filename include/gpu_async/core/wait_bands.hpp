@@ -1,6 +1,6 @@
 //
-// gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step
-// (SPEC.md section 4), e.g. the batch rows of an LLM decode step.
+// gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step,
+// e.g. the batch rows of an LLM decode step.
 //
 //   bands := plan | plan (";rows>=" N ":" plan){1,3}
 //
@@ -130,7 +130,7 @@ struct resolved_bands {
 
 /// Resolves every band's plan against `caps` (see resolve(const wait_plan&, ...)); the edges
 /// stay as they are.
-inline resolved_bands resolve(const wait_bands& requested, const park_capabilities& caps);
+inline resolved_bands resolve(const wait_bands& requested, const plan_capabilities& caps);
 
 // ---------------------------------------------------------------------------------------------
 // Implementation (the core is header-only).
@@ -262,7 +262,7 @@ inline std::string wait_bands::label() const {
     return out;
 }
 
-inline resolved_bands resolve(const wait_bands& requested, const park_capabilities& caps) {
+inline resolved_bands resolve(const wait_bands& requested, const plan_capabilities& caps) {
     std::array<wait_band, bands_max> bands{{{0, wait_plan::block()},
                                             {0, wait_plan::block()},
                                             {0, wait_plan::block()},

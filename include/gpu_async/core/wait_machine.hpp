@@ -1,6 +1,5 @@
 //
-// gpu_async/core/wait_machine.hpp: the wait driver of SPEC.md section 6, written once as a
-// sans-I/O state machine.
+// gpu_async/core/wait_machine.hpp: the wait driver, written once as a sans-I/O state machine.
 //
 // The machine never touches a device, a clock or a timer. It is started with the plan, the
 // point's sleep estimate and the start time, and answers each event with the next action the
@@ -101,15 +100,6 @@ struct wait_event {
     static wait_event queried(query_result r, mono_ns now) noexcept {
         return {type::queried, now, r, {}, false};
     }
-    static wait_event query_done(mono_ns now) noexcept {
-        return queried(query_result::done(), now);
-    }
-    static wait_event query_pending(mono_ns now) noexcept {
-        return queried(query_result::pending(), now);
-    }
-    static wait_event query_failed(std::error_code ec, mono_ns now) noexcept {
-        return queried(query_result::failed(ec), now);
-    }
     static wait_event blocked(std::error_code ec, mono_ns now) noexcept {
         return {type::blocked, now, {}, ec, false};
     }
@@ -177,7 +167,7 @@ constexpr std::string_view to_string(wait_action::type t) noexcept {
     return "unknown";
 }
 
-/// The wait driver of SPEC.md section 6 as a sans-I/O state machine. One machine runs one wait;
+/// The wait driver as a sans-I/O state machine. One machine runs one wait;
 /// start() may be called again to run another. A plain value: copyable, no allocation.
 ///
 /// Time: every event carries the host's clock reading when the action returned. A reading
@@ -199,7 +189,7 @@ public:
     wait_action start(const wait_plan& plan, std::optional<std::uint64_t> sleep_ns,
                       mono_ns start) noexcept {
         *this = wait_machine{};
-        park_ = plan.kind();
+        kind_ = plan.kind();
         park_ns_ = dur_ns{plan.park_ns()};
         backstop_ns_ = dur_ns{plan.backstop_ns()};
         if (plan.predict() && sleep_ns && *sleep_ns > 0) {
@@ -210,7 +200,7 @@ public:
         }
         start_ = start;
         now_ = start;
-        if (park_ == park_kind::block) return emit(state::blocking, wait_action::block());
+        if (kind_ == plan_kind::block) return emit(state::blocking, wait_action::block());
         return emit(state::immediate_query, wait_action::query());
     }
 
@@ -231,7 +221,7 @@ public:
             if (ev.query.is_failed()) return finish_failed(source_error(ev.query));
             if (ev.query.is_done())
                 return finish(wait_kind::immediate, outcome::exact(now_.since(start_).count()));
-            if (park_ == park_kind::flag) return emit(state::arming, wait_action::arm());
+            if (kind_ == plan_kind::flag) return emit(state::arming, wait_action::arm());
             return after_arm();
         case state::arming:
             if (ev.kind != wait_event::type::armed) return protocol_error();
@@ -262,7 +252,7 @@ public:
                 const mono_ns seen = state_ == state::final_query ? word_seen_at_ : now_;
                 return finish(wait_kind::parked, outcome::exact(seen.since(start_).count()));
             }
-            if (park_ == park_kind::poll) return emit(state::polling, wait_action::query());
+            if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
             return park_or_backstop();
         case state::parking:
             if (ev.kind != wait_event::type::parked) return protocol_error();
@@ -323,7 +313,7 @@ private:
     }
 
     wait_action begin_waiting() noexcept {
-        if (park_ == park_kind::poll) return emit(state::polling, wait_action::query());
+        if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
         return park_or_backstop();
     }
 
@@ -361,7 +351,7 @@ private:
     }
 
     state state_ = state::idle;
-    park_kind park_ = park_kind::block;
+    plan_kind kind_ = plan_kind::block;
     dur_ns park_ns_;
     dur_ns backstop_ns_;
     mono_ns start_;

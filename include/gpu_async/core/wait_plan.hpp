@@ -1,8 +1,8 @@
 //
 // gpu_async/core/wait_plan.hpp: typed wait plans, parsed once from text, then immutable.
 //
-//   plan     := park | park "+predict:" deadline
-//   park     := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N
+//   plan     := kind | kind "+predict:" deadline
+//   kind     := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N
 //   deadline := "margin_us=" N ",min_sleep_us=" N ",max_sleep_us=" N ",window=" N
 //
 // Units are microseconds in text, nanoseconds in the types. Standard library only.
@@ -38,11 +38,11 @@
 
 namespace gpu_async {
 
-/// How a wait parks once any predicted sleep is over.
-enum class park_kind : std::uint8_t {
-    block, ///< the vendor's blocking wait; takes no prediction
-    poll,  ///< query the status until done
-    flag,  ///< park on the completion word, with a status query at least every backstop
+/// What a plan does once any predicted sleep is over: the first word of its text.
+enum class plan_kind : std::uint8_t {
+    block, ///< "block": the vendor's blocking wait (a stream synchronize); takes no prediction
+    poll,  ///< "poll": query the status until done
+    flag,  ///< "flag": park on the completion word, with a status query at least every backstop
 };
 
 /// The largest estimator window (samples kept per readback point).
@@ -74,7 +74,7 @@ public:
     static result<wait_plan> parse(std::string_view text);
 
     /// The plan "block".
-    static wait_plan block() noexcept { return wait_plan(park_kind::block, 0, 0, std::nullopt); }
+    static wait_plan block() noexcept { return wait_plan(plan_kind::block, 0, 0, std::nullopt); }
 
     /// The plan "poll", optionally with a prediction. Validated as parse() validates.
     static result<wait_plan> poll(std::optional<deadline_plan> predict = std::nullopt);
@@ -86,10 +86,10 @@ public:
 
     /// The recommended default: "flag:park_us=100,backstop_us=1000".
     static wait_plan recommended() noexcept {
-        return wait_plan(park_kind::flag, 100'000, 1'000'000, std::nullopt);
+        return wait_plan(plan_kind::flag, 100'000, 1'000'000, std::nullopt);
     }
 
-    park_kind kind() const noexcept { return kind_; }
+    plan_kind kind() const noexcept { return kind_; }
     /// The bound of one park (flag plans; zero otherwise).
     std::uint64_t park_ns() const noexcept { return park_ns_; }
     /// The longest time between two status queries while parking (flag plans; zero otherwise).
@@ -103,14 +103,14 @@ public:
     friend bool operator==(const wait_plan&, const wait_plan&) = default;
 
 private:
-    wait_plan(park_kind kind, std::uint64_t park_ns, std::uint64_t backstop_ns,
+    wait_plan(plan_kind kind, std::uint64_t park_ns, std::uint64_t backstop_ns,
               std::optional<deadline_plan> predict) noexcept
         : kind_(kind)
         , park_ns_(park_ns)
         , backstop_ns_(backstop_ns)
         , predict_(predict) {}
 
-    park_kind kind_;
+    plan_kind kind_;
     std::uint64_t park_ns_;
     std::uint64_t backstop_ns_;
     std::optional<deadline_plan> predict_;
@@ -330,18 +330,18 @@ inline std::optional<std::string> check_deadline_plan(const deadline_plan& d) {
 
 /// The text of a plan in the grammar (canonical for a valid plan; non-whole microseconds of a
 /// refused factory call are shown with a fraction).
-inline std::string plan_text(park_kind kind, std::uint64_t park_ns, std::uint64_t backstop_ns,
+inline std::string plan_text(plan_kind kind, std::uint64_t park_ns, std::uint64_t backstop_ns,
                              const std::optional<deadline_plan>& predict) {
     std::string out;
     out.reserve(predict ? 112 : 40);
     switch (kind) {
-    case park_kind::block:
+    case plan_kind::block:
         out += "block";
         break;
-    case park_kind::poll:
+    case plan_kind::poll:
         out += "poll";
         break;
-    case park_kind::flag:
+    case plan_kind::flag:
         out += "flag:park_us=";
         out += plan_us_text(park_ns);
         out += ",backstop_us=";
@@ -371,36 +371,36 @@ inline result<wait_plan> wait_plan::parse(std::string_view text) {
     if (text.empty()) return fail("empty text (expected block, poll or flag)");
 
     const std::size_t plus = text.find('+');
-    const std::string_view park_text = text.substr(0, plus);
-    const std::size_t colon = park_text.find(':');
-    const std::string_view word = park_text.substr(0, colon);
+    const std::string_view kind_text = text.substr(0, plus);
+    const std::size_t colon = kind_text.find(':');
+    const std::string_view word = kind_text.substr(0, colon);
 
-    park_kind kind = park_kind::poll;
+    plan_kind kind = plan_kind::poll;
     std::array<std::uint64_t, 2> flag{};
     if (word == "block" || word == "poll") {
-        kind = word == "block" ? park_kind::block : park_kind::poll;
+        kind = word == "block" ? plan_kind::block : plan_kind::poll;
         if (colon != npos)
             return fail("'" + std::string(word) + "' takes no parameters (found " +
-                        detail::plan_quote(park_text.substr(colon)) + ")");
+                        detail::plan_quote(kind_text.substr(colon)) + ")");
     } else if (word == "flag") {
-        kind = park_kind::flag;
+        kind = plan_kind::flag;
         if (colon == npos) return fail("'flag' needs ':park_us=N,backstop_us=N'");
         if (auto fault =
-                detail::parse_plan_keys(park_text.substr(colon + 1), detail::flag_keys, flag))
+                detail::parse_plan_keys(kind_text.substr(colon + 1), detail::flag_keys, flag))
             return fail(*fault);
         if (flag[0] > flag[1])
             return fail("park_us " + detail::plan_us_text(flag[0]) + " exceeds backstop_us " +
                         detail::plan_us_text(flag[1]) + " (a park must not outlast the backstop)");
     } else if (word.empty()) {
-        return fail("missing park kind (expected block, poll or flag)");
+        return fail("missing plan kind (expected block, poll or flag)");
     } else {
-        return fail("unknown park kind " + detail::plan_quote(word) +
+        return fail("unknown plan kind " + detail::plan_quote(word) +
                     " (expected block, poll or flag)");
     }
     if (plus == npos) return wait_plan(kind, flag[0], flag[1], std::nullopt);
 
     constexpr std::string_view predict_tag = "+predict:";
-    if (kind == park_kind::block)
+    if (kind == plan_kind::block)
         return fail("'block' takes no '+predict:' (nothing to sleep in front of a blocking wait)");
     const std::string_view suffix = text.substr(plus);
     if (!suffix.starts_with(predict_tag))
@@ -420,10 +420,10 @@ inline result<wait_plan> wait_plan::poll(std::optional<deadline_plan> predict) {
     if (predict) {
         if (auto fault = detail::check_deadline_plan(*predict))
             return coded_error(errc::invalid_plan,
-                               {std::string_view(detail::plan_text(park_kind::poll, 0, 0, predict)),
+                               {std::string_view(detail::plan_text(plan_kind::poll, 0, 0, predict)),
                                 std::string_view(*fault)});
     }
-    return wait_plan(park_kind::poll, 0, 0, predict);
+    return wait_plan(plan_kind::poll, 0, 0, predict);
 }
 
 inline result<wait_plan> wait_plan::flag(std::uint64_t park_ns, std::uint64_t backstop_ns,
@@ -433,9 +433,9 @@ inline result<wait_plan> wait_plan::flag(std::uint64_t park_ns, std::uint64_t ba
     if (fault)
         return coded_error(
             errc::invalid_plan,
-            {std::string_view(detail::plan_text(park_kind::flag, park_ns, backstop_ns, predict)),
+            {std::string_view(detail::plan_text(plan_kind::flag, park_ns, backstop_ns, predict)),
              std::string_view(*fault)});
-    return wait_plan(park_kind::flag, park_ns, backstop_ns, predict);
+    return wait_plan(plan_kind::flag, park_ns, backstop_ns, predict);
 }
 
 inline std::string wait_plan::label() const {

@@ -15,10 +15,9 @@
 //     auto line = gpu_async::cuda_line::create(*driver.value());   // current context's device
 //     auto source = gpu_async::cuda_source::create(line.value(), *slot_id::at(0), stream);
 //
-// Ownership (SPEC.md section 12): the line retains the device's primary context before its page
-// is allocated and releases it only after the page is freed; it accepts stores only from streams
-// of that context; it synchronizes the context before freeing, and leaks rather than free when
-// that fails.
+// Ownership: the line retains the device's primary context before its page is allocated and
+// releases it only after the page is freed; it accepts stores only from streams of that context; it
+// synchronizes the context before freeing, and leaks rather than free when that fails.
 //
 #ifndef GPU_ASYNC_DEVICE_CUDA_HPP
 #define GPU_ASYNC_DEVICE_CUDA_HPP
@@ -29,7 +28,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/device/detail/vendor_stream.hpp>
+#include <gpu_async/device/detail/vendor_line.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 

@@ -11,12 +11,11 @@
 // against Debian's libamdhip64-dev headers, with __HIP_PLATFORM_AMD__). A hipStream_t converts
 // to `hip::stream_t` without a cast.
 //
-// Ownership (SPEC.md section 12): the line retains the device's primary context
-// (hipDevicePrimaryCtxRetain) before its page is allocated (hipHostMalloc, mapped and coherent)
-// and releases it only after the page is freed; it accepts stores only from streams of that
-// device (hipStreamGetDevice: a runtime without it fails line creation, since the rule could not
-// be checked); it synchronizes the device before freeing, and leaks rather than free when that
-// fails.
+// Ownership: the line retains the device's primary context (hipDevicePrimaryCtxRetain) before its
+// page is allocated (hipHostMalloc, mapped and coherent) and releases it only after the page is
+// freed; it accepts stores only from streams of that device (hipStreamGetDevice: a runtime without
+// it fails line creation, since the rule could not be checked); it synchronizes the device before
+// freeing, and leaks rather than free when that fails.
 //
 #ifndef GPU_ASYNC_DEVICE_HIP_HPP
 #define GPU_ASYNC_DEVICE_HIP_HPP
@@ -27,7 +26,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/device/detail/vendor_stream.hpp>
+#include <gpu_async/device/detail/vendor_line.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 

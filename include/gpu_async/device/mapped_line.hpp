@@ -1,6 +1,6 @@
 //
-// gpu_async/device/mapped_line.hpp: a completion line in one pinned, device-mapped host page,
-// with the ownership rules of a GPU driver (SPEC.md section 12), over a driver table.
+// gpu_async/device/mapped_line.hpp: a completion line in one pinned, device-mapped host page, with
+// the ownership rules of a GPU driver, over a driver table.
 //
 // A backend (CUDA, HIP, or a fake in tests) fills a `line_driver`: a table of plain function
 // pointers with a context pointer. `mapped_line` owns:

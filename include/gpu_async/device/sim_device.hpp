@@ -32,7 +32,7 @@
 // doorbell's futex instead of the word wait. The stream shares the doorbell's ownership, so a
 // device that outlives the reactor whose doorbell it rings stays safe (the ring reaches nobody).
 //
-// Manual mode (options::manual): no worker threads; nothing runs until a test calls
+// Manual mode (options::manual): no worker threads; nothing runs until the caller calls
 // `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
 // `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 // the device).
@@ -183,8 +183,8 @@ public:
     slot_id slot() const noexcept { return slot_; }
     /// The last sequence number enqueued.
     std::uint64_t tail() const noexcept { return tail_.load(std::memory_order_acquire); }
-    /// Acquire load of the stream's word: the last sequence number stored.
-    std::uint64_t completed() const noexcept {
+    /// The value of the stream's word (an acquire load): the last sequence number stored.
+    std::uint64_t word() const noexcept {
         return line_->words[slot_.index()].load(std::memory_order_acquire);
     }
     /// The descriptor of item `seq`.

@@ -1,13 +1,12 @@
 //
-// gpu_async/host/std_host.hpp: the std host (SPEC.md section 13): a monotonic clock over the
-// process clock, a timer that sleeps the calling thread, the idle of the FILL executor, the
-// blocking wait (the `naive` executor kind), and a watcher thread that completes waiters of any
-// runtime.
+// gpu_async/host/std_host.hpp: the std host: a monotonic clock over the process clock, a timer that
+// sleeps the calling thread, the idle of the FILL executor, the blocking wait (the `naive` executor
+// kind), and a watcher thread that completes waiters of any runtime.
 //
 //     std_clock clk;                          // mono_ns over std::chrono::steady_clock
 //     std_timer tmr;                          // sleeps the calling thread
 //     std_idle idle;                          // for fill_executor::run(idle)
-//     auto r = wait(stream, plan, table, point);   // blocking, feeds the point table
+//     auto r = wait_blocking(stream, plan, table, point);   // blocks; feeds the point table
 //
 //     std_watcher w;                          // one background thread
 //     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
@@ -80,13 +79,13 @@ public:
 static_assert(clock<std_clock>);
 static_assert(timer<std_timer>);
 
-/// The park capabilities of the std host: a word park needs a user-mode monitor (the word
+/// The plan capabilities of the std host: a word park needs a user-mode monitor (the word
 /// wait's portable fallback only spins and yields, which is a poll, so a flag plan resolves to
 /// poll there with the probe's reason). Word stores and blocking waits are the source's own.
-inline park_capabilities std_park_capabilities(const word_wait& ww = word_wait::probe()) {
-    park_capabilities caps;
+inline plan_capabilities std_plan_capabilities(const word_wait& ww = word_wait::probe()) {
+    plan_capabilities caps;
     if (ww.path() == word_wait_path::fallback)
-        caps.set_missing(park_capability::word_park, "no user-mode monitor");
+        caps.set_missing(plan_capability::word_park, "no user-mode monitor");
     return caps;
 }
 
@@ -125,14 +124,15 @@ private:
 
 static_assert(reactor_idle<std_idle>);
 
-/// The blocking wait (the `naive` executor kind): runs the wait machine over `source` on the
-/// calling thread with the inline driver (run_wait: real time always moves, so no
-/// pended-inline check), on the std clock and timer, with the sleep estimate
-/// of `point` in `table` (plans with a prediction); then feeds `table` the outcome (plans with a
-/// prediction, waits that end with one). Returns the report, or the error that ended the wait
+/// Blocks the calling thread until the wait ends (the `naive` executor kind): runs the wait
+/// machine over `source` with the inline driver (run_wait: real time always moves, so no
+/// pended-inline check), on the std clock and timer, with the sleep estimate of `point` in
+/// `table` (plans with a prediction); then feeds `table` the outcome (plans with a prediction,
+/// waits that end with one). Returns the report, or the error that ended the wait
 /// (a source's error unchanged). The table is not synchronised: one per thread, or lock it.
 template <completion_source Source, class Key>
-wait_result wait(Source& source, const wait_plan& plan, point_table<Key>& table, const Key& point) {
+wait_result wait_blocking(Source& source, const wait_plan& plan, point_table<Key>& table,
+                          const Key& point) {
     std::optional<std::uint64_t> sleep;
     if (plan.predict()) sleep = table.sleep_ns(point, *plan.predict());
     const std_clock clk;

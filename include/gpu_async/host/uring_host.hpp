@@ -1,8 +1,8 @@
 //
-// gpu_async/host/uring_host.hpp: the io_uring host (SPEC.md sections 8 and 13): `uring_idle`,
-// the idle of the `io-uring` executor kind: the FILL executor whose deadline sleeps are io_uring
-// timeouts, whose parks for ringing producers are io_uring futex waits, and whose ring also
-// carries the program's own I/O (sockets), so one thread waits for all of it in one place.
+// gpu_async/host/uring_host.hpp: the io_uring host: `uring_idle`, the idle of the `io-uring`
+// executor kind: the FILL executor whose deadline sleeps are io_uring timeouts, whose parks for
+// ringing producers are io_uring futex waits, and whose ring also carries the program's own I/O
+// (sockets), so one thread waits for all of it in one place.
 //
 //     auto idle = uring_idle::create();            // a ring of 8 entries, or errc::ring_setup
 //     fill_executor ex;
@@ -25,6 +25,10 @@
 //   kernel.io_uring_disabled: EPERM) gives errc::ring_setup with the errno text;
 //   uring_capabilities() turns that into executor capabilities, so resolve() falls back to
 //   gpu-reactor with the coded warning (strict: refused).
+// - Kernel calls: the idle makes, tears down and submits to its ring through a Calls object
+//   (`basic_uring_idle<Calls>`; `uring_idle` uses liburing's, `liburing_calls`). Another Calls
+//   type stands between the idle and the kernel, e.g. to refuse the setup with an errno, or to
+//   reject entries as a kernel without the operation would.
 //
 // Not thread-safe: one ring, one thread (the executor's). Host layer: liburing (link -luring,
 // CMake target gpu_async::uring).
@@ -45,6 +49,7 @@
 #include <liburing.h>
 
 #include <cerrno>
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -90,14 +95,36 @@ inline std::string errno_text(int err) {
 
 /// Options of a ring.
 struct uring_options {
-    /// Submission queue entries (the reference's 8).
+    /// Submission queue entries.
     unsigned entries = 8;
-    /// Test hook: when non-zero, ring creation fails as if io_uring_queue_init had returned
-    /// -inject_setup_errno (e.g. ENOSYS, EPERM).
-    int inject_setup_errno = 0;
     /// Use IORING_OP_FUTEX_WAIT for parks on a doorbell where the kernel supports it.
     bool futex_park = true;
 };
+
+/// The calls through which basic_uring_idle hands its ring to the kernel: making it
+/// (`queue_init`, 0 or -errno, as io_uring_queue_init), tearing it down (`queue_exit`) and
+/// submitting its prepared entries (`submit`, the number submitted or -errno, as
+/// io_uring_submit). Every submission of the idle, its own operations' and the program's, goes
+/// through `submit`. queue_init runs on the thread that creates the idle, the others on the
+/// thread that uses it.
+template <class C>
+concept uring_calls = std::move_constructible<C> &&
+    requires(C& c, io_uring& ring, unsigned entries, unsigned flags) {
+    { c.queue_init(entries, ring, flags) } -> std::same_as<int>;
+    { c.queue_exit(ring) } -> std::same_as<void>;
+    { c.submit(ring) } -> std::same_as<int>;
+};
+
+/// liburing's calls: the kernel's io_uring.
+struct liburing_calls {
+    int queue_init(unsigned entries, io_uring& ring, unsigned flags) noexcept {
+        return io_uring_queue_init(entries, &ring, flags);
+    }
+    void queue_exit(io_uring& ring) noexcept { io_uring_queue_exit(&ring); }
+    int submit(io_uring& ring) noexcept { return io_uring_submit(&ring); }
+};
+
+static_assert(uring_calls<liburing_calls>);
 
 /// One of the program's own operations on the idle's ring: give it to uring_idle::prepare,
 /// fill the entry, and `complete(op, res)` runs when its completion is reaped. Must stay put
@@ -109,29 +136,30 @@ struct uring_op {
     complete_fn complete;
 };
 
-/// The idle of the `io-uring` executor kind (satisfies reactor_idle). Move-only.
-class uring_idle {
+/// The idle of the `io-uring` executor kind (satisfies reactor_idle), making its kernel calls
+/// through `Calls` (see uring_calls). Move-only. Use `uring_idle`.
+template <uring_calls Calls>
+class basic_uring_idle {
 public:
-    /// Makes a ring of `opts.entries` entries, or errc::ring_setup with the errno text.
-    static result<uring_idle> create(const uring_options& opts = {}) {
+    /// Makes a ring of `opts.entries` entries through `calls`, or errc::ring_setup with the
+    /// errno text.
+    static result<basic_uring_idle> create(const uring_options& opts = {}, Calls calls = Calls{}) {
         auto ring = std::make_unique<io_uring>();
-        const int rc = opts.inject_setup_errno != 0
-                           ? -opts.inject_setup_errno
-                           : io_uring_queue_init(opts.entries, ring.get(), 0);
+        const int rc = calls.queue_init(opts.entries, *ring, 0);
         if (rc < 0) return coded_error(errc::ring_setup, {setup_reason(-rc)});
-        uring_idle idle(std::move(ring), opts);
+        basic_uring_idle idle(std::move(ring), opts, std::move(calls));
         return idle;
     }
 
     /// Moves the ring (the moved-from idle has none and may only be destroyed).
-    uring_idle(uring_idle&&) noexcept = default;
-    uring_idle& operator=(uring_idle&&) = delete;
-    uring_idle(const uring_idle&) = delete;
-    uring_idle& operator=(const uring_idle&) = delete;
+    basic_uring_idle(basic_uring_idle&&) noexcept = default;
+    basic_uring_idle& operator=(basic_uring_idle&&) = delete;
+    basic_uring_idle(const basic_uring_idle&) = delete;
+    basic_uring_idle& operator=(const basic_uring_idle&) = delete;
 
     /// Tears the ring down; the kernel cancels operations still in flight.
-    ~uring_idle() {
-        if (ring_) io_uring_queue_exit(ring_.get());
+    ~basic_uring_idle() {
+        if (ring_) calls_.queue_exit(*ring_);
     }
 
     // reactor_idle
@@ -159,8 +187,7 @@ public:
                 timeout_seq_ = ++seq_;
                 io_uring_sqe_set_data64(
                     sqe, detail::uring::tag(timeout_seq_, detail::uring::kind_timeout));
-                if (refuse_) sqe->opcode = 0xff; // injected refusal: the kernel rejects it
-                if (io_uring_submit(ring_.get()) < 0) {
+                if (calls_.submit(*ring_) < 0) {
                     timeout_seq_ = 0;
                     return refused_sleep(at);
                 }
@@ -208,10 +235,6 @@ public:
     /// The word wait of parks that do not use the futex (default: the probe's).
     void set_word_wait(const word_wait& ww) noexcept { ww_ = &ww; }
 
-    /// Test hook: while true, every operation the idle submits for itself is rejected by the
-    /// kernel (an entry with an invalid opcode), so sleeps and parks take their fallbacks.
-    void inject_refusal(bool on) noexcept { refuse_ = on; }
-
     // The program's own operations.
 
     /// A submission entry for `op` (its user_data set), or nullptr when the ring stays full
@@ -224,7 +247,7 @@ public:
     }
 
     /// Submits the prepared entries; the number submitted, or -errno.
-    int submit() noexcept { return io_uring_submit(ring_.get()); }
+    int submit() noexcept { return calls_.submit(*ring_); }
 
     /// Dispatches every completion already there without waiting; returns how many of the
     /// program's operations completed.
@@ -274,8 +297,9 @@ public:
     }
 
 private:
-    uring_idle(std::unique_ptr<io_uring> ring, const uring_options& opts)
-        : ring_(std::move(ring))
+    basic_uring_idle(std::unique_ptr<io_uring> ring, const uring_options& opts, Calls calls)
+        : calls_(std::move(calls))
+        , ring_(std::move(ring))
         , ww_(&word_wait::probe()) {
         if (opts.futex_park) {
             if (io_uring_probe* p = io_uring_get_probe_ring(ring_.get())) {
@@ -295,7 +319,7 @@ private:
     io_uring_sqe* entry() noexcept {
         io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
         if (sqe == nullptr) {
-            io_uring_submit(ring_.get());
+            calls_.submit(*ring_);
             sqe = io_uring_get_sqe(ring_.get());
         }
         return sqe;
@@ -385,7 +409,6 @@ private:
             futex_seq_ = ++seq_;
             io_uring_sqe_set_data64(wait,
                                     detail::uring::tag(futex_seq_, detail::uring::kind_futex));
-            if (refuse_) wait->opcode = 0xff;
             __kernel_timespec ts{};
             ts.tv_sec = static_cast<long long>(left / 1000000000u);
             ts.tv_nsec = static_cast<long long>(left % 1000000000u);
@@ -394,7 +417,7 @@ private:
                 tmo, detail::uring::tag(futex_seq_, detail::uring::kind_link_timeout));
             futex_done_ = link_done_ = false;
             futex_error_ = 0;
-            if (io_uring_submit(ring_.get()) < 0) return std::nullopt;
+            if (calls_.submit(*ring_) < 0) return std::nullopt;
             ++futex_parks_;
             // Both completions come (the timeout's says whether it fired); a program completion
             // ends the park early.
@@ -421,11 +444,11 @@ private:
         const doorbell* bell_;
     };
 
+    [[no_unique_address]] Calls calls_;
     std::unique_ptr<io_uring> ring_;
     bool futex_supported_ = false;
     const doorbell* bell_ = nullptr;
     const word_wait* ww_;
-    bool refuse_ = false;
     std::uint64_t failed_ops_ = 0;
     std::uint64_t ring_sleeps_ = 0;
     std::uint64_t futex_parks_ = 0;
@@ -446,14 +469,19 @@ private:
     int futex_error_ = 0;
 };
 
+/// The idle of the `io-uring` executor kind over the kernel's io_uring.
+using uring_idle = basic_uring_idle<liburing_calls>;
+
 static_assert(reactor_idle<uring_idle>);
 
-/// The executor capabilities of a host that can make rings with `opts`: io-uring is missing,
-/// with the setup error's text, when a ring cannot be made; gpu-reactor and naive are available
-/// (the std idle runs everywhere). resolve() then falls back along io-uring -> gpu-reactor.
-inline executor_capabilities uring_capabilities(const uring_options& opts = {}) {
+/// The executor capabilities of a host that can make rings with `opts` (through `calls`):
+/// io-uring is missing, with the setup error's text, when a ring cannot be made; gpu-reactor and
+/// naive are available (the std idle runs everywhere). resolve() then falls back along
+/// io-uring -> gpu-reactor.
+template <uring_calls Calls = liburing_calls>
+executor_capabilities uring_capabilities(const uring_options& opts = {}, Calls calls = Calls{}) {
     executor_capabilities caps;
-    auto probe = uring_idle::create(opts);
+    auto probe = basic_uring_idle<Calls>::create(opts, std::move(calls));
     if (!probe.has_value()) caps.set_missing(executor_kind::io_uring, probe.error().message());
     return caps;
 }

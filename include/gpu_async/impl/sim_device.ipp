@@ -35,7 +35,7 @@ GPU_ASYNC_DECL std::error_code sim_stream::error() const {
 
 GPU_ASYNC_DECL query_result sim_stream::query() const {
     const std::uint64_t t = tail();
-    if (sequence_reached(completed(), t)) return query_result::done();
+    if (sequence_reached(word(), t)) return query_result::done();
     if (failed_.load(std::memory_order_acquire)) return query_result::failed(error());
     return query_result::pending();
 }
@@ -49,10 +49,9 @@ GPU_ASYNC_DECL std::error_code sim_stream::block() {
         return make_error_code(errc::stalled);
     }
     std::unique_lock<std::mutex> lk(worker_->mutex);
-    worker_->done_cv.wait(lk, [&] {
-        return sequence_reached(completed(), t) || failed_.load(std::memory_order_acquire);
-    });
-    if (sequence_reached(completed(), t)) return {};
+    worker_->done_cv.wait(
+        lk, [&] { return sequence_reached(word(), t) || failed_.load(std::memory_order_acquire); });
+    if (sequence_reached(word(), t)) return {};
     return error_;
 }
 
@@ -63,13 +62,13 @@ GPU_ASYNC_DECL std::error_code sim_stream::arm() {
 GPU_ASYNC_DECL bool sim_stream::park(dur_ns bound) const {
     const std::uint64_t t = tail();
     auto ended = [&] {
-        return sequence_reached(completed(), t) || failed_.load(std::memory_order_acquire);
+        return sequence_reached(word(), t) || failed_.load(std::memory_order_acquire);
     };
     if (doorbell* bell = bell_.load(std::memory_order_acquire))
         bell->wait(ended, bound);
     else
         word_wait::probe().park(*line_, ended, bound);
-    return sequence_reached(completed(), t);
+    return sequence_reached(word(), t);
 }
 
 GPU_ASYNC_DECL std::uint64_t sim_stream::push(dur_ns d, std::unique_ptr<detail::sim_work> work,

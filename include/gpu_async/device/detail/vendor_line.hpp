@@ -1,5 +1,5 @@
 //
-// gpu_async/device/detail/vendor_stream.hpp: what the CUDA and HIP backends share above their
+// gpu_async/device/detail/vendor_line.hpp: what the CUDA and HIP backends share above their
 // driver tables: a line that owns a mapped_line for one driver, and a completion source over
 // one stream and one slot of such a line.
 //
@@ -20,8 +20,8 @@
 //         static status_type synchronize(const driver_type&, stream_type) noexcept;
 //     };
 //
-#ifndef GPU_ASYNC_DEVICE_DETAIL_VENDOR_STREAM_HPP
-#define GPU_ASYNC_DEVICE_DETAIL_VENDOR_STREAM_HPP
+#ifndef GPU_ASYNC_DEVICE_DETAIL_VENDOR_LINE_HPP
+#define GPU_ASYNC_DEVICE_DETAIL_VENDOR_LINE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
@@ -154,4 +154,4 @@ private:
 
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DEVICE_DETAIL_VENDOR_STREAM_HPP
+#endif // GPU_ASYNC_DEVICE_DETAIL_VENDOR_LINE_HPP
