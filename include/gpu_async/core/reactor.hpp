@@ -1,5 +1,5 @@
 //
-// gpu_async/core/reactor.hpp: the reactor of SPEC.md section 7: registrations of memory
+// gpu_async/core/reactor.hpp: the FILL executor's reactor: registrations of memory
 // descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision
 // `turn()`.
 //
