@@ -258,11 +258,16 @@ std::uint64_t load(const counter& c) {
 
 /// One round's bookkeeping, shared by its handlers and its fault tasks.
 struct round_state {
-    round_state(kind k_, std::size_t flags)
+    /// Waits first .. first + n - 1; `flags`: one item flag per wait.
+    round_state(kind k_, std::uint64_t first, std::uint64_t n, bool flags)
         : k(k_)
-        , ran(flags != 0 ? new std::atomic<std::uint8_t>[flags]() : nullptr) {}
+        , first_id(first)
+        , count(n)
+        , ran(flags ? new std::atomic<std::uint8_t>[n]() : nullptr) {}
 
     kind k;
+    std::uint64_t first_id = 0; // the round's waits are first_id .. first_id + count - 1
+    std::uint64_t count = 0;
     std::atomic<std::int64_t> outstanding{1}; // waits and tasks not done, plus the driver's hold
     std::mutex mutex;
     std::condition_variable cv;
@@ -649,6 +654,14 @@ private:
 
     void finish(round_state& r, const char* what) {
         if (!r.finish(round_deadline())) {
+            std::uint64_t shown = 0;
+            for (std::uint64_t id = r.first_id; id < r.first_id + r.count && shown < 10; ++id) {
+                if (hits[id].load(std::memory_order_relaxed) == 0) {
+                    ++shown;
+                    fail("%s round: wait %llu has not completed", what,
+                         static_cast<unsigned long long>(id));
+                }
+            }
             char why[200];
             std::snprintf(why, sizeof why,
                           "a %s round did not finish in time (%lld waits or tasks left)", what,
@@ -705,7 +718,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(500, 4000), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::plain, 0);
+        auto r = std::make_shared<round_state>(kind::plain, first, n, false);
         std::uint64_t here = n;
         if (n > 1 && chance(0.5)) {
             here = n / 2;
@@ -730,7 +743,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(300, 3000), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::op_cancel, 0);
+        auto r = std::make_shared<round_state>(kind::op_cancel, first, n, false);
         for (std::uint64_t i = 0; i < n; ++i) {
             sim_stream& s = pool_stream();
             auto sig = std::make_shared<signal_box>();
@@ -773,7 +786,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(200, 1500), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::group, 0);
+        auto r = std::make_shared<round_state>(kind::group, first, n, false);
         auto dev = std::make_unique<sim_device>(sim_device::options{2, false});
         auto next = std::make_shared<counter>(0);
         std::vector<std::shared_ptr<group_chain>> chains;
@@ -799,7 +812,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(300, 3000), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::port_cancel, 0);
+        auto r = std::make_shared<round_state>(kind::port_cancel, first, n, false);
         auto port = std::make_shared<gpu_completion_port>(w_.ioc);
         auto cancelled = std::make_shared<counter>(0);
         auto do_cancel = [port, cancelled] {
@@ -837,7 +850,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(300, 2500), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::port_teardown, 0);
+        auto r = std::make_shared<round_state>(kind::port_teardown, first, n, false);
         struct holder {
             std::unique_ptr<gpu_completion_port> port;
         };
@@ -864,7 +877,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(300, 2500), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::device_teardown, n);
+        auto r = std::make_shared<round_state>(kind::device_teardown, first, n, true);
         struct holder {
             std::unique_ptr<sim_device> dev;
         };
@@ -943,7 +956,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(want, first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::wrap, n);
+        auto r = std::make_shared<round_state>(kind::wrap, first, n, true);
         std::uint64_t issued = 0;
         for (planned& p : plan) {
             sim_stream& s = *p.s;
@@ -1010,7 +1023,7 @@ private:
         std::uint64_t first = 0;
         const std::uint64_t n = reserve(uniform(300, 2000), first);
         if (n == 0) return false;
-        auto r = std::make_shared<round_state>(kind::fill, 0);
+        auto r = std::make_shared<round_state>(kind::fill, first, n, false);
         r->waits_left.store(n);
         asio::io_context ctx;
         auto dev = std::make_unique<sim_device>(sim_device::options{1, false});
@@ -1175,6 +1188,10 @@ void print_summary(const char* result, std::uint64_t lost) {
 /// Ends the program when something did not finish: pending waits would refer to freed memory if
 /// it unwound.
 [[noreturn]] void give_up(const char* why) {
+    static std::atomic<bool> once{false};
+    if (once.exchange(true)) // another thread is already ending the program
+        for (;;)
+            std::this_thread::sleep_for(std::chrono::hours(1));
     {
         std::lock_guard lk(report_mutex);
         std::fprintf(stderr, "gpu_async_soak: TIMEOUT: %s\n", why);
