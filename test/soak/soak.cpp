@@ -212,10 +212,11 @@ struct tally {
     counter port_cancelled{0}; // sum of what port.cancel() returned
     counter ports_torn_down{0};
     counter devices_torn_down{0};
-    counter lines_retired{0}; // caller lines retired with gpu_async::retire_line
-    counter device_faults{0}; // sticky sim_stream faults injected
-    counter never_waits{0};   // waits on targets never stored (only a fault can end them)
-    counter wrapped_slots{0}; // caller slots whose word wrapped past 0 under pending waits
+    counter lines_retired{0};  // caller lines retired with gpu_async::retire_line
+    counter device_faults{0};  // sticky sim_stream faults injected
+    counter never_waits{0};    // waits on targets never stored (only a fault can end them)
+    counter wrapped_slots{0};  // caller slots whose word wrapped past 0 under pending waits
+    counter contexts_first{0}; // fill rounds: io_context destroyed before its working device
     counter round_mismatch{0};
     counter failures{0}; // every discrepancy reported
     std::array<counter, kind_count> rounds{};
@@ -1025,7 +1026,8 @@ private:
         if (n == 0) return false;
         auto r = std::make_shared<round_state>(kind::fill, first, n, false);
         r->waits_left.store(n);
-        asio::io_context ctx;
+        auto ctx_owner = std::make_unique<asio::io_context>();
+        asio::io_context& ctx = *ctx_owner;
         auto dev = std::make_unique<sim_device>(sim_device::options{1, false});
         auto port = std::make_unique<gpu_completion_port>(ctx);
         std::vector<sim_stream*> streams;
@@ -1038,13 +1040,13 @@ private:
             }
         }
         bool timed_out = false;
-        asio::steady_timer guard(ctx, round_deadline());
-        guard.async_wait([&](error_code ec) {
+        auto guard = std::make_unique<asio::steady_timer>(ctx, round_deadline());
+        guard->async_wait([&](error_code ec) {
             if (ec) return;
             timed_out = true;
             ctx.stop();
         });
-        r->on_waits_done = [&guard] { guard.cancel(); };
+        r->on_waits_done = [t = guard.get()] { t->cancel(); };
         auto issue = [&](std::uint64_t from, std::uint64_t count, std::uint64_t seed) {
             std::mt19937_64 rng(seed);
             auto pick = [&](std::uint64_t lo, std::uint64_t hi) {
@@ -1102,8 +1104,18 @@ private:
         if (timed_out) give_up("a fill round did not finish in time (run_fill was stopped)");
         finish(*r, "fill");
         r->on_waits_done = nullptr;
+        guard.reset();
         port.reset();
+        if (chance(0.5)) {
+            // The context goes first while the device still works: its streams keep ringing the
+            // doorbell of a reactor that is gone (they share the doorbell's ownership).
+            for (int k = 0; k < 8; ++k)
+                streams[uniform(0, streams.size() - 1)]->enqueue(us(uniform(0, 200)));
+            ctx_owner.reset();
+            g.contexts_first.fetch_add(1, std::memory_order_relaxed);
+        }
         dev.reset();
+        ctx_owner.reset();
         return true;
     }
 
@@ -1156,7 +1168,8 @@ void print_summary(const char* result, std::uint64_t lost) {
         "doubled=%llu early=%llu unexpected=%llu groups=%llu timer_won=%llu device_won=%llu "
         "group_bad=%llu signals_emitted=%llu port_cancels=%llu port_cancelled=%llu "
         "ports_torn_down=%llu devices_torn_down=%llu lines_retired=%llu device_faults=%llu "
-        "never_waits=%llu wrapped_slots=%llu round_mismatch=%llu failures=%llu threads=%u "
+        "never_waits=%llu wrapped_slots=%llu contexts_first=%llu round_mismatch=%llu failures=%llu "
+        "threads=%u "
         "lines=%u devices=%u concurrency=%u seed=%llu wall_s=%.1f waits_per_s=%.0f\n",
         result, static_cast<unsigned long long>(o.waits),
         static_cast<unsigned long long>(load(g.started)),
@@ -1178,6 +1191,7 @@ void print_summary(const char* result, std::uint64_t lost) {
         static_cast<unsigned long long>(load(g.device_faults)),
         static_cast<unsigned long long>(load(g.never_waits)),
         static_cast<unsigned long long>(load(g.wrapped_slots)),
+        static_cast<unsigned long long>(load(g.contexts_first)),
         static_cast<unsigned long long>(load(g.round_mismatch)),
         static_cast<unsigned long long>(load(g.failures)), o.threads, o.lines, o.devices,
         o.concurrency, static_cast<unsigned long long>(o.seed), wall,
