@@ -211,12 +211,14 @@ struct tally {
     counter port_cancels{0};
     counter port_cancelled{0}; // sum of what port.cancel() returned
     counter ports_torn_down{0};
+    counter port_moves{0}; // ports moved (constructed or assigned) with waits pending
     counter devices_torn_down{0};
-    counter lines_retired{0};  // caller lines retired with gpu_async::retire_line
-    counter device_faults{0};  // sticky sim_stream faults injected
-    counter never_waits{0};    // waits on targets never stored (only a fault can end them)
-    counter wrapped_slots{0};  // caller slots whose word wrapped past 0 under pending waits
-    counter contexts_first{0}; // fill rounds: io_context destroyed before its working device
+    counter lines_retired{0};       // caller lines retired with gpu_async::retire_line
+    counter device_faults{0};       // sticky sim_stream faults injected
+    counter never_waits{0};         // waits on targets never stored (only a fault can end them)
+    counter wrapped_slots{0};       // caller slots whose word wrapped past 0 under pending waits
+    counter contexts_first{0};      // fill rounds: io_context destroyed before its working device
+    counter fill_second_threads{0}; // fill rounds whose context a second thread also ran
     counter round_mismatch{0};
     counter failures{0}; // every discrepancy reported
     std::array<counter, kind_count> rounds{};
@@ -854,19 +856,35 @@ private:
         auto r = std::make_shared<round_state>(kind::port_teardown, first, n, false);
         struct holder {
             std::unique_ptr<gpu_completion_port> port;
+            std::unique_ptr<gpu_completion_port> other;
         };
         auto h = std::make_shared<holder>();
         h->port = std::make_unique<gpu_completion_port>(w_.ioc);
+        h->other = std::make_unique<gpu_completion_port>(w_.ioc);
         for (std::uint64_t i = 0; i < n; ++i) {
             sim_stream& s = pool_stream();
             const bool never = chance(0.2);
             const std::uint64_t target =
                 never ? s.tail() + never_ahead : s.enqueue(us(uniform(0, 300)));
-            start_wait(*h->port, r, first + i, s.descriptor_for(target),
+            start_wait(chance(0.5) ? *h->port : *h->other, r, first + i, s.descriptor_for(target),
                        never ? never_check(s, target) : word_check(s, target));
+        }
+        // Moved while its waits complete on other threads: the waits move with the port.
+        switch (uniform(0, 2)) {
+        case 1: // cancels the target's waits, takes over the source's
+            *h->port = std::move(*h->other);
+            g.port_moves.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case 2:
+            h->port = std::make_unique<gpu_completion_port>(std::move(*h->port));
+            g.port_moves.fetch_add(1, std::memory_order_relaxed);
+            break;
+        default:
+            break;
         }
         elsewhere(r, pick_route(), uniform(0, 300), [h] {
             h->port.reset();
+            h->other.reset();
             g.ports_torn_down.fetch_add(1, std::memory_order_relaxed);
         });
         finish(*r, "port_teardown");
@@ -1100,7 +1118,22 @@ private:
                                       r->release();
                                   });
         }
+        // Sometimes a second thread runs the context too: run_fill, or run_for.
+        std::thread second;
+        switch (uniform(0, 3)) {
+        case 1:
+            second = std::thread([&ctx] { gpu_async::run_fill(ctx); });
+            g.fill_second_threads.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case 2:
+            second = std::thread([&ctx, limit = round_deadline()] { ctx.run_until(limit); });
+            g.fill_second_threads.fetch_add(1, std::memory_order_relaxed);
+            break;
+        default:
+            break;
+        }
         gpu_async::run_fill(ctx);
+        if (second.joinable()) second.join();
         if (timed_out) give_up("a fill round did not finish in time (run_fill was stopped)");
         finish(*r, "fill");
         r->on_waits_done = nullptr;
@@ -1167,8 +1200,10 @@ void print_summary(const char* result, std::uint64_t lost) {
         "gpu_async_soak: result=%s waits=%llu started=%llu ok=%llu aborted=%llu lost=%llu "
         "doubled=%llu early=%llu unexpected=%llu groups=%llu timer_won=%llu device_won=%llu "
         "group_bad=%llu signals_emitted=%llu port_cancels=%llu port_cancelled=%llu "
-        "ports_torn_down=%llu devices_torn_down=%llu lines_retired=%llu device_faults=%llu "
-        "never_waits=%llu wrapped_slots=%llu contexts_first=%llu round_mismatch=%llu failures=%llu "
+        "ports_torn_down=%llu port_moves=%llu devices_torn_down=%llu lines_retired=%llu "
+        "device_faults=%llu "
+        "never_waits=%llu wrapped_slots=%llu contexts_first=%llu fill_second_threads=%llu "
+        "round_mismatch=%llu failures=%llu "
         "threads=%u "
         "lines=%u devices=%u concurrency=%u seed=%llu wall_s=%.1f waits_per_s=%.0f\n",
         result, static_cast<unsigned long long>(o.waits),
@@ -1186,12 +1221,14 @@ void print_summary(const char* result, std::uint64_t lost) {
         static_cast<unsigned long long>(load(g.port_cancels)),
         static_cast<unsigned long long>(load(g.port_cancelled)),
         static_cast<unsigned long long>(load(g.ports_torn_down)),
+        static_cast<unsigned long long>(load(g.port_moves)),
         static_cast<unsigned long long>(load(g.devices_torn_down)),
         static_cast<unsigned long long>(load(g.lines_retired)),
         static_cast<unsigned long long>(load(g.device_faults)),
         static_cast<unsigned long long>(load(g.never_waits)),
         static_cast<unsigned long long>(load(g.wrapped_slots)),
         static_cast<unsigned long long>(load(g.contexts_first)),
+        static_cast<unsigned long long>(load(g.fill_second_threads)),
         static_cast<unsigned long long>(load(g.round_mismatch)),
         static_cast<unsigned long long>(load(g.failures)), o.threads, o.lines, o.devices,
         o.concurrency, static_cast<unsigned long long>(o.seed), wall,
