@@ -15,11 +15,13 @@
 //                    or from the driver thread, racing the completion; waits on targets that are
 //                    never stored must end with operation_aborted.
 //   group            make_parallel_group(port.async_wait(d, deferred), timer.async_wait(deferred))
-//                    with wait_for_one, the timer due when the device should store.
+//                    with wait_for_one, the timer due when the device should store (one group
+//                    at a time per stream: each group's handler starts the next).
 //   port_cancel      a round's own port; port.cancel() from other threads, once while waits are
 //                    still being started: the waits aborted must equal the sum of what cancel()
 //                    returned.
-//   port_teardown    a round's own port destroyed (on the driver, an io thread or another thread)
+//   port_teardown    a round's own ports, sometimes moved (constructed or assigned) while their
+//                    waits complete, destroyed (on the driver, an io thread or another thread)
 //                    with waits pending.
 //   device_teardown  a round's own sim_device (lines of its own, sometimes a sticky device fault)
 //                    destroyed with waits pending: waits whose item never ran must end with
@@ -28,8 +30,11 @@
 //   wrap             caller lines whose words start at 2^64 - k, so the sequence wraps to 0 while
 //                    waits are pending; sometimes the device is destroyed and the caller retires
 //                    its lines (gpu_async::retire_line) with waits pending.
-//   fill             a private io_context run by gpu_async::run_fill on the driver thread, with
-//                    per-operation cancellation and port.cancel() from another thread.
+//   fill             a private io_context run by gpu_async::run_fill on the driver thread
+//                    (sometimes also by a second thread: run_fill or run_until), with
+//                    per-operation cancellation and port.cancel() from another thread; half the
+//                    time the context is destroyed before its device, which keeps working and
+//                    ringing the doorbell of the reactor that is gone.
 //
 // Every handler bumps its wait's counter; at the end every counter must be exactly one. Every
 // run is bounded: io_context threads use run_for, a round that does not finish within
@@ -58,6 +63,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdarg>
