@@ -540,7 +540,6 @@ enum class route : std::uint8_t {
     driver, // the round's driver thread, after the delay
     io,     // an io_context thread (posted by a task thread after the delay)
     task,   // a plain std::thread (a task thread), after the delay
-    count_, // number of routes
 };
 
 class driver {
@@ -604,7 +603,6 @@ private:
             });
             return;
         case route::task:
-        case route::count_:
             r->hold();
             some_task_thread().at(due, [fn = std::move(fn), r] {
                 fn();
