@@ -43,6 +43,7 @@
 //
 // The last line of the output is the summary (key=value pairs).
 //
+#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/line_retirement.hpp>
@@ -714,7 +715,7 @@ private:
             if (x < 80)
                 target = s.enqueue(dur_ns::from_us(pick(0, 50)));
             else if (x < 90)
-                target = s.completed() - pick(0, 3); // already reached: completes through post
+                target = s.word() - pick(0, 3); // already reached: completes through post
             else
                 target = s.tail(); // the stream's last item: often a second wait on one target
             start_wait(port, r, first + i, s.descriptor_for(target), word_check(s, target));
@@ -1019,10 +1020,10 @@ private:
         if (!teardown) {
             for (const planned& p : plan) {
                 const std::uint64_t end = p.start + p.items;
-                if (p.s->completed() != end) {
+                if (p.s->word() != end) {
                     g.round_mismatch.fetch_add(1, std::memory_order_relaxed);
                     fail("wrap: slot ended at %llu, expected %llu",
-                         static_cast<unsigned long long>(p.s->completed()),
+                         static_cast<unsigned long long>(p.s->word()),
                          static_cast<unsigned long long>(end));
                 } else if (end < p.start) {
                     g.wrapped_slots.fetch_add(1, std::memory_order_relaxed);
@@ -1357,7 +1358,9 @@ int main(int argc, char** argv) {
     for (auto& t : w.tasks)
         t->stop();
 
-    const std::size_t still = w.ports.front()->service().pending();
+    const std::size_t still = boost::asio::use_service<gpu_async::detail::reactor_service>(
+                                  gpu_async::detail::context_of(w.ports.front()->get_executor()))
+                                  .pending();
     if (still != 0) fail("the reactor still has %zu waits registered after every round", still);
     w.ports.clear();
     w.streams.clear();
