@@ -192,7 +192,8 @@ int main(int argc, char** argv) {
         {cuda::ctx_sched_blocking_sync, "cuStreamSynchronize (blocking sync)"}};
     for (const auto& [flags, name] : schedules) {
         if (a.ctx_set_flags == nullptr) {
-            rows.push_back(row{name, {}, 0, "n/a: the driver lacks cuCtxSetFlags (CUDA < 12.1)"});
+            rows.push_back(row{
+                name, {}, 0, "n/a: cuGetProcAddress found no cuCtxSetFlags (CUDA 12.1 or later)"});
             continue;
         }
         b.ok(a.ctx_set_flags(flags), "cuCtxSetFlags");

@@ -30,10 +30,11 @@ constexpr std::uint64_t device_offset = 0x7000'0000'0000;
 
 struct fake_cuda {
     std::vector<std::string> calls;
-    std::set<std::string> missing;    // symbols the resolver does not find
-    std::map<std::string, int> fail;  // entry point -> status it returns
-    std::vector<int> versions;        // cudaVersion of each resolution
-    std::vector<std::uint64_t> flags; // flags of each resolution
+    std::set<std::string> missing;         // symbols the resolver does not find
+    std::map<std::string, int> fail;       // entry point -> status it returns
+    std::vector<int> versions;             // cudaVersion of each resolution
+    std::map<std::string, int> version_of; // the cudaVersion asked for each symbol
+    std::vector<std::uint64_t> flags;      // flags of each resolution
     int init_flags = -1;
     int can_map = 1;
     int can_memops = 1;
@@ -224,6 +225,7 @@ int f_get_proc_address(const char* symbol, void** pfn, int version, std::uint64_
         {"cuStreamWriteValue64", reinterpret_cast<void*>(&f_cuStreamWriteValue64)},
     };
     fake->versions.push_back(version);
+    fake->version_of[symbol] = version;
     fake->flags.push_back(flags);
     auto it = symbols.find(symbol);
     if (it == symbols.end() || fake->missing.count(symbol) != 0) {
@@ -306,8 +308,11 @@ BOOST_FIXTURE_TEST_CASE(resolution_asks_the_12_0_abi_and_initializes, fixture) {
     BOOST_TEST(state.init_flags == 0);
     BOOST_TEST(d.value()->version() == 13000);
     BOOST_TEST(!state.versions.empty());
-    for (int v : state.versions)
-        BOOST_TEST(v == 12000);
+    // Each entry point at the API version of its ABI: 12.0, and 12.1 for cuCtxSetFlags (which
+    // CUDA 12.1 introduced: a 12.0 request fails as "version not sufficient" on a real driver).
+    for (const auto& [name, v] : state.version_of)
+        BOOST_TEST(v == (name == "cuCtxSetFlags" ? 12010 : 12000), name);
+    BOOST_TEST(state.version_of.count("cuCtxSetFlags") == 1u);
     for (std::uint64_t f : state.flags)
         BOOST_TEST(f == 0u);
     BOOST_TEST(d.value()->api().stream_write_value64 != nullptr);

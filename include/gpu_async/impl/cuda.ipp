@@ -126,11 +126,13 @@ GPU_ASYNC_DECL std::optional<coded_error>
 cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
     using detail::cuda_impl::unavailable;
     std::string missing;
-    auto get = [&](const char* name, auto& fn, bool required) {
+    // `version`: the API version that introduced the entry point's current ABI (a request for
+    // an older version than the symbol's fails as "version not sufficient").
+    auto get = [&](const char* name, auto& fn, bool required, int version = cuda::api_version) {
         void* p = nullptr;
         int symbol_status = cuda::proc_address_symbol_not_found;
-        const cuda::status_t st = get_proc_address(name, &p, cuda::api_version,
-                                                   cuda::get_proc_address_default, &symbol_status);
+        const cuda::status_t st =
+            get_proc_address(name, &p, version, cuda::get_proc_address_default, &symbol_status);
         if (st == cuda::success && symbol_status == cuda::proc_address_success && p != nullptr) {
             fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
         } else if (required) {
@@ -165,7 +167,7 @@ cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
     get("cuMemAlloc", a.mem_alloc, false);
     get("cuMemFree", a.mem_free, false);
     get("cuMemsetD8Async", a.memset_d8_async, false);
-    get("cuCtxSetFlags", a.ctx_set_flags, false);
+    get("cuCtxSetFlags", a.ctx_set_flags, false, 12010); // introduced in CUDA 12.1
     get("cuEventCreate", a.event_create, false);
     get("cuEventRecord", a.event_record, false);
     get("cuEventQuery", a.event_query, false);
