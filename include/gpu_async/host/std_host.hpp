@@ -25,6 +25,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <array>
@@ -148,15 +149,15 @@ class std_watcher;
 namespace detail {
 
 // One registration of the watcher. Shared by the handle and the watcher's registry.
-struct watch_state {
+struct watch_state : std::enable_shared_from_this<watch_state> {
     enum class phase : std::uint8_t { registered, firing, done, dropped };
 
     const completion_line* line = nullptr;
     std::size_t slot = 0;
     std::uint64_t target = 0;
-    std::function<void()> callback; // empty for the future form
-    std::multimap<std::uint64_t, std::shared_ptr<watch_state>>::iterator where; // registry
-    phase state = phase::registered; // guarded by the watcher's mutex
+    std::function<void()> callback;                       // empty for the future form
+    std::optional<watch_table<watch_state*>::handle> pos; // in the watcher's table, if there
+    phase state = phase::registered;                      // guarded by the watcher's mutex
 
     // The future form's own completion flag (no watcher lock needed to wait on it).
     std::mutex m;
@@ -229,8 +230,9 @@ private:
 /// foreign event loop, a coroutine library): each registration names (line, slot, target) and
 /// resolves once the word reaches the target.
 ///
-/// - Registrations are grouped per line and, per slot, ordered by target, so one scan costs a
-///   load per watched slot and O(log n) per completion.
+/// - Registrations live in a watch_table (<gpu_async/core/watch_table.hpp>, the registry every
+///   host shares): one scan costs a load per watched slot and O(log n) per completion, under the
+///   wrapping rule for any history of stores.
 /// - While nothing is watched the thread sleeps on a condition variable. While something is,
 ///   it parks on the first watched line with the word wait when the CPU has a user-mode
 ///   monitor (any store to that line wakes it), bounded by `park_bound`; otherwise it sleeps
@@ -280,13 +282,13 @@ public:
     /// Registrations not yet resolved.
     std::size_t pending() const {
         std::lock_guard lk(m_);
-        return total_;
+        return table_.size() + ready_.size();
     }
 
     /// Lines with at least one registration.
     std::size_t lines() const {
         std::lock_guard lk(m_);
-        return lines_.size();
+        return table_.lines();
     }
 
     /// How the thread waits between scans: "park: <word wait>" or "sleep".
@@ -300,10 +302,14 @@ public:
 private:
     friend class watch_handle;
     using state_ptr = std::shared_ptr<detail::watch_state>;
-    using slot_map = std::multimap<std::uint64_t, state_ptr>;
-    struct line_entry {
-        std::array<slot_map, line_words> slots;
-        std::size_t count = 0;
+
+    // Takes registrations that left the table because their word reached the target.
+    struct ready_sink {
+        std::vector<state_ptr>* out;
+        void operator()(detail::watch_state* p, watch_end) const {
+            p->pos.reset();
+            out->push_back(p->shared_from_this()); // a handle owns it while registered
+        }
     };
 
     bool use_park() const noexcept { return ww_->path() != word_wait_path::fallback; }
@@ -316,10 +322,10 @@ private:
         s->callback = std::move(fn);
         {
             std::lock_guard lk(m_);
-            line_entry& e = lines_[s->line];
-            s->where = e.slots[s->slot].emplace(s->target, s);
-            ++e.count;
-            ++total_;
+            // One read of the word: complete now (fired at the next scan), or registered.
+            ready_.reserve(ready_.size() + 1);
+            s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
+            if (!s->pos) ready_.push_back(s);
             generation_.fetch_add(1, std::memory_order_relaxed);
         }
         cv_.notify_all();
@@ -334,7 +340,7 @@ private:
             s->state = detail::watch_state::phase::dropped;
             generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
             // The thread may be parked on this line: the caller may free it once we return.
-            idle_cv_.wait(lk, [&] { return parked_on_ != s->line || lines_.count(s->line) != 0; });
+            idle_cv_.wait(lk, [&] { return parked_on_ != s->line || table_.watches(*s->line); });
             return;
         }
         // A callback of this registration is running: wait for it, unless we are inside it.
@@ -343,54 +349,32 @@ private:
     }
 
     void unlink(detail::watch_state& s) {
-        auto it = lines_.find(s.line);
-        it->second.slots[s.slot].erase(s.where);
-        --total_;
-        if (--it->second.count == 0) lines_.erase(it);
+        if (s.pos) {
+            table_.erase(*s.pos);
+            s.pos.reset();
+            return;
+        }
+        const auto it = std::find_if(ready_.begin(), ready_.end(),
+                                     [&](const state_ptr& p) { return p.get() == &s; });
+        if (it != ready_.end()) ready_.erase(it);
     }
 
     // Moves every registration whose word reached its target into `out`. Lock held.
     void collect(std::vector<state_ptr>& out) {
-        constexpr std::uint64_t half = std::uint64_t{1} << 63;
-        for (auto li = lines_.begin(); li != lines_.end();) {
-            line_entry& e = li->second;
-            for (std::size_t i = 0; i < line_words; ++i) {
-                slot_map& sm = e.slots[i];
-                if (sm.empty()) continue;
-                const std::uint64_t w = li->first->words[i].load(std::memory_order_acquire);
-                // Reached targets t: w - t < 2^63, i.e. t in (w - 2^63, w] on the circle: at
-                // most two numeric ranges of the ordered map.
-                auto take = [&](std::uint64_t lo, std::uint64_t hi) {
-                    auto b = sm.lower_bound(lo);
-                    auto end = sm.upper_bound(hi);
-                    while (b != end) {
-                        b->second->state = detail::watch_state::phase::firing;
-                        out.push_back(std::move(b->second));
-                        b = sm.erase(b);
-                        --e.count;
-                        --total_;
-                    }
-                };
-                if (w >= half) {
-                    take(w - half + 1, w);
-                } else {
-                    take(0, w);
-                    if (w + half + 1 != 0) take(w + half + 1, ~std::uint64_t{0});
-                }
-            }
-            if (e.count == 0)
-                li = lines_.erase(li);
-            else
-                ++li;
-        }
+        for (state_ptr& p : ready_)
+            out.push_back(std::move(p));
+        ready_.clear();
+        table_.collect(ready_sink{&out});
+        for (const state_ptr& p : out)
+            p->state = detail::watch_state::phase::firing;
     }
 
     void run() {
         std::vector<state_ptr> fired;
         std::unique_lock lk(m_);
         while (!stop_) {
-            if (total_ == 0) {
-                cv_.wait(lk, [&] { return stop_ || total_ > 0; });
+            if (table_.empty() && ready_.empty()) {
+                cv_.wait(lk, [&] { return stop_ || !table_.empty() || !ready_.empty(); });
                 continue;
             }
             scans_.fetch_add(1, std::memory_order_relaxed);
@@ -415,9 +399,10 @@ private:
                 idle_cv_.notify_all();
                 continue;
             }
+            if (table_.empty()) continue;
             const std::uint64_t gen = generation_.load(std::memory_order_relaxed);
             if (use_park()) {
-                const completion_line* line = lines_.begin()->first;
+                const completion_line* line = table_.first_line();
                 std::array<std::uint64_t, line_words> seen{};
                 for (std::size_t i = 0; i < line_words; ++i)
                     seen[i] = line->words[i].load(std::memory_order_relaxed);
@@ -446,10 +431,10 @@ private:
     dur_ns park_bound_;
     const word_wait* ww_;
     mutable std::mutex m_;
-    std::condition_variable cv_;      // registrations and stop
-    std::condition_variable idle_cv_; // the thread left a park, or finished firing
-    std::map<const completion_line*, line_entry> lines_;
-    std::size_t total_ = 0;
+    std::condition_variable cv_;              // registrations and stop
+    std::condition_variable idle_cv_;         // the thread left a park, or finished firing
+    watch_table<detail::watch_state*> table_; // registrations not yet reached
+    std::vector<state_ptr> ready_; // found reached when registered, fired at the next scan
     std::atomic<std::uint64_t> generation_{0}; // registrations made (ends a park or sleep)
     const completion_line* parked_on_ = nullptr;
     bool stop_ = false;
