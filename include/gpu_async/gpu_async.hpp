@@ -22,10 +22,12 @@
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/reactor_service.hpp>
 #include <gpu_async/run_fill.hpp>
+#include <gpu_async/version.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #endif // GPU_ASYNC_GPU_ASYNC_HPP

@@ -8,6 +8,7 @@
 
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/reactor_service.hpp>
 
 #include <boost/asio/io_context.hpp>

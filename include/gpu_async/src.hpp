@@ -10,6 +10,7 @@
 #error "gpu_async/src.hpp is for builds that define GPU_ASYNC_SEPARATE_COMPILATION"
 #endif
 
+#include <gpu_async/impl/boost_error.ipp>
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>

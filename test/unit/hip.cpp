@@ -1,4 +1,5 @@
 #include <gpu_async/device/hip.hpp>
+#include <gpu_async/error.hpp>
 
 #include <boost/test/unit_test.hpp>
 
