@@ -35,9 +35,11 @@
 #include <system_error>
 #include <type_traits>
 
+namespace boost::system {
 /// The registry's enum is a Boost error-code enum too.
 template <>
-struct boost::system::is_error_code_enum<gpu_async::errc> : std::true_type {};
+struct is_error_code_enum<gpu_async::errc> : std::true_type {};
+} // namespace boost::system
 
 namespace gpu_async {
 
