@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <variant>
 
@@ -35,6 +36,7 @@ using gpu_async::sim_device;
 using gpu_async::sim_stream;
 using gpu_async::test::run_to_completion;
 using namespace std::chrono_literals;
+using namespace asio::experimental::awaitable_operators;
 
 namespace {
 
@@ -61,8 +63,10 @@ struct group_result {
     error_code a, b, t;
 };
 
-// The group of the two waits and the timer, waiting for one.
-void start_group(two_copies& f, std::optional<group_result>& out) {
+// The group of the two waits and the timer, waiting for one, with `meanwhile` posted; runs the
+// context to completion.
+std::optional<group_result> run_group(two_copies& f, std::function<void()> meanwhile = {}) {
+    std::optional<group_result> out;
     asio::experimental::make_parallel_group(f.port.async_wait(f.done_a, asio::deferred),
                                             f.port.async_wait(f.done_b, asio::deferred),
                                             f.timer.async_wait(asio::deferred))
@@ -72,6 +76,27 @@ void start_group(two_copies& f, std::optional<group_result>& out) {
                 BOOST_TEST(!out.has_value()); // exactly once
                 out = group_result{order, a, b, t};
             });
+    if (meanwhile) asio::post(f.ctx, meanwhile);
+    run_to_completion(f.ctx);
+    return out;
+}
+
+// Awaits `race()` (operands joined with ||) in a coroutine on `f.ctx`, with `meanwhile` posted,
+// and runs the context to completion: the index of the operand that won.
+template <class Race>
+std::optional<std::size_t> first_of(two_copies& f, Race race,
+                                    std::function<void()> meanwhile = {}) {
+    std::optional<std::size_t> winner;
+    asio::co_spawn(
+        f.ctx,
+        [&]() -> asio::awaitable<void> {
+            const auto first = co_await race();
+            winner = first.index();
+        },
+        asio::detached);
+    if (meanwhile) asio::post(f.ctx, meanwhile);
+    run_to_completion(f.ctx);
+    return winner;
 }
 
 } // namespace
@@ -81,10 +106,7 @@ BOOST_AUTO_TEST_SUITE(first_of_suite)
 BOOST_AUTO_TEST_CASE(group_the_second_copy_finishes_first) {
     two_copies f;
     f.timer.expires_after(1h);
-    std::optional<group_result> r;
-    start_group(f, r);
-    asio::post(f.ctx, [&] { f.dev.step(f.b); });
-    run_to_completion(f.ctx);
+    const auto r = run_group(f, [&f] { f.dev.step(f.b); });
     BOOST_TEST_REQUIRE(r.has_value());
     BOOST_TEST(r->order[0] == 1u);
     BOOST_TEST(!r->b);
@@ -97,9 +119,7 @@ BOOST_AUTO_TEST_CASE(group_the_second_copy_finishes_first) {
 BOOST_AUTO_TEST_CASE(group_the_timer_ends_both_waits) {
     two_copies f;
     f.timer.expires_after(1ms);
-    std::optional<group_result> r;
-    start_group(f, r);
-    run_to_completion(f.ctx);
+    const auto r = run_group(f);
     BOOST_TEST_REQUIRE(r.has_value());
     BOOST_TEST(r->order[0] == 2u);
     BOOST_TEST(!r->t);
@@ -116,9 +136,7 @@ BOOST_AUTO_TEST_CASE(group_both_already_complete_the_first_listed_wins) {
     two_copies f;
     f.dev.step_all(); // both stored before the group starts: each completes through post
     f.timer.expires_after(1h);
-    std::optional<group_result> r;
-    start_group(f, r);
-    run_to_completion(f.ctx);
+    const auto r = run_group(f);
     BOOST_TEST_REQUIRE(r.has_value());
     BOOST_TEST(r->order[0] != 2u);
     BOOST_TEST((r->t == asio::error::operation_aborted));
@@ -126,40 +144,28 @@ BOOST_AUTO_TEST_CASE(group_both_already_complete_the_first_listed_wins) {
 }
 
 BOOST_AUTO_TEST_CASE(operators_the_first_copy_wins_and_the_others_are_cancelled) {
-    using namespace asio::experimental::awaitable_operators;
     two_copies f;
     f.timer.expires_after(1h);
-    std::optional<std::size_t> winner;
-    asio::co_spawn(
-        f.ctx,
-        [&]() -> asio::awaitable<void> {
-            const auto first = co_await (f.port.async_wait(f.done_a, asio::use_awaitable) ||
-                                         f.port.async_wait(f.done_b, asio::use_awaitable) ||
-                                         f.timer.async_wait(asio::use_awaitable));
-            winner = first.index();
+    const auto winner = first_of(
+        f,
+        [&f] {
+            return f.port.async_wait(f.done_a, asio::use_awaitable) ||
+                   f.port.async_wait(f.done_b, asio::use_awaitable) ||
+                   f.timer.async_wait(asio::use_awaitable);
         },
-        asio::detached);
-    asio::post(f.ctx, [&] { f.dev.step(f.a); });
-    run_to_completion(f.ctx);
+        [&f] { f.dev.step(f.a); });
     BOOST_TEST_REQUIRE(winner.has_value());
     BOOST_TEST(*winner == 0u);
     BOOST_TEST(f.port.cancel() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(operators_a_deadline) {
-    using namespace asio::experimental::awaitable_operators;
     two_copies f;
     f.timer.expires_after(1ms);
-    std::optional<std::size_t> winner;
-    asio::co_spawn(
-        f.ctx,
-        [&]() -> asio::awaitable<void> {
-            const auto first = co_await (f.port.async_wait(f.done_a, asio::use_awaitable) ||
-                                         f.timer.async_wait(asio::use_awaitable));
-            winner = first.index();
-        },
-        asio::detached);
-    run_to_completion(f.ctx);
+    const auto winner = first_of(f, [&f] {
+        return f.port.async_wait(f.done_a, asio::use_awaitable) ||
+               f.timer.async_wait(asio::use_awaitable);
+    });
     BOOST_TEST_REQUIRE(winner.has_value());
     BOOST_TEST(*winner == 1u);
     BOOST_TEST(f.port.cancel() == 0u);
@@ -168,25 +174,18 @@ BOOST_AUTO_TEST_CASE(operators_a_deadline) {
 // || waits for the first success: a copy whose device work faults (the plan-driven wait reports
 // it) does not end the race; the other copy wins.
 BOOST_AUTO_TEST_CASE(operators_a_faulted_copy_does_not_win) {
-    using namespace asio::experimental::awaitable_operators;
     two_copies f;
     f.a.enqueue_fault();
     f.timer.expires_after(1h);
-    std::optional<std::size_t> winner;
-    asio::co_spawn(
-        f.ctx,
-        [&]() -> asio::awaitable<void> {
-            const auto first = co_await (f.port.async_wait(f.a, gpu_async::wait_plan::recommended(),
-                                                           "copy", asio::use_awaitable) ||
-                                         f.port.async_wait(f.done_b, asio::use_awaitable) ||
-                                         f.timer.async_wait(asio::use_awaitable));
-            winner = first.index();
+    const auto winner = first_of(
+        f,
+        [&f] {
+            return f.port.async_wait(f.a, gpu_async::wait_plan::recommended(), "copy",
+                                     asio::use_awaitable) ||
+                   f.port.async_wait(f.done_b, asio::use_awaitable) ||
+                   f.timer.async_wait(asio::use_awaitable);
         },
-        asio::detached);
-    asio::post(f.ctx, [&] {
-        f.dev.step_all(); // a: its item, then the fault; b: its item
-    });
-    run_to_completion(f.ctx);
+        [&f] { f.dev.step_all(); }); // a: its item, then the fault; b: its item
     BOOST_TEST_REQUIRE(winner.has_value());
     BOOST_TEST(*winner == 1u);
     BOOST_TEST((f.a.error() == gpu_async::errc::device_fault));
@@ -196,7 +195,6 @@ BOOST_AUTO_TEST_CASE(operators_a_faulted_copy_does_not_win) {
 // With every operation failing, || throws multiple_exceptions; the first is the device fault,
 // as its code.
 BOOST_AUTO_TEST_CASE(operators_every_copy_fails_the_fault_is_thrown) {
-    using namespace asio::experimental::awaitable_operators;
     two_copies f;
     f.a.enqueue_fault();
     std::optional<error_code> thrown;
