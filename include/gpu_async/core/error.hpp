@@ -60,6 +60,14 @@ enum class errc : int {
     device_fault = 14,     ///< work on a device stream failed
 };
 
+} // namespace gpu_async
+
+/// The registry's enum is a standard error-code enum.
+template <>
+struct std::is_error_code_enum<gpu_async::errc> : std::true_type {};
+
+namespace gpu_async {
+
 /// One row of the registry.
 struct errc_info {
     errc code;
@@ -242,9 +250,6 @@ private:
 };
 
 } // namespace gpu_async
-
-template <>
-struct std::is_error_code_enum<gpu_async::errc> : std::true_type {};
 
 #if GPU_ASYNC_HEADER_ONLY
 #include <gpu_async/impl/error.ipp>
