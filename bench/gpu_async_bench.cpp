@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/gpu_async_bench.cpp: gpu-async-bench, every wait strategy side by side on the simulated
 // device.

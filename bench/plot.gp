@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # bench/plot.gp: draws gpu-async-bench's results (gnuplot 5), every cell the run measured.
 #   gnuplot -e "stem='<dir>/gpu-async-bench'; out='<file>.png'; cells='10:64 1000:4096';
 #               load='start 0.99 1.90 3.40, end 1.29 1.50 2.90 (2 cores)'" plot.gp

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // fuzz/plan_fuzzer.cpp: libFuzzer target for the wait-plan and wait-band parsers.
 //

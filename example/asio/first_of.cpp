@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Await the first of several: two GPU waits (two simulated streams) and a timer. Whichever
 // completes first wins; the others are cancelled (per-operation cancellation) and complete with
 // operation_aborted. Twice: with make_parallel_group(...).async_wait(wait_for_one(), ...), and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks that SIGINT and SIGTERM stop gpu-async-demo early with the summary printed and exit 0:
 # a 60 s run is sent the signal after 2 s by timeout(1). Run as:
 #   cmake -DDEMO=<path> -DTIMEOUT=<path to timeout> -P check_signal.cmake

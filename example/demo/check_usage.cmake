@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks that gpu-async-demo refuses wrong options with exit code 2 and two lines on stderr (the
 # error, then a hint to --help), and that --help exits 0 with every line at most 100 characters
 # and its examples whole. Run as: cmake -DDEMO=<path> -P check_usage.cmake

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/demo/demo.cpp: gpu-async-demo, a TCP server whose every request awaits device work.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The README's "Errors": a refused plan, its code as an Asio handler would see it, and the
 // exception value() throws.
 //! [errors]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The README's "Using it": a whole program that awaits one piece of simulated GPU work.
 //! [using-it]
 #include <gpu_async/device/sim_device.hpp> // or <gpu_async/device/cuda.hpp> on a GPU

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/error.hpp: the registry's codes as native Boost error codes (the Asio layer).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/gpu_async.hpp: every public header that needs no vendor SDK.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/gpu_completion_port.hpp: the Asio I/O object that awaits GPU memory descriptors.
 //

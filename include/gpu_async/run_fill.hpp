@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/run_fill.hpp: run an io_context in FILL mode on the calling thread.
 //

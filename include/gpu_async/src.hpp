@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/src.hpp: the separately compiled unit. Include it in exactly one translation unit of
 // a program built with GPU_ASYNC_SEPARATE_COMPILATION defined everywhere (the CMake target

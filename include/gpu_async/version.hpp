@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/version.hpp: the library's version, the same as the CMake package's
 // (find_package(gpu_async 0.1) and the Debian package read it from here).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/deb.sh: the Debian package. Builds libgpu-async-reactor-dev with CPack (headers, CMake
 # package, compiled library), checks its contents, installs it (apt-get install ./x.deb, as root),
 # builds and runs test/consumer against /usr (header-only and compiled), then removes the package

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/demo-bench.sh: runs the demo (~3 s) and the benchmark in --quick mode (a few
 # seconds) from a Release build, so neither can rot. Fails only on a build failure, a crash or a
 # non-zero exit; never on a timing. Reuses build/ when it exists (builds only the two targets).

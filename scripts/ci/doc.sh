@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/doc.sh: builds the API reference with Doxygen (doc/Doxyfile) from the public headers'
 # doc comments; any Doxygen warning fails it (WARN_AS_ERROR). Installs doxygen where it is
 # missing (as root, Debian). HTML in $GPU_ASYNC_DOC_OUT (default build-doc/html).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/readme.sh: the README's code is compiled code. Each fenced block of README.md that
 # follows a line `<!-- snippet: <file>#<name> -->` must equal, line for line, the region of <file>
 # between its two marker lines `//! [<name>]` (C++) or `#! [<name>]` (CMake); the files are

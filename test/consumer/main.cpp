@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Uses the installed library: a descriptor completes, a coded error reads as expected (the
 // native Boost category), and the headers are the version the CMake package says.
 #include <gpu_async/gpu_async.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/error.hpp>
 
 #include <gpu_async/core/result.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Awaiting the first of several GPU waits and a timer: make_parallel_group with wait_for_one, and
 // the awaitable operator ||, over <gpu_async/gpu_completion_port.hpp> on a manual simulated
 // device (nothing completes unless stepped) and a one-thread io_context.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Tests of the plan-driven async_wait of <gpu_async/gpu_completion_port.hpp> over the simulated
 // device.
 #include <gpu_async/gpu_completion_port.hpp>

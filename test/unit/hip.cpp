@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/hip.hpp>
 #include <gpu_async/error.hpp>
 

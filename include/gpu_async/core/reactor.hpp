@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/reactor.hpp: the reactor of SPEC.md section 7: registrations of memory
 // descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision

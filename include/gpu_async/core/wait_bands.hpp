@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step
 // (SPEC.md section 4), e.g. the batch rows of an LLM decode step.

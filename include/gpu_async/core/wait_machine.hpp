@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_machine.hpp: the wait driver of SPEC.md section 6, written once as a
 // sans-I/O state machine.

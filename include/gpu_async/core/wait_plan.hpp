@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_plan.hpp: typed wait plans, parsed once from text, then immutable.
 //
