@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/gpu_async_bench.cpp: gpu-async-bench, every wait strategy side by side on the simulated
 // device.
@@ -161,7 +162,7 @@ struct cell_result {
     strategy strat;
     cell c;
     gpu_async::bench::summary lat;
-    std::vector<std::uint64_t> sorted; // samples, sorted (kept for the CDF of the plot cell)
+    std::vector<std::uint64_t> sorted; // samples, sorted (kept for the CDF of every cell)
     double cpu_per_s = 0;              // process less device, per wall second
     double device_cpu_per_s = 0;
     double completions_per_s = 0;
@@ -753,7 +754,6 @@ int main(int argc, char** argv) {
         if (cfg.plot.empty()) cfg.plot = stem.string() + ".png";
 
         std::vector<cell> cells;
-        const cell plot_cell = cfg.quick ? cell{100, 64} : cell{1000, 64};
         if (cfg.quick) {
             cells = {{100, 64}, {1000, 4096}};
         } else {
@@ -767,14 +767,16 @@ int main(int argc, char** argv) {
                     "warm-up); CPU = process less the device's worker threads, per wall second\n",
                     static_cast<int>(ww.name().size()), ww.name().data(), cfg.seconds, warm);
         std::printf("+predict plan: %s\n", predict_plan_text);
-        std::printf("load average at start: %s (cores: %u)\n", load_average().c_str(),
+        const std::string load_start = load_average();
+        std::printf("load average at start: %s (cores: %u)\n", load_start.c_str(),
                     std::thread::hardware_concurrency());
 
         std::ofstream csv(csv_path);
         csv << "work_us,pending,strategy,samples,p50_ns,p90_ns,p99_ns,max_ns,mean_ns,cpu_s_per_s,"
                "device_cpu_s_per_s,completions_per_s,p50_vs_ours,p99_vs_ours,cpu_vs_ours\n";
         std::ofstream cdf(stem.string() + "-cdf.csv");
-        cdf << "strategy,fraction,latency_us\n";
+        cdf << "work_us,pending,strategy,fraction,latency_us\n";
+        std::string plotted; // the cells measured, as work_us:pending, for the plot
         const bool tty = isatty(STDERR_FILENO) != 0;
         for (const cell& c : cells) {
             std::vector<cell_result> rs;
@@ -790,6 +792,8 @@ int main(int argc, char** argv) {
             if (tty) std::fprintf(stderr, "%70s\r", "");
             if (rs.empty()) continue;
             print_cell_table(rs);
+            plotted += (plotted.empty() ? "" : " ") + std::to_string(c.work_us) + ":" +
+                       std::to_string(c.pending);
             const cell_result* ref = nullptr;
             for (const auto& r : rs)
                 if (r.strat == strategy::ours_service) ref = &r;
@@ -807,16 +811,15 @@ int main(int argc, char** argv) {
                     << (ref && ref->lat.p50 > 0 ? r.lat.p50 / ref->lat.p50 : 0) << ','
                     << (ref && ref->lat.p99 > 0 ? r.lat.p99 / ref->lat.p99 : 0) << ','
                     << (ref && ref->cpu_per_s > 0 ? r.cpu_per_s / ref->cpu_per_s : 0) << '\n';
-                if (c.work_us == plot_cell.work_us && c.pending == plot_cell.pending &&
-                    !r.sorted.empty()) {
+                if (!r.sorted.empty()) {
                     const std::size_t points = 400;
                     for (std::size_t k = 0; k <= points; ++k) {
                         const double f = static_cast<double>(k) / points;
                         const std::size_t i = std::min(
                             r.sorted.size() - 1,
                             static_cast<std::size_t>(f * static_cast<double>(r.sorted.size())));
-                        cdf << name(r.strat) << ',' << f << ','
-                            << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
+                        cdf << c.work_us << ',' << c.pending << ',' << name(r.strat) << ',' << f
+                            << ',' << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
                     }
                 }
             }
@@ -868,7 +871,8 @@ int main(int argc, char** argv) {
                             "each enqueue to the waiter's return).\n");
         }
 
-        std::printf("\nload average at the end: %s\n", load_average().c_str());
+        const std::string load_end = load_average();
+        std::printf("\nload average at the end: %s\n", load_end.c_str());
         std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
                     "%s-executors.csv)\n",
                     csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str(),
@@ -880,10 +884,12 @@ int main(int argc, char** argv) {
                 std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
                 std::printf("plot: skipped (needs gnuplot: apt-get install -y gnuplot-nox)\n");
             } else {
+                const std::string load = "start " + load_start + ", end " + load_end + " (" +
+                                         std::to_string(std::thread::hardware_concurrency()) +
+                                         " cores)";
                 const std::string cmd = "gnuplot -e \"stem='" + stem.string() + "'; out='" +
-                                        cfg.plot + "'; wu=" + std::to_string(plot_cell.work_us) +
-                                        "; pp=" + std::to_string(plot_cell.pending) + "\" '" +
-                                        script + "'";
+                                        cfg.plot + "'; cells='" + plotted + "'; load='" + load +
+                                        "'\" '" + script + "'";
                 if (std::system(cmd.c_str()) == 0)
                     std::printf("plot: %s\n", cfg.plot.c_str());
                 else

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/gpu_bench.cpp: GPU completion strategies side by side on a real CUDA device.
 //

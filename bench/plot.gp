@@ -1,47 +1,80 @@
-# bench/plot.gp: draws gpu-async-bench's results (gnuplot 5).
-#   gnuplot -e "stem='<dir>/gpu-async-bench'; out='<file>.png'; wu=1000; pp=64" plot.gp
-# Left: store-to-handler latency CDF per strategy (the cell named by `cell`, from <stem>-cdf.csv).
-# Right: CPU per waited second against p50 and p99 latency in the same cell (work `wu` us, `pp`
-# pending, from <stem>.csv); one colour per strategy.
+# SPDX-License-Identifier: BSL-1.0
+# bench/plot.gp: draws gpu-async-bench's results (gnuplot 5), every cell the run measured.
+#   gnuplot -e "stem='<dir>/gpu-async-bench'; out='<file>.png'; cells='10:64 1000:4096';
+#               load='start 0.99 1.90 3.40, end 1.29 1.50 2.90 (2 cores)'" plot.gp
+# `cells` lists the cells as work_us:pending (gpu-async-bench passes those it ran); `load` is the
+# machine's load average, printed in the title (other work on the machine skews every figure).
+# For each cell, two panels: the store-to-handler latency CDF per strategy (<stem>-cdf.csv), and
+# CPU per waited second against p50 (open) and p99 (filled) latency (<stem>.csv); one colour per
+# strategy. Three cells to a row.
 if (!exists("stem")) stem = "gpu-async-bench"
 if (!exists("out")) out = stem.".png"
-if (!exists("wu")) wu = 1000
-if (!exists("pp")) pp = 64
-cell = sprintf("%d us work, %d pending", wu, pp)
+if (!exists("cells")) cells = "1000:64"
+if (!exists("load")) load = "not recorded"
 
 strategies = "ours-service ours-service+predict ours-fill ours-fill+predict callback-post timer-poll-50us timer-poll-1ms blocking-cv-thread spin-poll-thread"
 colors = "#d62728 #ff7f0e #1f77b4 #17becf #2ca02c #9467bd #8c564b #e377c2 #7f7f7f"
 
-set terminal pngcairo size 1600,620 font "DejaVu Sans,11" noenhanced
+n = words(cells)
+per_row = (n < 3) ? n : 3
+groups = int((n + per_row - 1) / per_row)
+cell_wu(c) = int(substr(c, 1, strstrt(c, ":") - 1))
+cell_pp(c) = int(substr(c, strstrt(c, ":") + 1, strlen(c)))
+
+set terminal pngcairo size 620 * per_row, 560 * groups * 2 font "DejaVu Sans,10" noenhanced
 set output out
 set datafile separator ","
-set multiplot layout 1,2 title "gpu-async-bench: store-to-handler latency and waiting CPU (simulated device)"
+set multiplot layout groups * 2, per_row \
+    title sprintf("gpu-async-bench: store-to-handler latency and waiting CPU, simulated device, %d cells; load average: %s", n, load)
 
-set title "Latency CDF, ".cell
-set logscale x
-set xlabel "store-to-handler latency (us, log)"
-set ylabel "fraction of completions"
-set yrange [0:1]
-set grid xtics ytics mxtics
-set key bottom right font ",9"
-plot for [i=1:4] stem."-cdf.csv" skip 1 \
-     using (strcol(1) eq word(strategies,i) ? $3 : 1/0):2 \
-     with lines lw 3 lc rgb word(colors,i) title word(strategies,i), \
-     for [i=5:words(strategies)] stem."-cdf.csv" skip 1 \
-     using (strcol(1) eq word(strategies,i) ? $3 : 1/0):2 \
-     with lines lw 2 dt 2 lc rgb word(colors,i) title word(strategies,i)
-
-set title "CPU per waited second vs latency, ".cell." (open: p50, filled: p99)"
-set logscale xy
-set xlabel "store-to-handler latency (us, log)"
-set ylabel "CPU s/s, process less the device (log)"
-set autoscale y
-set key outside right top font ",9"
-in_cell(s) = (strcol(3) eq s && $1 == wu && $2 == pp)
-plot for [i=1:words(strategies)] stem.".csv" skip 1 \
-     using (in_cell(word(strategies,i)) ? $5/1000 : 1/0):($10 > 0 ? $10 : 1e-4) \
-     with points pt 6 ps 1.6 lc rgb word(colors,i) notitle, \
-     for [i=1:words(strategies)] stem.".csv" skip 1 \
-     using (in_cell(word(strategies,i)) ? $7/1000 : 1/0):($10 > 0 ? $10 : 1e-4) \
-     with points pt 7 ps 1.6 lc rgb word(colors,i) title word(strategies,i)
+do for [g = 0:groups - 1] {
+    # The CDF row of this group of cells.
+    do for [k = 1:per_row] {
+        i = g * per_row + k
+        if (i <= n) {
+            wu = cell_wu(word(cells, i))
+            pp = cell_pp(word(cells, i))
+            set title sprintf("latency CDF, %d us work, %d pending", wu, pp)
+            set logscale x
+            unset logscale y
+            set xlabel "store-to-handler latency (us, log)"
+            set ylabel "fraction of completions"
+            set yrange [0:1]
+            set grid xtics ytics mxtics
+            set key bottom right font ",8"
+            in_cdf(s) = (strcol(3) eq s && $1 == wu && $2 == pp)
+            plot for [j=1:4] stem."-cdf.csv" skip 1 \
+                 using (in_cdf(word(strategies,j)) ? $5 : 1/0):4 \
+                 with lines lw 3 lc rgb word(colors,j) title word(strategies,j), \
+                 for [j=5:words(strategies)] stem."-cdf.csv" skip 1 \
+                 using (in_cdf(word(strategies,j)) ? $5 : 1/0):4 \
+                 with lines lw 2 dt 2 lc rgb word(colors,j) title word(strategies,j)
+        } else {
+            set multiplot next
+        }
+    }
+    # The CPU row of the same cells.
+    do for [k = 1:per_row] {
+        i = g * per_row + k
+        if (i <= n) {
+            wu = cell_wu(word(cells, i))
+            pp = cell_pp(word(cells, i))
+            set title sprintf("CPU vs latency, %d us work, %d pending (open: p50, filled: p99)", wu, pp)
+            set logscale xy
+            set xlabel "store-to-handler latency (us, log)"
+            set ylabel "CPU s/s, process less the device (log)"
+            set autoscale y
+            set key top right font ",8"
+            in_cell(s) = (strcol(3) eq s && $1 == wu && $2 == pp)
+            plot for [j=1:words(strategies)] stem.".csv" skip 1 \
+                 using (in_cell(word(strategies,j)) ? $5/1000 : 1/0):($10 > 0 ? $10 : 1e-4) \
+                 with points pt 6 ps 1.4 lc rgb word(colors,j) notitle, \
+                 for [j=1:words(strategies)] stem.".csv" skip 1 \
+                 using (in_cell(word(strategies,j)) ? $7/1000 : 1/0):($10 > 0 ? $10 : 1e-4) \
+                 with points pt 7 ps 1.4 lc rgb word(colors,j) title word(strategies,j)
+        } else {
+            set multiplot next
+        }
+    }
+}
 unset multiplot

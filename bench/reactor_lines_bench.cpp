@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // reactor_lines_bench: store-to-handler latency of one ringing producer while the reactor also
 // watches L other lines (8 pending waits each), for L = 0, 16, 128, 512, under io_context::run()

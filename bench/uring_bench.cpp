@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/uring_bench.cpp: the io-uring executor beside gpu-reactor (std_idle) and naive, on the
 // simulated device.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/wordwait_bench.cpp: store-to-wake latency of every park path this machine has.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Cross toolchain for aarch64 Linux with Debian's cross compilers (g++-aarch64-linux-gnu).
 #   cmake -S test/aarch64 -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake
 # Programs run under qemu-user: qemu-aarch64 -L /usr/aarch64-linux-gnu <program>

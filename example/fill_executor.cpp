@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/fill_executor.cpp: the FILL executor on real time, without a GPU.
 //

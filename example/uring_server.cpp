@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/uring_server.cpp: one ring for everything. A single thread serves TCP connections
 // through an io_uring (accept, recv, send, close) and awaits simulated-device completions with

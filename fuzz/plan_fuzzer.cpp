@@ -1,10 +1,11 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // fuzz/plan_fuzzer.cpp: libFuzzer target for the wait-plan and wait-band parsers.
 //
 // For every input, each parser either refuses it with errc::invalid_plan, the input as the
-// message's text and a non-empty fault, or accepts it, and then the printer gives back exactly
-// the input (every accepted text is canonical), parse(label(p)) == p, and
-// label(parse(label(p))) == label(p). Anything else aborts. Built with
+// message's text (up to its first 64 characters) and a non-empty fault, or accepts it, and then
+// the printer gives back exactly the input (every accepted text is canonical),
+// parse(label(p)) == p, and label(parse(label(p))) == label(p). Anything else aborts. Built with
 // -fsanitize=fuzzer,address,undefined by -DGPU_ASYNC_BUILD_FUZZERS=ON (clang only); run by
 // scripts/ci/fuzz.sh.
 //
@@ -33,8 +34,12 @@ void check(std::string_view input, const char* parser) {
         const gpu_async::coded_error& e = r.error();
         if (e.code() != gpu_async::errc::invalid_plan)
             mismatch("refusal is not errc::invalid_plan", input, parser);
-        if (e.args().size() != 2 || e.args()[0] != input)
+        // The text itself, or for a long one its first 64 characters, "..." and its length.
+        if (e.args().size() != 2 || e.args()[0] != gpu_async::detail::plan_text_excerpt(input))
             mismatch("refusal does not name the text", input, parser);
+        if (input.size() > gpu_async::plan_text_quote_max &&
+            e.args()[0].size() > gpu_async::plan_text_quote_max + 32)
+            mismatch("refusal quotes more than 64 characters of the text", input, parser);
         if (e.args()[1].empty()) mismatch("refusal names no fault", input, parser);
         if (e.message().empty()) mismatch("refusal has an empty message", input, parser);
         return;

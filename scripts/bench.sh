@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/bench.sh: the one command that reproduces the performance figures.
 #
 # Builds gpu-async-bench in Release (build-bench/), runs the full benchmark (about 3 minutes on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Builds and runs the demo (gpu-async-demo): a TCP server on one io_context awaiting simulated GPU
 # work with the completion port, driven by its built-in load generator over loopback for about
 # ten seconds. Installs the Debian packages it lacks. Arguments go to the demo (try --help).

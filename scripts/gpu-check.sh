@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/gpu-check.sh: the one GPU command. On a machine with an NVIDIA GPU and driver it builds
 # the project with CUDA (test/gpu, and the GPU benchmark when the tree has one), runs the
 # real-device tests and the benchmark, and writes into the folder named by $OUT (default

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Installs the Debian 12 packages gpu_async needs to build, test and run its demo.
 # Never Debian's default Boost 1.74 (libboost-*-dev): it conflicts with 1.81 and removes it.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # Builds and runs every test: the unit suite and the examples, through ctest.
 # Installs the Debian packages it lacks. Build folder: build/ (override with BUILD_DIR).
 set -euo pipefail

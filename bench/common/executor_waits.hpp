@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/common/executor_waits.hpp: store-to-wake latency and waiter CPU of one thread waiting for
 // simulated-device work with an executor kind (naive: the std host's blocking wait; gpu-reactor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // bench/common/stats.hpp: latency samples, percentiles and CPU time for the benchmarks and the
 // demo. Not part of the library.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Await simulated GPU work in a C++20 coroutine (asio::use_awaitable), next to a timer.
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>

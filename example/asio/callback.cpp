@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Await simulated GPU work with a callback: three streams finish at 2, 4 and 6 ms; one
 // completion port (on one io_context) waits for all three.
 #include <gpu_async/device/sim_device.hpp>

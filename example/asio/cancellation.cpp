@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Cancelling GPU waits: per operation (a cancellation signal, any of terminal, partial or
 // total), and every wait of a port at once (cancel()).
 #include <gpu_async/device/sim_device.hpp>

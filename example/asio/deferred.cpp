@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // A lazy wait with asio::deferred: the operation (descriptor included) is built first and
 // launched later, here chained with a second wait.
 #include <gpu_async/device/sim_device.hpp>

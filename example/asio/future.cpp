@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Await simulated GPU work with asio::use_future: the io_context runs on a thread of its own; the
 // main thread blocks on the future.
 #include <gpu_async/device/sim_device.hpp>

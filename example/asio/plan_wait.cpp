@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // The plan-driven wait: the same readback point awaited five times with the flag plan and a
 // prediction. The first waits park on the completion word; once the point has learned how long
 // the work takes, the wait sleeps most of it on a timer first ("late" or a short park).

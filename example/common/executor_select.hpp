@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/common/executor_select.hpp: executor selection at start-up for the example programs
 // (example/uring_server.cpp, the demo): the host's capabilities (io-uring needs a ring, probed by

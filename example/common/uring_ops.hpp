@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/common/uring_ops.hpp: a program's own socket operations on the ring of a `uring_idle`,
 // awaited from FILL tasks (example/uring_server.cpp and the demo's io-uring server). Needs

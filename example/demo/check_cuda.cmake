@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Checks gpu-async-demo --device cuda: on a machine with a CUDA driver and a capable device it
 # runs (exit 0 with the table); without one it fails cleanly: exit 1 and exactly one coded line
 # on stderr ("gpu-async-demo: error [<code>]: ... is unavailable: ..." or a driver call's coded

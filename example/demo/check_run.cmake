@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSL-1.0
 # Runs gpu-async-demo with ARGS (one string, split like a shell would) and checks its exit code
 # (EXPECT_RC) and that its output (stdout and stderr) matches EXPECT, or OR_EXPECT when given.
 # Run as: cmake -DDEMO=<path> "-DARGS=--executor naive" -DEXPECT_RC=0 "-DEXPECT=<regex>"

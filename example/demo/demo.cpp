@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // example/demo/demo.cpp: gpu-async-demo, a TCP server whose every request awaits device work.
 //
@@ -37,8 +38,12 @@
 //                example/uring_server.cpp does; each request is a fill_wait with the plan of
 //                --wait plan:<plan> or the recommended one.
 //
-// Run with --help for the options. Exit codes: 0 done, 1 a run-time failure (a missing device,
-// a refused strict executor), 2 a usage error.
+// SIGINT or SIGTERM (an Asio signal_set) ends the run early: the load generator stops, the
+// server stops, and the summary of the run so far is printed as at the end of --duration.
+//
+// Run with --help for the options. Exit codes: 0 done (also when stopped by SIGINT or SIGTERM),
+// 1 a run-time failure (a missing device, a refused strict executor), 2 a usage error (one line
+// naming it, then a hint to --help).
 //
 #include "../../bench/common/stats.hpp"
 #include "../common/executor_select.hpp"
@@ -53,6 +58,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/run_fill.hpp>
+#include <gpu_async/version.hpp>
 
 #if GPU_ASYNC_HAS_LIBURING
 #include "../common/uring_ops.hpp"
@@ -72,6 +78,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
@@ -84,6 +91,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -142,8 +151,24 @@ struct usage_error {
     std::string message;
 };
 
+// Wide enough that no option's text is broken inside a word; the examples are printed verbatim
+// after the options (--help).
+constexpr unsigned help_width = 100;
+
+constexpr const char* help_examples =
+    "Examples:\n"
+    "  gpu-async-demo                                       server + load generator, 10 s\n"
+    "  gpu-async-demo --wait fill --duration 5              run_fill on the server thread\n"
+    "  gpu-async-demo --wait plan:flag:park_us=100,backstop_us=1000\n"
+    "  gpu-async-demo --executor io-uring --strict          refuse rather than fall back\n"
+    "  gpu-async-demo --json --duration 2                   JSON summary on stdout\n"
+    "  gpu-async-demo --server-only --port 5555 --duration 60\n"
+    "  gpu-async-demo --client-only --connect 127.0.0.1:5555 --duration 10\n"
+    "\n"
+    "SIGINT (Ctrl-C) or SIGTERM stops a run early and prints the summary so far.\n";
+
 po::options_description describe(options& o) {
-    po::options_description d("gpu-async-demo options");
+    po::options_description d("gpu-async-demo options", help_width, help_width / 2);
     // clang-format off
     d.add_options()
         ("help,h", "print this help and exit")
@@ -168,8 +193,8 @@ po::options_description describe(options& o) {
          "back (or, with --strict, is refused)")
         ("wait", po::value(&o.wait)->default_value("service"),
          "wait strategy: service (io_context::run, the reactor's watcher thread), fill "
-         "(run_fill on the server thread), plan:<plan> (the plan-driven wait, e.g. "
-         "plan:flag:park_us=100,backstop_us=1000); service and fill are for gpu-reactor only")
+         "(run_fill on the server thread), plan:<plan> (the plan-driven wait; see the examples); "
+         "service and fill are for gpu-reactor only")
         ("port", po::value(&o.port)->default_value(0),
          "server port on 127.0.0.1 (0: any free port)")
         ("server-only", po::bool_switch(&o.server_only), "run only the server")
@@ -179,7 +204,9 @@ po::options_description describe(options& o) {
         ("device", po::value(&o.device)->default_value("sim"),
          "device: sim (the simulated device) or cuda (CUDA device 0; exits 1 with a coded error "
          "where no driver or device exists)")
-        ("json", po::bool_switch(&o.json), "print the results as JSON (progress goes to stderr)");
+        ("json", po::bool_switch(&o.json),
+         "print the results as JSON (progress goes to stderr): times in integer nanoseconds, "
+         "with the library version");
     // clang-format on
     return d;
 }
@@ -850,13 +877,13 @@ public:
         , endpoint_(ep) {}
 
     void start(std::uint64_t end_ns) {
-        end_ns_ = end_ns;
+        end_ns_.store(end_ns, std::memory_order_relaxed);
         for (unsigned i = 0; i < opts_.connections; ++i)
             asio::co_spawn(ctx_, connection(i), asio::detached);
         thread_ = std::thread([this] {
             const std::uint64_t cpu0 = gpu_async::bench::thread_cpu_ns();
             // Bounded: the connections end at end_ns; a silent server is given 5 s more.
-            const auto left = std::chrono::nanoseconds(end_ns_ - now_ns());
+            const auto left = std::chrono::nanoseconds(end_ns_.load() - now_ns());
             ctx_.run_for(left + std::chrono::seconds(5));
             if (!ctx_.stopped()) timed_out_ = true;
             cpu_ns_.store(gpu_async::bench::thread_cpu_ns() - cpu0);
@@ -867,6 +894,9 @@ public:
         if (thread_.joinable()) thread_.join();
     }
     ~client() { join(); }
+
+    // Any thread: each connection ends after its request in flight.
+    void stop_early() { end_ns_.store(now_ns(), std::memory_order_relaxed); }
 
     std::uint64_t done() const { return done_.load(std::memory_order_relaxed); }
     // After join():
@@ -889,7 +919,7 @@ private:
         socket.set_option(tcp::no_delay(true), opt_ec);
         message msg{};
         std::uint64_t id = static_cast<std::uint64_t>(index) << 40;
-        while (now_ns() < end_ns_) {
+        while (now_ns() < end_ns_.load(std::memory_order_relaxed)) {
             msg = {++id, 0};
             const std::uint64_t t0 = now_ns();
             auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(msg),
@@ -921,7 +951,7 @@ private:
     tcp::endpoint endpoint_;
     asio::io_context ctx_{1};
     std::thread thread_;
-    std::uint64_t end_ns_ = 0;
+    std::atomic<std::uint64_t> end_ns_{0};
     std::vector<std::uint64_t> latency_, c2h_; // client thread only, until join()
     std::atomic<std::uint64_t> done_{0};
     std::atomic<std::uint64_t> failed_{0};
@@ -935,6 +965,7 @@ private:
 
 struct results {
     double wall_s = 0;
+    std::uint64_t wall_ns = 0;
     std::uint64_t requests = 0;
     gpu_async::bench::summary latency, c2h;
     bool have_latency = false, have_c2h = false, have_server_cpu = false;
@@ -945,7 +976,8 @@ struct results {
     double process_cpu = 0;       // s per s
     std::uint64_t failed_connections = 0;
     std::string first_error;
-    std::string executor; // the label of what ran (server runs)
+    std::string executor;   // the label of what ran (server runs)
+    std::string stopped_by; // "SIGINT" or "SIGTERM" when a signal ended the run early
 };
 
 std::string mode_text(const options& o) {
@@ -960,6 +992,8 @@ void print_table(const options& o, const results& r, unsigned short port) {
                 static_cast<unsigned>(port), o.device.c_str());
     if (!o.client_only)
         std::printf("  executor %s, wait %s\n", r.executor.c_str(), o.wait_label.c_str());
+    if (!r.stopped_by.empty())
+        std::printf("  stopped early by %s (asked: %.1f s)\n", r.stopped_by.c_str(), o.duration_s);
     if (o.server_only)
         std::printf("  %u us of device work per request, %.1f s\n\n", o.work_us, r.wall_s);
     else
@@ -998,8 +1032,21 @@ void print_table(const options& o, const results& r, unsigned short port) {
                                    : "");
 }
 
+// Nanoseconds as an integer.
+std::uint64_t whole_ns(double ns) {
+    return ns > 0 ? static_cast<std::uint64_t>(std::llround(ns)) : 0;
+}
+
+boost::json::object ns_summary(const gpu_async::bench::summary& s) {
+    return {{"p50", whole_ns(s.p50)},
+            {"p90", whole_ns(s.p90)},
+            {"p99", whole_ns(s.p99)},
+            {"max", whole_ns(s.max)}};
+}
+
 void print_json(const options& o, const results& r, unsigned short port) {
     boost::json::object j;
+    j["version"] = GPU_ASYNC_VERSION_STRING;
     j["mode"] = mode_text(o);
     j["port"] = port;
     j["device"] = o.device;
@@ -1010,17 +1057,12 @@ void print_json(const options& o, const results& r, unsigned short port) {
     }
     j["connections"] = o.connections;
     j["work_us"] = o.work_us;
-    j["wall_s"] = r.wall_s;
+    j["wall_ns"] = r.wall_ns;
+    if (!r.stopped_by.empty()) j["stopped_by"] = r.stopped_by;
     j["requests"] = r.requests;
     j["requests_per_s"] = r.wall_s > 0 ? static_cast<double>(r.requests) / r.wall_s : 0.0;
-    if (r.have_latency)
-        j["request_latency_ns"] = {{"p50", r.latency.p50},
-                                   {"p90", r.latency.p90},
-                                   {"p99", r.latency.p99},
-                                   {"max", r.latency.max}};
-    if (r.have_c2h)
-        j["completion_to_handler_ns"] = {
-            {"p50", r.c2h.p50}, {"p90", r.c2h.p90}, {"p99", r.c2h.p99}, {"max", r.c2h.max}};
+    if (r.have_latency) j["request_latency_ns"] = ns_summary(r.latency);
+    if (r.have_c2h) j["completion_to_handler_ns"] = ns_summary(r.c2h);
     boost::json::object cpu;
     if (r.have_server_cpu) {
         cpu["server_thread"] = r.server_thread_cpu;
@@ -1062,6 +1104,13 @@ void progress(const options& o, std::uint64_t start_ns, std::uint64_t end_ns, Co
 
 int run(const options& o, cuda_env* cuda) {
     results r;
+    // SIGINT and SIGTERM end the run early; the progress loop polls for them.
+    asio::io_context signal_ctx(1);
+    asio::signal_set signals(signal_ctx, SIGINT, SIGTERM);
+    int stop_signal = 0;
+    signals.async_wait([&](const boost::system::error_code& ec, int signo) {
+        if (!ec) stop_signal = signo;
+    });
     const std::uint64_t main_cpu0 = gpu_async::bench::thread_cpu_ns();
     const std::uint64_t proc0 = gpu_async::bench::process_cpu_ns();
     const std::uint64_t start = now_ns();
@@ -1089,13 +1138,23 @@ int run(const options& o, cuda_env* cuda) {
     }
     progress(
         o, start, end, [&] { return cli ? cli->done() : srv->served(); },
-        [&] { return cli && cli->failed_connections() == o.connections; });
+        [&] {
+            signal_ctx.poll();
+            return stop_signal != 0 || (cli && cli->failed_connections() == o.connections);
+        });
+    if (stop_signal != 0) {
+        r.stopped_by = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
+        std::fprintf(stderr, "gpu-async-demo: %s after %.1f s: stopping, summary so far\n",
+                     r.stopped_by.c_str(), static_cast<double>(now_ns() - start) / 1e9);
+        if (cli) cli->stop_early();
+    }
     if (cli) cli->join();
     const std::uint64_t device_cpu = srv ? srv->device_cpu_ns() : 0;
     if (srv) srv->stop();
     const std::uint64_t wall = now_ns() - start;
     const std::uint64_t proc = gpu_async::bench::process_cpu_ns() - proc0;
     const std::uint64_t main_cpu = gpu_async::bench::thread_cpu_ns() - main_cpu0;
+    r.wall_ns = wall;
     r.wall_s = static_cast<double>(wall) / 1e9;
     const double w = static_cast<double>(wall);
     r.process_cpu = static_cast<double>(proc) / w;
@@ -1149,9 +1208,10 @@ int run(const options& o, cuda_env* cuda) {
 int main(int argc, char** argv) {
     options o;
     const po::options_description desc = describe(o);
+    // A usage error: one line naming it, then where the options are.
     auto usage = [&](const std::string& why) {
-        std::cerr << "gpu-async-demo: " << why << "\n\nusage: gpu-async-demo [options]\n"
-                  << desc << '\n';
+        std::cerr << "gpu-async-demo: " << why
+                  << "\nTry 'gpu-async-demo --help' for the options.\n";
         return exit_usage;
     };
     try {
@@ -1160,10 +1220,12 @@ int main(int argc, char** argv) {
         po::store(po::command_line_parser(argc, argv).options(desc).positional(none).run(), vm);
         po::notify(vm);
         if (vm.count("help") != 0) {
-            std::cout << "usage: gpu-async-demo [options]\n"
-                      << "  With no options: a server and a load generator over loopback for 10 "
-                         "s, then a table.\n\n"
-                      << desc << '\n';
+            std::cout << "usage: gpu-async-demo [options]    (gpu_async "
+                      << GPU_ASYNC_VERSION_STRING
+                      << ")\n  With no options: a server and a load generator over loopback "
+                         "for 10 s, then a table.\n\n"
+                      << desc << '\n'
+                      << help_examples;
             return 0;
         }
         validate(o, vm.count("wait") != 0 && !vm["wait"].defaulted());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/doorbell.hpp: a completion line that host-thread producers ring.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/gpu_async.hpp: every public header that needs no vendor SDK.
 //
@@ -23,9 +24,11 @@
 #include <gpu_async/device/metal.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/run_fill.hpp>
+#include <gpu_async/version.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #endif // GPU_ASYNC_GPU_ASYNC_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/gpu_completion_port.hpp: the Asio I/O object that awaits GPU memory descriptors.
 //
@@ -21,6 +22,7 @@
 #include <gpu_async/detail/port_wait_op.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/error.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>

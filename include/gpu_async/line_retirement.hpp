@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/line_retirement.hpp: ending the waits on a completion line before its memory goes.
 //

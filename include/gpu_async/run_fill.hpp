@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/run_fill.hpp: run an io_context in FILL mode on the calling thread.
 //
@@ -9,6 +10,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/error.hpp>
 
 #include <boost/asio/io_context.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/src.hpp: the separately compiled unit. Include it in exactly one translation unit of
 // a program built with GPU_ASYNC_SEPARATE_COMPILATION defined everywhere (the CMake target
@@ -10,6 +11,7 @@
 #error "gpu_async/src.hpp is for builds that define GPU_ASYNC_SEPARATE_COMPILATION"
 #endif
 
+#include <gpu_async/impl/boost_error.ipp>
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>

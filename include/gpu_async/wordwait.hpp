@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/wordwait.hpp: parking the calling thread on a completion line, in user mode.
 //

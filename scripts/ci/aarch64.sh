@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # aarch64 CI step: cross-builds the library and the word-wait, doorbell and simulated-device unit
 # tests with Debian's g++-aarch64-linux-gnu and runs them under qemu-aarch64 (qemu-user), which
 # exercises the LDXR + WFE park loop. Runs from the repository root; bounded in time.

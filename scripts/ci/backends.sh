@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/backends.sh: compile the CUDA- and HIP-dependent parts on a machine without a GPU,
 # then build the real-device tests (test/gpu, test/metal) and run them to their clean skip.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/demo-bench.sh: runs the demo (~3 s) and the benchmark in --quick mode (a few
 # seconds) from a Release build, so neither can rot. Fails only on a build failure, a crash or a
 # non-zero exit; never on a timing. Reuses build/ when it exists (builds only the two targets).
@@ -18,8 +19,21 @@ timeout 60 "$build/example/gpu-async-demo" --duration 1 --connections 4 --wait f
 echo "== gpu-async-bench --quick"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
-timeout 120 "$build/bench/gpu-async-bench" --quick --csv "$out/bench.csv" --plot none
+plot=none
+command -v gnuplot >/dev/null 2>&1 && plot="$out/bench.png"
+timeout 120 "$build/bench/gpu-async-bench" --quick --csv "$out/bench.csv" --plot "$plot" \
+    | tee "$out/bench.txt"
 test -s "$out/bench.csv"
 test -s "$out/bench-cdf.csv"
 test -s "$out/bench-throughput.csv"
+# The CDF (and so the plot) covers every cell the table has.
+cells_table=$(tail -n +2 "$out/bench.csv" | cut -d, -f1,2 | sort -u)
+cells_cdf=$(tail -n +2 "$out/bench-cdf.csv" | cut -d, -f1,2 | sort -u)
+[ "$cells_table" = "$cells_cdf" ] || { echo "CDF cells differ: $cells_cdf vs $cells_table" >&2; exit 1; }
+if [ "$plot" != none ]; then
+    test -s "$plot"
+    grep -q "^plot: $plot" "$out/bench.txt"
+else
+    echo "(gnuplot not installed: plot not drawn)"
+fi
 echo "demo-bench.sh: ok"

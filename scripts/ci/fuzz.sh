@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/fuzz.sh: build the libFuzzer target for the wait-plan and wait-band parsers
 # (fuzz/plan_fuzzer.cpp, clang -fsanitize=fuzzer,address,undefined) and run it for a bounded
 # number of executions on a copy of the seed corpus. Fails on any crash, leak, sanitizer report

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
 # scripts/ci/soak.sh: build the soak program (test/soak/soak.cpp) under AddressSanitizer +
 # UndefinedBehaviorSanitizer (g++) and under ThreadSanitizer (clang++), and run a short version
 # of it under each: SOAK_WAITS waits (default 1000000) over many lines, devices and threads, with

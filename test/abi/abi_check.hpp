@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/abi/abi_check.hpp: compares the backend's own declarations of a vendor ABI with the
 // vendor's headers, at compile time (scripts/ci/backends.sh compiles the checks).

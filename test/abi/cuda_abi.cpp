@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // test/abi/cuda_abi.cpp: <gpu_async/device/cuda.hpp>'s own CUDA declarations against cuda.h.
 // Compiled (not run) by scripts/ci/backends.sh where /usr/local/cuda exists.
 #include <gpu_async/device/cuda.hpp>

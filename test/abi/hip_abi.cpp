@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // test/abi/hip_abi.cpp: <gpu_async/device/hip.hpp>'s own HIP declarations against
 // hip_runtime_api.h (AMD platform). Compiled (not run) by scripts/ci/backends.sh against Debian's
 // libamdhip64-dev.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/fake_line_driver.hpp: a line_driver that records every call, for testing the
 // ownership rules of mapped_line (and anything built on it) with no GPU.

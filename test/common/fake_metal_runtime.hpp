@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/fake_metal_runtime.hpp: a fake Objective-C runtime and Metal.framework behind a
 // gpu_async::metal::runtime_api, for testing the Metal backend with no Apple hardware.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/fake_source.hpp: a completion source on a manual clock, for driving the wait
 // machine on virtual time. It records every call with the virtual time it was made at.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/fake_uring_calls.hpp: the io_uring calls of a basic_uring_idle with faults a test
 // sets: a ring setup that fails with an errno (as ENOSYS without kernel support, or EPERM under

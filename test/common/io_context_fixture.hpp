@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/io_context_fixture.hpp: run an io_context for a bounded time and assert that it ran
 // out of work (every pending operation completed) within that bound.

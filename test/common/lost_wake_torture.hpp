@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/lost_wake_torture.hpp: a producer storing at random moments against a parking
 // waiter, in lock step, to catch a lost wake (shared by the word-wait and doorbell tests).

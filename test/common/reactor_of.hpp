@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/reactor_of.hpp: the reactor service behind a port, for tests that look at its
 // diagnostics (pending waits, whether the watcher thread runs).

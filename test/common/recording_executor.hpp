@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/recording_executor.hpp: an executor that wraps another standard executor and
 // records every function it runs: how many were submitted, how many with blocking.never (posted),

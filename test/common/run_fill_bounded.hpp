@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/run_fill_bounded.hpp: run_fill() under a watchdog, so a hang fails the test
 // instead of hanging it.

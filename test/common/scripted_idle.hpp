@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/scripted_idle.hpp: a reactor idle on a manual clock that records every call, and a
 // virtual-time device that stores sequence numbers into completion lines at set times.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/tracking_allocator.hpp: an allocator that counts what it allocates and frees, so a
 // test can prove an operation used the handler's associated allocator and freed its memory

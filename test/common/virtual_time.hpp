@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/common/virtual_time.hpp: shorthands the core tests share for virtual time and
 // descriptors.

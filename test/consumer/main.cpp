@@ -1,9 +1,12 @@
-// Uses the installed library: a descriptor completes, and a coded error reads as expected.
+// SPDX-License-Identifier: BSL-1.0
+// Uses the installed library: a descriptor completes, a coded error reads as expected (the
+// native Boost category), and the headers are the version the CMake package says.
 #include <gpu_async/gpu_async.hpp>
 
 #include <boost/system/error_code.hpp>
 
 #include <cstdio>
+#include <cstring>
 
 int main() {
     gpu_async::completion_line line;
@@ -13,6 +16,9 @@ int main() {
     if (!d.is_complete()) return 2;
     boost::system::error_code ec = gpu_async::errc::stalled;
     if (ec != gpu_async::errc::stalled) return 3;
-    std::printf("consumer: descriptor completed; %s\n", ec.message().c_str());
+    if (std::strcmp(ec.category().name(), "gpu_async") != 0 || ec.value() != 7) return 5;
+    if (std::strcmp(CONSUMER_PACKAGE_VERSION, GPU_ASYNC_VERSION_STRING) != 0) return 4;
+    std::printf("consumer: gpu_async %s; descriptor completed; %s (%s)\n", GPU_ASYNC_VERSION_STRING,
+                ec.message().c_str(), ec.to_string().c_str());
     return 0;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // test/gpu/kernels.cu: the only CUDA C++ of the GPU tests (nvcc 13 cannot compile Asio's
 // coroutine headers, so everything else stays in .cpp files).
 #include "kernels.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/gpu/kernels.hpp: kernels the real-device tests launch, compiled by nvcc from kernels.cu
 // (built only when CMake finds a CUDA compiler: GPU_ASYNC_GPU_TESTS_HAVE_KERNELS is then 1).

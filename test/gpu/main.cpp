@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/gpu/main.cpp: real-device tests of the CUDA backend (gpu_async_gpu_tests).
 //

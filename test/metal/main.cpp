@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/metal/main.cpp: device tests of the Metal backend (gpu_async_metal_tests), for a Mac.
 //

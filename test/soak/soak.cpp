@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // test/soak/soak.cpp: the reactor's soak program.
 //

@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/cuda.hpp>
 
+#include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"

@@ -1,13 +1,27 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/error.hpp>
 
 #include <gpu_async/core/result.hpp>
+#include <gpu_async/core/wait_bands.hpp>
+#include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/error.hpp>
+#include <gpu_async/gpu_completion_port.hpp>
 
+#include "common/io_context_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
 #include <boost/test/unit_test.hpp>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 
 using namespace gpu_async;
 
@@ -56,35 +70,132 @@ BOOST_AUTO_TEST_CASE(std_error_code_interop) {
     std::error_code ec = errc::stalled;
     BOOST_TEST(ec.value() == 7);
     BOOST_TEST(&ec.category() == &gpu_async_category());
+    BOOST_TEST(std::string(ec.category().name()) == "gpu_async");
     BOOST_TEST((ec == errc::stalled));
     BOOST_TEST((errc::stalled == ec));
     BOOST_TEST((ec != errc::backend));
+    BOOST_TEST((errc::backend != ec));
     BOOST_TEST(!(ec == std::errc::timed_out));
+    const std::error_code made = make_error_code(errc::device_fault);
+    BOOST_TEST(made.value() == 14);
+    BOOST_TEST((made == errc::device_fault));
+    // A standard code of another category with the same value is not a registry code.
+    BOOST_TEST(!(std::error_code(7, std::generic_category()) == errc::stalled));
+    BOOST_TEST(!(errc::stalled == std::error_code(7, std::system_category())));
 }
 
-BOOST_AUTO_TEST_CASE(boost_error_code_interop_both_ways) {
-    boost::system::error_code b = errc::stalled; // what an Asio handler receives
+// What an Asio handler receives: a native Boost code, named and numbered as the registry.
+BOOST_AUTO_TEST_CASE(boost_error_code_has_a_native_category) {
+    static_assert(boost::system::is_error_code_enum<errc>::value);
+    boost::system::error_code b = errc::invalid_plan;
     BOOST_TEST(static_cast<bool>(b));
+    BOOST_TEST(b.failed());
+    BOOST_TEST(std::string(b.category().name()) == "gpu_async");
+    BOOST_TEST(b.value() == 1);
+    BOOST_TEST((b.category() == gpu_async_boost_category()));
+    BOOST_TEST(b.message() == "invalid wait plan");
+    BOOST_TEST(b.to_string() == "gpu_async:1");
+    for (const auto& row : errc_registry) {
+        const boost::system::error_code c = row.code;
+        BOOST_TEST(c.value() == static_cast<int>(row.code));
+        BOOST_TEST(c.message() == std::string(row.summary));
+        BOOST_TEST((c == row.code));
+    }
+    // Assignment and make_error_code give the same code.
+    boost::system::error_code assigned;
+    assigned = errc::device_fault;
+    BOOST_TEST(assigned.value() == 14);
+    const boost::system::error_code made = make_error_code(errc::device_fault);
+    BOOST_TEST((made == assigned));
+    BOOST_TEST(std::string(made.category().name()) == "gpu_async");
+    // A Boost system error built from it says the same in its what().
+    const boost::system::system_error thrown(b);
+    BOOST_TEST(std::string(thrown.what()).find("gpu_async:1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(boost_error_code_compares_with_the_enum_both_ways) {
+    const boost::system::error_code b = errc::stalled;
     BOOST_TEST((b == errc::stalled));
     BOOST_TEST((errc::stalled == b));
     BOOST_TEST((b != errc::invalid_plan));
     BOOST_TEST((errc::invalid_plan != b));
-    BOOST_TEST(b.message() == "stalled");
+    BOOST_TEST((b == make_error_code(errc::stalled)));
+    BOOST_TEST((make_error_code(errc::stalled) == b));
+    BOOST_TEST(!(b == make_error_code(errc::backend)));
+    // Another category's code of the same value is not a registry code.
+    const boost::system::error_code other(7, boost::system::generic_category());
+    BOOST_TEST(!(other == errc::stalled));
+    BOOST_TEST(!(errc::stalled == other));
+    BOOST_TEST(!(boost::system::error_code() == errc::stalled));
+}
 
-    boost::system::error_code from_std(make_error_code(errc::backend));
-    BOOST_TEST((from_std == errc::backend));
-    BOOST_TEST((errc::backend == from_std));
+BOOST_AUTO_TEST_CASE(boost_and_std_codes_convert_both_ways_and_keep_the_comparison) {
+    // Boost to standard: Boost's standard view of the category, same name and number.
+    const boost::system::error_code b = errc::stalled;
+    const std::error_code s = b;
+    BOOST_TEST(s.value() == 7);
+    BOOST_TEST(std::string(s.category().name()) == "gpu_async");
+    BOOST_TEST((s == errc::stalled));
+    BOOST_TEST((errc::stalled == s));
+    BOOST_TEST((s != errc::backend));
+    BOOST_TEST(s.message() == "stalled");
+    // ... and back: native again, the very same code.
+    const boost::system::error_code again = s;
+    BOOST_TEST((again.category() == gpu_async_boost_category()));
+    BOOST_TEST((again == b));
+    BOOST_TEST((again == errc::stalled));
 
-    // Back to a standard code: the registry number and category survive the round trip.
-    std::error_code back = b;
-    BOOST_TEST(back.value() == 7);
-    BOOST_TEST(&back.category() == &gpu_async_category());
-    BOOST_TEST((back == errc::stalled));
+    // Standard to Boost: Boost alone wraps a foreign standard category (it would log as
+    // "std:unknown"), yet the comparison with the enum holds; to_boost_error_code() gives the
+    // native code.
+    const std::error_code std_code = errc::device_fault;
+    const boost::system::error_code wrapped = std_code;
+    BOOST_TEST((wrapped == errc::device_fault));
+    BOOST_TEST((errc::device_fault == wrapped));
+    BOOST_TEST((wrapped != errc::stalled));
+    const std::error_code unwrapped = wrapped;
+    BOOST_TEST((unwrapped == std_code));
+    const boost::system::error_code native = to_boost_error_code(std_code);
+    BOOST_TEST(std::string(native.category().name()) == "gpu_async");
+    BOOST_TEST(native.value() == 14);
+    BOOST_TEST((native == errc::device_fault));
+    // Other codes convert as Boost converts them; an empty code stays empty.
+    BOOST_TEST(!to_boost_error_code(std::error_code()));
+    const boost::system::error_code timed_out =
+        to_boost_error_code(std::make_error_code(std::errc::timed_out));
+    BOOST_TEST((timed_out == boost::system::errc::timed_out));
+}
 
-    // A standard code compared against a Boost code that wraps it.
-    std::error_code s = errc::stalled;
-    BOOST_TEST((b == s));
-    BOOST_TEST((s == b));
+// A device fault reaching a handler of the plan-driven wait compares equal to the enum.
+BOOST_AUTO_TEST_CASE(a_device_fault_reaches_the_handler_as_the_registry_code) {
+    boost::asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device::options manual;
+    manual.manual = true;
+    sim_device dev(manual);
+    auto& s = dev.make_stream();
+    s.enqueue_fault();
+    std::optional<boost::system::error_code> got;
+    port.async_wait(s, wait_plan::recommended(), "fault",
+                    [&](boost::system::error_code ec, wait_report) { got = ec; });
+    boost::asio::post(ctx, [&] { dev.step_all(); });
+    gpu_async::test::run_to_completion(ctx);
+    BOOST_REQUIRE(got.has_value());
+    BOOST_TEST((*got == errc::device_fault));
+    BOOST_TEST((errc::device_fault == *got));
+    BOOST_TEST(to_boost_error_code(*got).value() == 14);
+    BOOST_TEST(std::string(to_boost_error_code(*got).category().name()) == "gpu_async");
+    // The handler's code itself has the native category: it logs as gpu_async:14.
+    BOOST_TEST(std::string(got->category().name()) == "gpu_async");
+    BOOST_TEST(got->value() == 14);
+}
+
+BOOST_AUTO_TEST_CASE(warnings_are_codes_of_the_same_registry) {
+    BOOST_TEST(is_warning(errc::park_fallback));
+    BOOST_TEST(is_warning(errc::executor_fallback));
+    for (const auto& row : errc_registry)
+        BOOST_TEST(is_warning(row.code) == row.warning, row.name);
+    BOOST_TEST(!is_warning(static_cast<errc>(999)));
 }
 
 BOOST_AUTO_TEST_CASE(coded_error_substitutes_arguments) {
@@ -106,6 +217,36 @@ BOOST_AUTO_TEST_CASE(coded_error_substitutes_arguments) {
     BOOST_TEST(partial.message() == "executor fallback: '{1}' is unavailable ({1}); running '{2}'");
     BOOST_TEST((coded_error(errc::stalled, {"3"}) == coded_error(errc::stalled, {"3"})));
     BOOST_TEST(!(coded_error(errc::stalled, {"3"}) == coded_error(errc::stalled, {"4"})));
+}
+
+BOOST_AUTO_TEST_CASE(value_of_an_error_throws_a_system_error_with_the_code_and_message) {
+    const auto bad = wait_plan::parse("poll:");
+    BOOST_TEST_REQUIRE(!bad.has_value());
+    const std::string message = bad.error().message();
+    try {
+        static_cast<void>(bad.value());
+        BOOST_FAIL("value() of an error did not throw");
+    } catch (const std::system_error& e) {
+        BOOST_TEST((e.code() == errc::invalid_plan));
+        BOOST_TEST(std::string(e.code().category().name()) == "gpu_async");
+        BOOST_TEST(std::string(e.what()) == message);
+        BOOST_TEST(message.find("'poll' takes no parameters") != std::string::npos);
+    }
+    // The thrown type carries the coded error itself; every accessor throws it.
+    result<int> stalled = coded_error(errc::stalled, {"2"});
+    BOOST_CHECK_THROW(static_cast<void>(stalled.value()), bad_result_access);
+    BOOST_CHECK_THROW(static_cast<void>(*stalled), bad_result_access);
+    BOOST_CHECK_THROW(static_cast<void>(std::move(stalled).value()), bad_result_access);
+    try {
+        static_cast<void>(std::as_const(stalled).value());
+    } catch (const bad_result_access& e) {
+        BOOST_TEST((e.error() == coded_error(errc::stalled, {"2"})));
+        BOOST_TEST(std::string(e.what()) ==
+                   "stalled: 2 task(s) left and nothing registered to wake them");
+        const bad_result_access copy = e; // copying never throws
+        BOOST_TEST(std::string(copy.what()) == e.what());
+    }
+    static_assert(std::is_nothrow_copy_constructible_v<bad_result_access>);
 }
 
 BOOST_AUTO_TEST_CASE(result_holds_value_or_error) {

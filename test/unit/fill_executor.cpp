@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/fill_executor.hpp>
 
 #include "common/scripted_idle.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Tests of <gpu_async/gpu_completion_port.hpp> and its reactor service.
 #include <gpu_async/gpu_completion_port.hpp>
 

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: BSL-1.0
 // Tests of the plan-driven async_wait of <gpu_async/gpu_completion_port.hpp> over the simulated
 // device.
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include "common/io_context_fixture.hpp"

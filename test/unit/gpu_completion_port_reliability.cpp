@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Regression tests of <gpu_async/gpu_completion_port.hpp> under races, wrap-around, busy loops
 // and teardown: each case is one way the port once lost, held back or mis-ordered a wait, or read
 // freed memory.

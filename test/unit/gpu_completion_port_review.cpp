@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Review regressions of <gpu_async/gpu_completion_port.hpp> and its reactor service: shutdown
 // with handlers whose destructors emit cancellation signals, and allocation failure while a
 // completion is handed to the executor (at initiation and at cancel()).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Tests of <gpu_async/gpu_completion_port.hpp> with the yield_context token (asio::spawn), built
 // where Boost.Context is installed.
 #include <gpu_async/gpu_completion_port.hpp>

@@ -1,4 +1,6 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/hip.hpp>
+#include <gpu_async/error.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/mapped_line.hpp>
 
 #include "common/fake_line_driver.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/metal.hpp>
 
 #include <gpu_async/core/wait_machine.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 // Tests of <gpu_async/run_fill.hpp>.
 #include <gpu_async/run_fill.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/host/std_host.hpp>
 
 #include <gpu_async/core/fill_executor.hpp>

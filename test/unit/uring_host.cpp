@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #if defined(GPU_ASYNC_HAS_LIBURING)
 #include <gpu_async/host/uring_host.hpp>
 

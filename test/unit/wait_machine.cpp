@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/wait_machine.hpp>
 
 #include "common/fake_source.hpp"

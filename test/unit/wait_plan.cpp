@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/wait_plan.hpp>
 
 #include <boost/test/unit_test.hpp>
@@ -22,6 +23,13 @@ constexpr deadline_plan fixture_predict{150'000, 20'000, 50'000'000, 8};
 template <class T>
 std::string why(const result<T>& r) {
     return r.has_value() ? std::string() : r.error().message();
+}
+
+// How a refusal quotes `text`: whole up to 64 characters, else the first 64, "..." and the
+// length.
+std::string quoted(std::string_view text) {
+    if (text.size() <= 64) return std::string(text);
+    return std::string(text.substr(0, 64)) + "... (" + std::to_string(text.size()) + " characters)";
 }
 
 wait_plan parsed(std::string_view text) {
@@ -208,21 +216,48 @@ BOOST_AUTO_TEST_CASE(every_refusal_names_the_text_and_its_fault) {
         BOOST_TEST((r.error().value() == errc::invalid_plan), text);
         BOOST_TEST(!r.error().is_warning());
         BOOST_TEST_REQUIRE(r.error().args().size() == 2u);
-        BOOST_TEST(r.error().args()[0] == std::string(text));
+        BOOST_TEST(r.error().args()[0] == quoted(text));
         const std::string message = r.error().message();
-        BOOST_TEST(message.starts_with("invalid plan '" + std::string(text) + "': "), message);
+        BOOST_TEST(message.starts_with("invalid plan '" + quoted(text) + "': "), message);
         BOOST_TEST(r.error().args()[1].find(fault) != std::string::npos,
                    "'" << text << "' gave '" << message << "', expected to name '" << fault << "'");
     }
 }
 
-BOOST_AUTO_TEST_CASE(a_long_value_is_cut_in_the_fault_but_the_text_is_whole) {
+BOOST_AUTO_TEST_CASE(a_long_value_is_cut_in_the_fault_and_the_text_in_the_quote) {
     const std::string text = "flag:park_us=" + std::string(200, '7') + ",backstop_us=1000";
     const auto r = wait_plan::parse(text);
     BOOST_TEST_REQUIRE(!r.has_value());
-    BOOST_TEST(r.error().args()[0] == text);
+    BOOST_TEST(r.error().args()[0] == text.substr(0, 64) + "... (230 characters)");
     BOOST_TEST(r.error().args()[1].find("...'") != std::string::npos);
     BOOST_TEST(r.error().args()[1].size() < 120u);
+    BOOST_TEST(r.error().message().size() < 240u);
+}
+
+BOOST_AUTO_TEST_CASE(a_one_mebibyte_text_quotes_its_first_64_characters) {
+    for (const char fill : {'x', '7', ','}) {
+        std::string text = "flag:park_us=100,backstop_us=1000+predict:";
+        text.resize(std::size_t{1} << 20, fill);
+        const auto r = wait_plan::parse(text);
+        BOOST_TEST_REQUIRE(!r.has_value());
+        const std::string message = r.error().message();
+        BOOST_TEST(message.size() < 300u, message.size());
+        BOOST_TEST(message.starts_with("invalid plan '" + text.substr(0, 64) +
+                                       "... (1048576 characters)': "),
+                   message);
+        BOOST_TEST(r.error().args()[0].size() < 100u);
+        BOOST_TEST(r.error().args()[1].size() < 200u);
+    }
+    // The cut never splits a UTF-8 sequence: a 2-byte character straddling the 64th byte goes.
+    std::string utf8(63, 'a');
+    utf8 += "\xC3\xA9"; // U+00E9, bytes 64 and 65
+    utf8 += std::string(100, 'b');
+    const auto r = wait_plan::parse(utf8);
+    BOOST_TEST_REQUIRE(!r.has_value());
+    BOOST_TEST(r.error().args()[0] == std::string(63, 'a') + "... (165 characters)");
+    // Exactly 64 characters are quoted whole.
+    const std::string edge(64, 'q');
+    BOOST_TEST(wait_plan::parse(edge).error().args()[0] == edge);
 }
 
 BOOST_AUTO_TEST_CASE(factories_validate_as_parse_does) {
@@ -267,7 +302,7 @@ BOOST_AUTO_TEST_CASE(factories_validate_as_parse_does) {
     const auto w0 = wait_plan::poll(bad);
     BOOST_TEST_REQUIRE(!w0.has_value());
     BOOST_TEST(w0.error().args()[0] ==
-               "poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=0");
+               quoted("poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=0"));
     BOOST_TEST(w0.error().args()[1] == "'window' must not be zero");
 
     bad.window = 17;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/watch_table.hpp>
 
 #include <boost/test/unit_test.hpp>

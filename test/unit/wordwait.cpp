@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/wordwait.hpp>
 
 #include "common/lost_wake_torture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/completion_line.hpp: the completion line, its slots and the memory descriptor.
 //

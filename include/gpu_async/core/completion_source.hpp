@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/completion_source.hpp: the concept a backend implements so the wait machine can
 // drive it (the Asio I/O object is the "port"; the per-backend thing is the "source").

@@ -1,15 +1,27 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/error.hpp: the coded-error registry.
 //
 // One append-only registry: numbers are never reused or changed; texts may change, the number
-// never does; callers branch on codes only. The enum is a standard error-code enum, and
-// boost::system::error_code (1.81) accepts standard enums, so
+// never does; callers branch on codes only. The enum is a standard error-code enum:
 //
-//     boost::system::error_code ec = gpu_async::errc::stalled;
-//     ec == gpu_async::errc::stalled;   // true, both ways round
+//     std::error_code ec = gpu_async::errc::stalled;   // category "gpu_async", value() 7
+//     ec == gpu_async::errc::stalled;                   // true, both ways round
 //
-// works without any Boost in this header. Do not rely on boost::system::error_code::value() of
-// such a wrapped code: it is not the registry number (use std::error_code(ec).value()).
+// The Asio layer (<gpu_async/error.hpp>, included by every Asio-layer header) gives the same
+// enum a native Boost category, so a boost::system::error_code made from it (what an Asio
+// handler receives) also says "gpu_async" and the registry number:
+//
+//     boost::system::error_code b = gpu_async::errc::stalled;  // "gpu_async", value() 7
+//
+// That is why make_error_code(errc) returns an errc_code, which becomes whichever error code it
+// initializes. Standard and Boost codes are two categories of the same name; a code converted
+// from one to the other still compares equal to the enum (comparisons against an errc go by
+// value and category name). Compare codes against the enum, not against each other.
+//
+// Warnings (park_fallback, executor_fallback) are codes of the same registry, as the numbers
+// are fixed: they are never delivered as a failed operation's error code, only carried beside a
+// result that runs (a resolved plan's or executor's `warning`); is_warning() tells them apart.
 //
 // Standard library only.
 //
@@ -19,11 +31,13 @@
 #include <gpu_async/detail/config.hpp>
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,6 +60,14 @@ enum class errc : int {
     ring_setup = 13,       ///< io_uring setup failed
     device_fault = 14,     ///< work on a device stream failed
 };
+
+} // namespace gpu_async
+
+/// The registry's enum is a standard error-code enum.
+template <>
+struct std::is_error_code_enum<gpu_async::errc> : std::true_type {};
+
+namespace gpu_async {
 
 /// One row of the registry.
 struct errc_info {
@@ -90,11 +112,98 @@ constexpr const errc_info* find_errc(int value) noexcept {
     return nullptr;
 }
 
-/// The category of the registry; its name is "gpu_async".
+/// True for the codes the registry marks as warnings (a fallback that runs, not a failure).
+constexpr bool is_warning(errc e) noexcept {
+    const errc_info* row = find_errc(static_cast<int>(e));
+    return row != nullptr && row->warning;
+}
+
+/// The standard category of the registry; its name is "gpu_async".
 GPU_ASYNC_DECL const std::error_category& gpu_async_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
-    return {static_cast<int>(e), gpu_async_category()};
+/// True for the registry's standard category, and for any other category named "gpu_async"
+/// (the standard view of the Asio layer's Boost category, or a second copy of the category in
+/// another shared object).
+inline bool is_gpu_async_category(const std::error_category& category) noexcept {
+    return &category == &gpu_async_category() ||
+           std::string_view(category.name()) == std::string_view("gpu_async");
+}
+
+/// Converts an errc into an error code type other than std::error_code. The Asio layer
+/// (<gpu_async/error.hpp>) specializes it for boost::system::error_code with a static
+/// `make(errc)`; the primary template has none.
+template <class Code>
+struct errc_conversion {};
+
+namespace detail {
+
+/// An error code type other than std::error_code that can hold a standard code (Boost's).
+template <class Code>
+concept foreign_error_code =
+    !std::is_same_v<Code, std::error_code> &&
+    std::is_constructible_v<Code, const std::error_code&> && requires(const Code& c) {
+    c.value();
+    c.category();
+};
+
+template <class Code>
+concept has_errc_conversion = requires(errc e) {
+    { errc_conversion<Code>::make(e) } -> std::same_as<Code>;
+};
+
+} // namespace detail
+
+/// What make_error_code(errc) returns: an errc on its way to an error code. It converts to a
+/// std::error_code (the registry's standard category) and, with <gpu_async/error.hpp>, to a
+/// boost::system::error_code of the registry's Boost category. Without that header a Boost
+/// conversion does not compile, rather than silently giving a code that logs as "std:unknown".
+class errc_code {
+public:
+    constexpr explicit errc_code(errc e) noexcept
+        : code_(e) {}
+
+    /// The registry code.
+    constexpr errc code() const noexcept { return code_; }
+
+    /// The code in the registry's standard category.
+    operator std::error_code() const noexcept {
+        return {static_cast<int>(code_), gpu_async_category()};
+    }
+
+    /// The code as another code type (boost::system::error_code).
+    template <detail::foreign_error_code Code>
+    operator Code() const noexcept {
+        return convert<Code>(code_);
+    }
+
+    /// Compares a code of another code type with this one, as that type compares.
+    template <detail::foreign_error_code Code>
+    friend bool operator==(const Code& a, const errc_code& b) noexcept {
+        return a == convert<Code>(b.code_);
+    }
+
+private:
+    template <class Code>
+    static Code convert(errc e) noexcept {
+        static_assert(detail::has_errc_conversion<Code>,
+                      "include <gpu_async/error.hpp> to make a boost::system::error_code (or "
+                      "compare one) from a gpu_async::errc");
+        return errc_conversion<Code>::make(e);
+    }
+
+    errc code_;
+};
+
+/// Found by argument-dependent lookup when a std::error_code (or, with <gpu_async/error.hpp>,
+/// a boost::system::error_code) is made from an errc.
+constexpr errc_code make_error_code(errc e) noexcept {
+    return errc_code(e);
+}
+
+/// True when `ec` holds the registry code `e`: the same value in a category named "gpu_async"
+/// (so a code that went through Boost and back still compares equal). Either way round.
+inline bool operator==(const std::error_code& ec, errc e) noexcept {
+    return ec.value() == static_cast<int>(e) && is_gpu_async_category(ec.category());
 }
 
 /// Substitutes `{i}` (one digit) in `format` with `args[i]`. A placeholder without an argument
@@ -132,10 +241,7 @@ public:
     GPU_ASYNC_DECL std::string message() const;
 
     /// True for codes the registry marks as warnings (a fallback that runs, not a failure).
-    bool is_warning() const noexcept {
-        const errc_info* row = find_errc(static_cast<int>(code_));
-        return row != nullptr && row->warning;
-    }
+    bool is_warning() const noexcept { return gpu_async::is_warning(code_); }
 
     friend bool operator==(const coded_error&, const coded_error&) = default;
 
@@ -145,9 +251,6 @@ private:
 };
 
 } // namespace gpu_async
-
-template <>
-struct std::is_error_code_enum<gpu_async::errc> : std::true_type {};
 
 #if GPU_ASYNC_HEADER_ONLY
 #include <gpu_async/impl/error.ipp>

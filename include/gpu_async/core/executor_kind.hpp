@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/executor_kind.hpp: the selectable executor kinds, their parse, the host's
 // capabilities for them, and resolve() along the declared chain io-uring -> gpu-reactor -> naive.

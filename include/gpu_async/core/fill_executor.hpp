@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/fill_executor.hpp: the FILL executor: a single-threaded executor of C++20
 // coroutine tasks whose waits are filled with live work. It idles (sleeps or parks, through the

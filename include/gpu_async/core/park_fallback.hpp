@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/park_fallback.hpp: what a host can do for a wait plan (plan capabilities), the
 // declared constant fallback table, and resolve(): the plan that runs on that host.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/reactor.hpp: the FILL executor's reactor: registrations of memory
 // descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision

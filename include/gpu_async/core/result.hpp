@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/result.hpp: a value or a coded error, for operations that must not throw
 // (parsers, resolution). A small stand-in for C++23 std::expected<T, coded_error>.
@@ -10,15 +11,44 @@
 #include <gpu_async/core/error.hpp>
 
 #include <cassert>
+#include <memory>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 
 namespace gpu_async {
 
-/// Either a `T` or a `coded_error`. Accessing the wrong alternative is a precondition
-/// violation: value() of an error throws std::bad_optional_access, error() of a value asserts
-/// (and gives an empty coded_error in release builds).
+/// What result<T>::value() throws when the result holds an error: a std::system_error whose
+/// code() is the registry code and whose what() is the coded message (the registry's text with
+/// its arguments); error() gives the coded_error itself.
+class bad_result_access : public std::system_error {
+public:
+    explicit bad_result_access(coded_error error)
+        : std::system_error(error.code())
+        , state_(std::make_shared<const state>(std::move(error))) {}
+
+    /// The coded message, e.g. "invalid plan 'poll:': 'poll' takes no parameters (...)".
+    const char* what() const noexcept override { return state_->message.c_str(); }
+
+    /// The error the result held.
+    const coded_error& error() const noexcept { return state_->error; }
+
+private:
+    struct state {
+        explicit state(coded_error e)
+            : error(std::move(e))
+            , message(error.message()) {}
+        coded_error error;
+        std::string message;
+    };
+    std::shared_ptr<const state> state_; // shared: copying an exception must not throw
+};
+
+/// Either a `T` or a `coded_error`. value() of an error throws bad_result_access (a
+/// std::system_error carrying the code and the coded message); error() of a value is a
+/// precondition violation: it asserts (and gives an empty coded_error in release builds).
 ///
 /// Not a std::variant: g++ 12 reports a false -Wmaybe-uninitialized for a variant holding a
 /// std::vector at -O2, which would break every -Werror build of our users.
@@ -36,9 +66,21 @@ public:
     bool has_value() const noexcept { return value_.has_value(); }
     explicit operator bool() const noexcept { return has_value(); }
 
-    const T& value() const& { return value_.value(); }
-    T& value() & { return value_.value(); }
-    T&& value() && { return std::move(value_).value(); }
+    /// The value; throws bad_result_access when the result holds an error.
+    const T& value() const& {
+        check();
+        return *value_;
+    }
+    /// The value; throws bad_result_access when the result holds an error.
+    T& value() & {
+        check();
+        return *value_;
+    }
+    /// The value, moved out; throws bad_result_access when the result holds an error.
+    T&& value() && {
+        check();
+        return std::move(*value_);
+    }
 
     const coded_error& error() const& {
         assert(!has_value());
@@ -55,6 +97,10 @@ public:
     friend bool operator==(const result&, const result&) = default;
 
 private:
+    void check() const {
+        if (!value_) throw bad_result_access(error_);
+    }
+
     std::optional<T> value_;
     coded_error error_; // meaningful only without a value
 };

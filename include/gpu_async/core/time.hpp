@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/time.hpp: monotonic time points, durations, the clock and timer concepts, and
 // the manual clock that replays every wait on virtual time.

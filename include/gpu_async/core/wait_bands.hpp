@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step,
 // e.g. the batch rows of an LLM decode step.
@@ -7,8 +8,9 @@
 // The first band starts at 0 rows and takes no edge; each later band starts at its edge,
 // inclusive, and edges strictly increase, up to 2^32-1; at most 4 bands. Numbers follow the plan
 // rules (digits only, no leading zero), so every accepted text is canonical:
-// label(parse(t)) == t. A refusal is errc::invalid_plan with the arguments {text, fault}; a bad
-// plan inside a band names the band.
+// label(parse(t)) == t. A refusal is errc::invalid_plan with the arguments {text, fault} (a text
+// over plan_text_quote_max characters is quoted up to that many); a bad plan inside a band
+// names the band.
 //
 // Parsing allocates nothing unless it fails; selecting reads at most 4 edges.
 //
@@ -158,8 +160,8 @@ inline void append_band_text(std::string& out, std::size_t index, std::uint32_t 
 inline result<wait_bands> wait_bands::parse(std::string_view text) {
     constexpr auto npos = std::string_view::npos;
     constexpr std::string_view edge_tag = "rows>=";
-    const auto fail = [text](const std::string& fault) {
-        return result<wait_bands>(coded_error(errc::invalid_plan, {text, std::string_view(fault)}));
+    const auto fail = [text](std::string fault) {
+        return result<wait_bands>(detail::invalid_plan_error(text, std::move(fault)));
     };
     if (text.empty()) return fail("empty text (expected a plan, then optional ';rows>=N:plan')");
 
@@ -231,9 +233,8 @@ inline result<wait_bands> wait_bands::make(std::span<const wait_band> bands) {
     std::string text;
     for (std::size_t i = 0; i < bands.size(); ++i)
         detail::append_band_text(text, i, bands[i].min_rows, bands[i].plan);
-    const auto fail = [&text](const std::string& fault) {
-        return result<wait_bands>(
-            coded_error(errc::invalid_plan, {std::string_view(text), std::string_view(fault)}));
+    const auto fail = [&text](std::string fault) {
+        return result<wait_bands>(detail::invalid_plan_error(text, std::move(fault)));
     };
     if (bands.empty()) return fail("no bands (at least one, at most 4)");
     if (bands.size() > bands_max)

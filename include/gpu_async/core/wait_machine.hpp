@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_machine.hpp: the wait driver, written once as a sans-I/O state machine.
 //

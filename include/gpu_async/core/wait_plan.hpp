@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/wait_plan.hpp: typed wait plans, parsed once from text, then immutable.
 //
@@ -14,7 +15,8 @@
 // backstop_us 1..1000000; park_us <= backstop_us; min_sleep_us <= max_sleep_us; margin_us,
 // min_sleep_us and max_sleep_us up to the largest value whose nanoseconds fit in 64 bits
 // (18446744073709551 us): a larger value is refused, never wrapped. "block" takes no
-// "+predict:". The first fault found, reading left to right, is the one reported.
+// "+predict:". The first fault found, reading left to right, is the one reported; the error
+// quotes at most the first 64 characters of the text (plan_text_quote_max).
 //
 // Parsing allocates nothing unless it fails (then only the error's text); label() allocates
 // its text. What a host can run, and the fallback when it cannot run a plan:
@@ -35,6 +37,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace gpu_async {
 
@@ -51,6 +54,8 @@ inline constexpr std::uint32_t window_max = 16;
 inline constexpr std::uint64_t park_ns_max = 10'000'000;
 /// The largest backstop of a flag plan: 1 s.
 inline constexpr std::uint64_t backstop_ns_max = 1'000'000'000;
+/// The most characters of a refused plan or band text that its error quotes.
+inline constexpr std::size_t plan_text_quote_max = 64;
 /// The largest microsecond value a plan text may hold for margin_us, min_sleep_us and
 /// max_sleep_us: its nanoseconds are the largest whole microseconds that fit in 64 bits.
 inline constexpr std::uint64_t plan_us_max = std::numeric_limits<std::uint64_t>::max() / 1000;
@@ -156,6 +161,27 @@ inline std::string plan_quote(std::string_view v) {
     }
     out += '\'';
     return out;
+}
+
+/// `text` as a refusal quotes it: whole up to plan_text_quote_max characters; longer, its first
+/// plan_text_quote_max characters (never splitting a UTF-8 sequence), "..." and its length.
+inline std::string plan_text_excerpt(std::string_view text) {
+    if (text.size() <= plan_text_quote_max) return std::string(text);
+    std::size_t cut = plan_text_quote_max;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut;
+    std::string out(text.substr(0, cut));
+    out += "... (";
+    out += std::to_string(text.size());
+    out += " characters)";
+    return out;
+}
+
+/// errc::invalid_plan with the arguments {the text's excerpt, fault}: a huge text never makes a
+/// huge message.
+inline coded_error invalid_plan_error(std::string_view text, std::string fault) {
+    return coded_error(errc::invalid_plan,
+                       std::vector<std::string>{plan_text_excerpt(text), std::move(fault)});
 }
 
 /// `ns` as microseconds: whole, or with the fraction a non-whole value needs ("1.5").
@@ -365,8 +391,8 @@ inline std::string plan_text(plan_kind kind, std::uint64_t park_ns, std::uint64_
 
 inline result<wait_plan> wait_plan::parse(std::string_view text) {
     constexpr auto npos = std::string_view::npos;
-    const auto fail = [text](const std::string& fault) {
-        return result<wait_plan>(coded_error(errc::invalid_plan, {text, std::string_view(fault)}));
+    const auto fail = [text](std::string fault) {
+        return result<wait_plan>(detail::invalid_plan_error(text, std::move(fault)));
     };
     if (text.empty()) return fail("empty text (expected block, poll or flag)");
 
@@ -419,9 +445,8 @@ inline result<wait_plan> wait_plan::parse(std::string_view text) {
 inline result<wait_plan> wait_plan::poll(std::optional<deadline_plan> predict) {
     if (predict) {
         if (auto fault = detail::check_deadline_plan(*predict))
-            return coded_error(errc::invalid_plan,
-                               {std::string_view(detail::plan_text(plan_kind::poll, 0, 0, predict)),
-                                std::string_view(*fault)});
+            return detail::invalid_plan_error(detail::plan_text(plan_kind::poll, 0, 0, predict),
+                                              std::move(*fault));
     }
     return wait_plan(plan_kind::poll, 0, 0, predict);
 }
@@ -431,10 +456,8 @@ inline result<wait_plan> wait_plan::flag(std::uint64_t park_ns, std::uint64_t ba
     std::optional<std::string> fault = detail::check_flag_plan(park_ns, backstop_ns);
     if (!fault && predict) fault = detail::check_deadline_plan(*predict);
     if (fault)
-        return coded_error(
-            errc::invalid_plan,
-            {std::string_view(detail::plan_text(plan_kind::flag, park_ns, backstop_ns, predict)),
-             std::string_view(*fault)});
+        return detail::invalid_plan_error(
+            detail::plan_text(plan_kind::flag, park_ns, backstop_ns, predict), std::move(*fault));
     return wait_plan(plan_kind::flag, park_ns, backstop_ns, predict);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/core/watch_table.hpp: the registry of pending waits by line, slot and target.
 //

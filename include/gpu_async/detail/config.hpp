@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/config.hpp: build configuration macros.
 //
@@ -18,8 +19,6 @@
 #define GPU_ASYNC_HEADER_ONLY 1
 #endif
 
-#define GPU_ASYNC_VERSION_MAJOR 0
-#define GPU_ASYNC_VERSION_MINOR 1
-#define GPU_ASYNC_VERSION_PATCH 0
+#include <gpu_async/version.hpp>
 
 #endif // GPU_ASYNC_DETAIL_CONFIG_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/dynamic_library.hpp: opening a vendor library by name at run time.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/futex.hpp: the Linux futex calls the doorbell uses, on shared (not private)
 // futexes: private io_uring futex waits can miss wakes from shared ones on some kernels, and a

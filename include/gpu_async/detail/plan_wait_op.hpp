@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/plan_wait_op.hpp: the plan-driven wait of gpu_completion_port, a composed
 // operation that executes the wait machine's actions (core/wait_machine.hpp). Each park is a
@@ -13,6 +14,7 @@
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/detail/port_wait_op.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/line_retirement.hpp>
 
 #include <boost/asio/cancellation_state.hpp>
@@ -253,7 +255,7 @@ private:
                 return;
             }
             case wait_action::type::failed: {
-                const boost::system::error_code ec(m.action.error);
+                const boost::system::error_code ec = to_boost_error_code(m.action.error);
                 impl_.reset();
                 self.complete(ec, wait_report{});
                 return;

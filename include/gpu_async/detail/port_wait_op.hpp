@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/reactor_service.hpp: the reactor service that watches completion lines for
 // every gpu_completion_port of one execution context (an implementation detail, as Asio keeps its

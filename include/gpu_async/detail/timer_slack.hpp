@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/timer_slack.hpp: short sleeps that stay short.
 //

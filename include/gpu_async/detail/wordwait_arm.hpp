@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/wordwait_arm.hpp: aarch64 exclusive monitor (LDXR), WFE, WFET and the system
 // registers the word wait reads (CTR_EL0, CNTVCT_EL0, CNTFRQ_EL0), as inline assembly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/detail/wordwait_x86.hpp: x86-64 CPUID probing and the UMONITOR/UMWAIT and
 // MONITORX/MWAITX instructions, as inline assembly so the build needs no -mwaitpkg.

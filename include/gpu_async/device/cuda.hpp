@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/cuda.hpp: the CUDA backend: the driver loaded at run time, a mapped line on a
 // device's primary context, and a completion source over one stream.

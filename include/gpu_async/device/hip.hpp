@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/hip.hpp: the HIP (AMD ROCm) backend: the runtime loaded at run time, a mapped
 // line on a device's primary context, and a completion source over one stream.

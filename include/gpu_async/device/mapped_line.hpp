@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/mapped_line.hpp: a completion line in one pinned, device-mapped host page, with
 // the ownership rules of a GPU driver, over a driver table.

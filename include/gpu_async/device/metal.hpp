@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/metal.hpp: the Metal backend: the Objective-C runtime and Metal.framework
 // loaded at run time, and a completion source over an MTLSharedEvent.

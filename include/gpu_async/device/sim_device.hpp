@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/sim_device.hpp: the simulated device, a software GPU for machines without one.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/host/std_host.hpp: the std host: a monotonic clock over the process clock, a timer that
 // sleeps the calling thread, the idle of the FILL executor, the blocking wait (the `naive` executor

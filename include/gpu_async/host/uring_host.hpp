@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/host/uring_host.hpp: the io_uring host: `uring_idle`, the idle of the `io-uring`
 // executor kind: the FILL executor whose deadline sleeps are io_uring timeouts, whose parks for

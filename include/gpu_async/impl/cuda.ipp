@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/cuda.ipp: definitions of the CUDA backend.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/error.ipp: definitions of the registry's non-template functions.
 //

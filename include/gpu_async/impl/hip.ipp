@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/hip.ipp: definitions of the HIP backend.
 //

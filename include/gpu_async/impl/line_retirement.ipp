@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/mapped_line.ipp: definitions of mapped_line.
 //

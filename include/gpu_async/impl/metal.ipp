@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/metal.ipp: definitions of the Metal backend.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/reactor_service.ipp: definitions of the reactor service.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/impl/sim_device.ipp: definitions of the simulated device.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSL-1.0
 //
 // gpu_async/device/detail/vendor_line.hpp: what the CUDA and HIP backends share above their
 // driver tables: a line that owns a mapped_line for one driver, and a completion source over
