@@ -210,8 +210,6 @@ BOOST_AUTO_TEST_CASE(signal_posted_to_the_context_races_completion_on_four_threa
     struct round_state {
         asio::cancellation_signal sig;
     };
-    std::vector<std::thread> producers;
-    std::atomic<bool> go{false};
     for (int i = 0; i < rounds; ++i) {
         completion_line& line = lines[static_cast<std::size_t>(i) % lines.size()];
         const std::size_t s = static_cast<std::size_t>(i / 16) % line_words;
@@ -356,8 +354,8 @@ BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_plan_driven_waits) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     const char* plans[] = {"poll", "flag:park_us=100,backstop_us=1000",
-                           "flag:park_us=100,backstop_us=1000+predict:margin_us=10,"
-                           "min_sleep_us=1,max_sleep_us=5000,window=4"};
+                           ("flag:park_us=100,backstop_us=1000+predict:margin_us=10,"
+                            "min_sleep_us=1,max_sleep_us=5000,window=4")};
     std::vector<int> ends(3, 0);
     std::vector<error_code> ecs(3);
     std::thread runner;
