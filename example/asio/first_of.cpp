@@ -78,24 +78,24 @@ int main() {
     asio::io_context ctx(1);
     gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
-    gpu_async::sim_stream& a = device.make_stream();
-    gpu_async::sim_stream& b = device.make_stream();
-    a.set_doorbell(port.shared_bell());
-    b.set_doorbell(port.shared_bell());
+    auto a = device.make_stream(); // owns the stream: dropping it gives it back
+    auto b = device.make_stream(); // owns the stream: dropping it gives it back
+    a->set_doorbell(port.shared_bell());
+    b->set_doorbell(port.shared_bell());
     asio::steady_timer timer(ctx);
 
     std::size_t group_winner = 99;
-    first_of_group(port, a, b, timer, group_winner);
+    first_of_group(port, *a, *b, timer, group_winner);
 
     std::size_t operators_winner = 99, deadline_winner = 99;
     asio::co_spawn(
         ctx,
         [&]() -> asio::awaitable<void> {
-            operators_winner = co_await first_of_operators(port, a, b, 10s);
+            operators_winner = co_await first_of_operators(port, *a, *b, 10s);
             std::printf("operator ||: %s first\n", names[operators_winner]);
             // A deadline: both copies take 2 s at least (queued behind the work above), the
             // timer 5 ms.
-            deadline_winner = co_await first_of_operators(port, a, a, 5ms);
+            deadline_winner = co_await first_of_operators(port, *a, *a, 5ms);
             std::printf("operator || with a 5 ms deadline: %s first\n", names[deadline_winner]);
         },
         asio::detached);

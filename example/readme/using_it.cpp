@@ -24,9 +24,9 @@ int main() {
     asio::io_context ctx;                     // any execution context
     gpu_async::gpu_completion_port port(ctx); // the context's reactor watches the lines
     gpu_async::sim_device device;             // a software GPU: streams on worker threads
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell()); // the stream rings the reactor after each store
-    asio::co_spawn(ctx, step(port, stream), asio::detached);
+    auto stream = device.make_stream();       // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell()); // the stream rings the reactor after each store
+    asio::co_spawn(ctx, step(port, *stream), asio::detached);
     ctx.run(); // returns when the step is done
 }
 //! [using-it]
