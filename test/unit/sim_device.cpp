@@ -659,4 +659,23 @@ BOOST_AUTO_TEST_CASE(handle_outliving_its_device) {
     BOOST_TEST(!moved);
 }
 
+BOOST_AUTO_TEST_CASE(std_chrono_durations) {
+    using namespace std::chrono_literals;
+    sim_device dev({1, false});
+    sim_stream_handle s = dev.make_stream();
+    const auto start = std::chrono::steady_clock::now();
+    BOOST_TEST(s->enqueue(3ms) == 1u);
+    std::atomic<bool> ran{false};
+    BOOST_TEST(s->enqueue([&] { ran = true; }, 1ms) == 2u);
+    BOOST_TEST(s->park(10s));
+    BOOST_TEST((std::chrono::steady_clock::now() - start >= 4ms));
+    BOOST_TEST(ran.load());
+    BOOST_TEST(s->enqueue(-1ms) == 3u); // negative: zero
+    BOOST_TEST(settle(*s));
+    const std::uint64_t f = s->enqueue_fault(make_error_code(errc::backend), 1ms);
+    BOOST_TEST(!s->park(10s));
+    BOOST_TEST((s->error() == errc::backend));
+    BOOST_TEST(s->word() == f - 1);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

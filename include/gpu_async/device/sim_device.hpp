@@ -185,6 +185,11 @@ public:
 
     /// Enqueues an item that takes `d`; returns its sequence number.
     std::uint64_t enqueue(dur_ns d) { return push(d, nullptr, {}); }
+    /// Enqueues an item that takes `d` (`s.enqueue(2ms)`; negative: zero).
+    template <class Rep, class Period>
+    std::uint64_t enqueue(std::chrono::duration<Rep, Period> d) {
+        return push(dur_ns::from(d), nullptr, {});
+    }
 
     /// Enqueues a callable, run on a device thread when its turn comes (after `d`, if given).
     /// It may return void or a std::error_code; a non-empty code fails the item (a fault).
@@ -196,10 +201,22 @@ public:
             d, std::make_unique<detail::sim_work_impl<std::decay_t<F>>>(std::forward<F>(fn)), {});
     }
 
+    /// As above, after a std::chrono duration (`s.enqueue(fn, 2ms)`).
+    template <class F, class Rep, class Period>
+    requires std::invocable < std::decay_t<F>
+    & > std::uint64_t enqueue(F&& fn, std::chrono::duration<Rep, Period> d) {
+        return enqueue(std::forward<F>(fn), dur_ns::from(d));
+    }
+
     /// Enqueues an item that fails with `ec` (after `d`); returns its sequence number, which
     /// is never stored.
     std::uint64_t enqueue_fault(std::error_code ec = errc::device_fault, dur_ns d = {}) {
         return push(d, nullptr, ec ? ec : make_error_code(errc::device_fault));
+    }
+    /// As above, after a std::chrono duration.
+    template <class Rep, class Period>
+    std::uint64_t enqueue_fault(std::error_code ec, std::chrono::duration<Rep, Period> d) {
+        return enqueue_fault(ec, dur_ns::from(d));
     }
 
     /// Makes the stream ring `bell` after each store (empty: stop ringing). The stream keeps every
@@ -238,6 +255,11 @@ public:
     /// Parks on the word (the doorbell's futex when one is set) until the tail is stored, the
     /// stream fails, or `bound` passes; true when the word reached the tail.
     GPU_ASYNC_DECL bool park(dur_ns bound) const;
+    /// park() bounded by a std::chrono duration.
+    template <class Rep, class Period>
+    bool park(std::chrono::duration<Rep, Period> bound) const {
+        return park(dur_ns::from(bound));
+    }
 
 private:
     friend class sim_device;
