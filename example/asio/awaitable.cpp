@@ -18,7 +18,7 @@ namespace asio = boost::asio;
 asio::awaitable<void> batch(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream,
                             int& finished) {
     for (int step = 0; step < 3; ++step) {
-        const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(500));
+        const std::uint64_t seq = stream.enqueue(std::chrono::microseconds(500));
         auto [ec] = co_await port.async_wait(stream.descriptor_for(seq),
                                              asio::as_tuple(asio::use_awaitable));
         std::printf("step %d: %s\n", step, ec ? ec.message().c_str() : "done");

@@ -19,7 +19,7 @@ int main() {
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
     auto stream = device.make_stream(); // owns the stream: dropping it gives it back
-    const std::uint64_t seq = stream->enqueue(gpu_async::dur_ns::from_ms(1));
+    const std::uint64_t seq = stream->enqueue(std::chrono::milliseconds(1));
 
     int aborted = 0;
     auto report = [&](const char* what) {

@@ -18,8 +18,8 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     auto stream = device.make_stream(); // owns the stream: dropping it gives it back
     stream->set_doorbell(port.shared_bell());
-    const std::uint64_t first = stream->enqueue(gpu_async::dur_ns::from_ms(1));
-    const std::uint64_t second = stream->enqueue(gpu_async::dur_ns::from_ms(1));
+    const std::uint64_t first = stream->enqueue(std::chrono::milliseconds(1));
+    const std::uint64_t second = stream->enqueue(std::chrono::milliseconds(1));
 
     // Nothing starts here: the descriptors travel inside the deferred operations.
     auto both = port.async_wait(

@@ -20,7 +20,7 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     auto stream = device.make_stream(); // owns the stream: dropping it gives it back
     stream->set_doorbell(port.shared_bell());
-    const std::uint64_t seq = stream->enqueue(gpu_async::dur_ns::from_ms(3));
+    const std::uint64_t seq = stream->enqueue(std::chrono::milliseconds(3));
     std::future<void> f = port.async_wait(stream->descriptor_for(seq), asio::use_future);
     std::thread runner([&] { ctx.run_for(std::chrono::seconds(10)); });
     const bool ready = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready;

@@ -18,7 +18,7 @@ namespace asio = boost::asio;
 asio::awaitable<void> waits(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream,
                             const gpu_async::wait_plan& plan, int& ok) {
     for (int i = 0; i < 5; ++i) {
-        stream.enqueue(gpu_async::dur_ns::from_ms(2));
+        stream.enqueue(std::chrono::milliseconds(2));
         const gpu_async::wait_report r =
             co_await port.async_wait(stream, plan, "decode.readback", asio::use_awaitable);
         const auto predicted = port.prediction_ns("decode.readback", *plan.predict());

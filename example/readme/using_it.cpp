@@ -9,13 +9,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 
 namespace asio = boost::asio;
 
 asio::awaitable<void> step(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream) {
-    const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(500)); // launch work
+    const std::uint64_t seq = stream.enqueue(std::chrono::microseconds(500));  // launch work
     co_await port.async_wait(stream.descriptor_for(seq), asio::use_awaitable); // await it
     std::printf("step done\n");
 }
