@@ -171,7 +171,7 @@ struct cell_result {
 };
 
 struct lane {
-    gpu_async::sim_stream* stream = nullptr;
+    gpu_async::sim_stream_handle stream;
     std::atomic<std::uint64_t> store_ns{0};
     std::uint64_t seq = 0;
     std::uint32_t rng = 0;
@@ -196,7 +196,7 @@ public:
         for (std::size_t i = 0; i < lanes_.size(); ++i) {
             if (i % gpu_async::line_words == 0) line = &device_.make_line();
             lanes_[i].stream =
-                &device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
+                device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
             if (port_) lanes_[i].stream->set_doorbell(port_->shared_bell());
             lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
         }
@@ -593,8 +593,9 @@ std::vector<executor_row> executor_rows(int rounds, std::uint64_t work_us,
     gpu_async::doorbell& bell = *bell_owner;
     for (bool ringing : {false, true}) {
         gpu_async::sim_device dev(gpu_async::sim_device::options{1, false});
+        std::vector<gpu_async::sim_stream_handle> handles; // the streams live until dev goes
         auto stream = [&]() -> gpu_async::sim_stream& {
-            gpu_async::sim_stream& st = dev.make_stream();
+            gpu_async::sim_stream& st = *handles.emplace_back(dev.make_stream());
             if (ringing) st.set_doorbell(bell_owner);
             return st;
         };

@@ -123,8 +123,9 @@ int main(int argc, char** argv) {
     for (bool ringing : {false, true}) {
         sim_device dev;
         const std::string suffix = ringing ? " +doorbell" : "";
+        std::vector<gpu_async::sim_stream_handle> handles; // the streams live until dev goes
         auto stream = [&]() -> sim_stream& {
-            sim_stream& s = dev.make_stream();
+            sim_stream& s = *handles.emplace_back(dev.make_stream());
             if (ringing) s.set_doorbell(bell_owner);
             return s;
         };

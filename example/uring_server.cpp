@@ -183,7 +183,8 @@ struct uring_server {
     int failures = 0;
 
     fill_task<> connection(int fd) {
-        sim_stream& stream = dev.make_stream();
+        auto stream_handle = dev.make_stream();
+        sim_stream& stream = *stream_handle;
         stream.set_doorbell(bell);
         std::string pending;
         char buf[256];
@@ -279,7 +280,8 @@ int serve_blocking(executor_kind kind, int listen_fd, int clients, const wait_pl
     for (int c = 0; c < clients; ++c) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
         if (fd < 0) return 1;
-        sim_stream& stream = dev.make_stream();
+        auto stream_handle = dev.make_stream();
+        sim_stream& stream = *stream_handle;
         std::string pending;
         char buf[256];
         for (;;) {

@@ -18,7 +18,7 @@ namespace asio = boost::asio;
 asio::awaitable<void> batch(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream,
                             int& finished) {
     for (int step = 0; step < 3; ++step) {
-        const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(500));
+        const std::uint64_t seq = stream.enqueue(std::chrono::microseconds(500));
         auto [ec] = co_await port.async_wait(stream.descriptor_for(seq),
                                              asio::as_tuple(asio::use_awaitable));
         std::printf("step %d: %s\n", step, ec ? ec.message().c_str() : "done");
@@ -31,10 +31,10 @@ int main() {
     gpu_async::sim_device device;
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell());
+    auto stream = device.make_stream(); // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell());
     int finished = 0;
-    asio::co_spawn(ctx, batch(port, stream, finished), asio::detached);
+    asio::co_spawn(ctx, batch(port, *stream, finished), asio::detached);
     asio::steady_timer timer(ctx, std::chrono::milliseconds(1));
     timer.async_wait([](boost::system::error_code) { std::printf("timer fired meanwhile\n"); });
     ctx.run_for(std::chrono::seconds(10));

@@ -17,10 +17,11 @@ int main() {
     gpu_async::gpu_completion_port port(ctx);
     const auto start = std::chrono::steady_clock::now();
     int done = 0;
+    std::vector<gpu_async::sim_stream_handle> streams; // each stream lives as long as its handle
     for (int i = 1; i <= 3; ++i) {
-        gpu_async::sim_stream& stream = device.make_stream();
+        gpu_async::sim_stream& stream = *streams.emplace_back(device.make_stream());
         stream.set_doorbell(port.shared_bell()); // a host producer rings after its store
-        const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_ms(2 * i));
+        const std::uint64_t seq = stream.enqueue(std::chrono::milliseconds(2 * i));
         port.async_wait(stream.descriptor_for(seq), [&, i](boost::system::error_code ec) {
             const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                 std::chrono::steady_clock::now() - start);

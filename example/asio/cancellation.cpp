@@ -18,8 +18,8 @@ int main() {
     gpu_async::sim_device device({1, true}); // manual: the work never runs unless stepped
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
-    gpu_async::sim_stream& stream = device.make_stream();
-    const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_ms(1));
+    auto stream = device.make_stream(); // owns the stream: dropping it gives it back
+    const std::uint64_t seq = stream->enqueue(std::chrono::milliseconds(1));
 
     int aborted = 0;
     auto report = [&](const char* what) {
@@ -29,10 +29,10 @@ int main() {
         };
     };
     asio::cancellation_signal signal;
-    port.async_wait(stream.descriptor_for(seq),
+    port.async_wait(stream->descriptor_for(seq),
                     asio::bind_cancellation_slot(signal.slot(), report("per-operation")));
-    port.async_wait(stream.descriptor_for(seq), report("port-wide #1"));
-    port.async_wait(stream.descriptor_for(seq), report("port-wide #2"));
+    port.async_wait(stream->descriptor_for(seq), report("port-wide #1"));
+    port.async_wait(stream->descriptor_for(seq), report("port-wide #2"));
 
     asio::post(ctx, [&] {
         signal.emit(asio::cancellation_type::terminal);

@@ -16,16 +16,16 @@ int main() {
     gpu_async::sim_device device;
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell());
-    const std::uint64_t first = stream.enqueue(gpu_async::dur_ns::from_ms(1));
-    const std::uint64_t second = stream.enqueue(gpu_async::dur_ns::from_ms(1));
+    auto stream = device.make_stream(); // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell());
+    const std::uint64_t first = stream->enqueue(std::chrono::milliseconds(1));
+    const std::uint64_t second = stream->enqueue(std::chrono::milliseconds(1));
 
     // Nothing starts here: the descriptors travel inside the deferred operations.
     auto both = port.async_wait(
-        stream.descriptor_for(first), asio::deferred([&](boost::system::error_code ec) {
+        stream->descriptor_for(first), asio::deferred([&](boost::system::error_code ec) {
             std::printf("first: %s\n", ec ? ec.message().c_str() : "done");
-            return port.async_wait(stream.descriptor_for(second), asio::deferred);
+            return port.async_wait(stream->descriptor_for(second), asio::deferred);
         }));
     int rc = 1;
     std::move(both)([&](boost::system::error_code ec) {

@@ -40,8 +40,8 @@ const char* text(const boost::system::error_code& ec) {
 //! [first-of-group]
 void first_of_group(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& a,
                     gpu_async::sim_stream& b, asio::steady_timer& timer, std::size_t& winner) {
-    const auto done_a = a.descriptor_for(a.enqueue(gpu_async::dur_ns::from_ms(2000)));
-    const auto done_b = b.descriptor_for(b.enqueue(gpu_async::dur_ns::from_ms(2)));
+    const auto done_a = a.descriptor_for(a.enqueue(std::chrono::milliseconds(2000)));
+    const auto done_b = b.descriptor_for(b.enqueue(std::chrono::milliseconds(2)));
     timer.expires_after(10s);
     asio::experimental::make_parallel_group(port.async_wait(done_a, asio::deferred),
                                             port.async_wait(done_b, asio::deferred),
@@ -61,8 +61,8 @@ asio::awaitable<std::size_t> first_of_operators(gpu_async::gpu_completion_port& 
                                                 gpu_async::sim_stream& a, gpu_async::sim_stream& b,
                                                 std::chrono::milliseconds deadline) {
     using namespace asio::experimental::awaitable_operators;
-    const auto done_a = a.descriptor_for(a.enqueue(gpu_async::dur_ns::from_ms(2000)));
-    const auto done_b = b.descriptor_for(b.enqueue(gpu_async::dur_ns::from_ms(3)));
+    const auto done_a = a.descriptor_for(a.enqueue(std::chrono::milliseconds(2000)));
+    const auto done_b = b.descriptor_for(b.enqueue(std::chrono::milliseconds(3)));
     asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
     // The first to succeed wins; the others are cancelled and awaited.
     const std::variant<std::monostate, std::monostate, std::monostate> first = co_await (
@@ -78,24 +78,24 @@ int main() {
     asio::io_context ctx(1);
     gpu_async::gpu_completion_port port(ctx);
     gpu_async::sim_device device;
-    gpu_async::sim_stream& a = device.make_stream();
-    gpu_async::sim_stream& b = device.make_stream();
-    a.set_doorbell(port.shared_bell());
-    b.set_doorbell(port.shared_bell());
+    auto a = device.make_stream(); // owns the stream: dropping it gives it back
+    auto b = device.make_stream(); // owns the stream: dropping it gives it back
+    a->set_doorbell(port.shared_bell());
+    b->set_doorbell(port.shared_bell());
     asio::steady_timer timer(ctx);
 
     std::size_t group_winner = 99;
-    first_of_group(port, a, b, timer, group_winner);
+    first_of_group(port, *a, *b, timer, group_winner);
 
     std::size_t operators_winner = 99, deadline_winner = 99;
     asio::co_spawn(
         ctx,
         [&]() -> asio::awaitable<void> {
-            operators_winner = co_await first_of_operators(port, a, b, 10s);
+            operators_winner = co_await first_of_operators(port, *a, *b, 10s);
             std::printf("operator ||: %s first\n", names[operators_winner]);
             // A deadline: both copies take 2 s at least (queued behind the work above), the
             // timer 5 ms.
-            deadline_winner = co_await first_of_operators(port, a, a, 5ms);
+            deadline_winner = co_await first_of_operators(port, *a, *a, 5ms);
             std::printf("operator || with a 5 ms deadline: %s first\n", names[deadline_winner]);
         },
         asio::detached);

@@ -18,10 +18,10 @@ int main() {
     gpu_async::sim_device device;
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell());
-    const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_ms(3));
-    std::future<void> f = port.async_wait(stream.descriptor_for(seq), asio::use_future);
+    auto stream = device.make_stream(); // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell());
+    const std::uint64_t seq = stream->enqueue(std::chrono::milliseconds(3));
+    std::future<void> f = port.async_wait(stream->descriptor_for(seq), asio::use_future);
     std::thread runner([&] { ctx.run_for(std::chrono::seconds(10)); });
     const bool ready = f.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
     int rc = 1;

@@ -18,7 +18,7 @@ namespace asio = boost::asio;
 asio::awaitable<void> waits(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream,
                             const gpu_async::wait_plan& plan, int& ok) {
     for (int i = 0; i < 5; ++i) {
-        stream.enqueue(gpu_async::dur_ns::from_ms(2));
+        stream.enqueue(std::chrono::milliseconds(2));
         const gpu_async::wait_report r =
             co_await port.async_wait(stream, plan, "decode.readback", asio::use_awaitable);
         const auto predicted = port.prediction_ns("decode.readback", *plan.predict());
@@ -44,10 +44,10 @@ int main() {
     gpu_async::sim_device device;
     // After the device: the port is destroyed first and cancels its waits.
     gpu_async::gpu_completion_port port(ctx);
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell());
+    auto stream = device.make_stream(); // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell());
     int ok = 0;
-    asio::co_spawn(ctx, waits(port, stream, plan.value(), ok), [](std::exception_ptr e) {
+    asio::co_spawn(ctx, waits(port, *stream, plan.value(), ok), [](std::exception_ptr e) {
         if (e) std::rethrow_exception(e);
     });
     ctx.run_for(std::chrono::seconds(10));

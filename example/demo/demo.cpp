@@ -608,7 +608,8 @@ private:
             }
             co_await serve(socket, *lane.value());
         } else {
-            gpu_async::sim_stream& stream = device_.make_stream();
+            auto stream_handle = device_.make_stream();
+            gpu_async::sim_stream& stream = *stream_handle;
             if (port_) stream.set_doorbell(port_->shared_bell());
             sim_lane lane(stream, device_threads_, opts_.work_us);
             co_await serve(socket, lane);
@@ -787,7 +788,8 @@ private:
             else
                 co_await serve(fd, *lane.value());
         } else {
-            gpu_async::sim_stream& stream = device_.make_stream();
+            auto stream_handle = device_.make_stream();
+            gpu_async::sim_stream& stream = *stream_handle;
             stream.set_doorbell(bell_owner_);
             sim_lane lane(stream, device_threads_, opts_.work_us);
             co_await serve(fd, lane);

@@ -9,13 +9,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 
 namespace asio = boost::asio;
 
 asio::awaitable<void> step(gpu_async::gpu_completion_port& port, gpu_async::sim_stream& stream) {
-    const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(500)); // launch work
+    const std::uint64_t seq = stream.enqueue(std::chrono::microseconds(500));  // launch work
     co_await port.async_wait(stream.descriptor_for(seq), asio::use_awaitable); // await it
     std::printf("step done\n");
 }
@@ -24,9 +25,9 @@ int main() {
     asio::io_context ctx;                     // any execution context
     gpu_async::gpu_completion_port port(ctx); // the context's reactor watches the lines
     gpu_async::sim_device device;             // a software GPU: streams on worker threads
-    gpu_async::sim_stream& stream = device.make_stream();
-    stream.set_doorbell(port.shared_bell()); // the stream rings the reactor after each store
-    asio::co_spawn(ctx, step(port, stream), asio::detached);
+    auto stream = device.make_stream();       // owns the stream: dropping it gives it back
+    stream->set_doorbell(port.shared_bell()); // the stream rings the reactor after each store
+    asio::co_spawn(ctx, step(port, *stream), asio::detached);
     ctx.run(); // returns when the step is done
 }
 //! [using-it]

@@ -124,6 +124,12 @@ public:
     dur_ns park_bound() const noexcept { return service_->park_bound(); }
     /// Sets the execution context's park bound (zero is taken as 1 ns); from the next park on.
     void park_bound(dur_ns bound) noexcept { service_->park_bound(bound); }
+    /// Sets the park bound from a std::chrono duration (`port.park_bound(50us)`; zero or less is
+    /// taken as 1 ns). The getter's dur_ns reads as std::chrono::nanoseconds.
+    template <class Rep, class Period>
+    void park_bound(std::chrono::duration<Rep, Period> bound) noexcept {
+        park_bound(dur_ns::from(bound));
+    }
 
     /// Cancels every pending wait of this port. Their handlers are invoked (never from within
     /// this function) with asio::error::operation_aborted. Waits that completed before this

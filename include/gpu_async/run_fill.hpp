@@ -24,12 +24,13 @@ namespace asio = boost::asio;
 struct fill_options {
     /// The longest park on the reactor's doorbell while GPU waits are pending. It bounds how late
     /// the thread notices what does not ring the doorbell: a GPU store, a socket or timer event,
-    /// a handler posted from another thread. Zero is taken as 1 ns.
-    dur_ns park_bound = default_park_bound;
+    /// a handler posted from another thread. Zero (or less) is taken as 1 ns. A std::chrono
+    /// duration (`opts.park_bound = 50us;`) or a dur_ns.
+    std::chrono::nanoseconds park_bound = default_park_bound;
     /// The longest block inside the io_context's own wait (io_context::run_one_for) while no GPU
     /// wait is pending. Sockets, timers and posts wake that block at once; it bounds only how late
-    /// the thread notices a GPU wait started by another thread. Zero is taken as 1 ns.
-    dur_ns idle_bound = dur_ns::from_ms(1);
+    /// the thread notices a GPU wait started by another thread. Zero (or less) is taken as 1 ns.
+    std::chrono::nanoseconds idle_bound = std::chrono::milliseconds(1);
 };
 
 /// Runs `ctx` on the calling thread in FILL mode until it runs out of work or is stopped, as

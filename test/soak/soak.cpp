@@ -95,6 +95,7 @@ using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::sim_device;
 using gpu_async::sim_stream;
+using gpu_async::sim_stream_handle;
 using gpu_async::slot_id;
 using clock_type = std::chrono::steady_clock;
 
@@ -451,6 +452,7 @@ struct world {
     asio::io_context& ioc;
     std::shared_ptr<gpu_async::doorbell> bell; // the main reactor's doorbell
     std::vector<std::unique_ptr<sim_device>> devices;
+    std::vector<sim_stream_handle> handles; // the streams below
     std::vector<sim_stream*> streams;
     std::vector<std::unique_ptr<gpu_completion_port>> ports;
     std::vector<std::unique_ptr<task_thread>> tasks;
@@ -797,13 +799,14 @@ private:
         if (n == 0) return false;
         auto r = std::make_shared<round_state>(kind::group, first, n, false);
         auto dev = std::make_unique<sim_device>(sim_device::options{2, false});
+        std::vector<sim_stream_handle> handles;
         auto next = std::make_shared<counter>(0);
         std::vector<std::shared_ptr<group_chain>> chains;
         const std::uint64_t lines = uniform(2, 4);
         for (std::uint64_t l = 0; l < lines; ++l) {
             completion_line& line = dev->make_line();
             for (std::size_t s = 0; s < gpu_async::line_words; ++s) {
-                sim_stream& st = dev->make_stream(line, *slot_id::at(s));
+                sim_stream& st = *handles.emplace_back(dev->make_stream(line, *slot_id::at(s)));
                 if (s % 2 == 0) st.set_doorbell(w_.bell);
                 chains.push_back(std::make_shared<group_chain>(w_, r, st, next, first, n, rng_()));
             }
@@ -904,6 +907,7 @@ private:
         if (n == 0) return false;
         auto r = std::make_shared<round_state>(kind::device_teardown, first, n, true);
         struct holder {
+            std::vector<sim_stream_handle> handles; // outlive dev: dropping them is a no-op
             std::unique_ptr<sim_device> dev;
         };
         auto h = std::make_shared<holder>();
@@ -913,11 +917,12 @@ private:
         for (std::uint64_t l = 0; l < lines; ++l) {
             completion_line& line = h->dev->make_line();
             for (std::size_t s = 0; s < gpu_async::line_words; ++s)
-                streams.push_back(&h->dev->make_stream(line, *slot_id::at(s)));
+                streams.push_back(
+                    h->handles.emplace_back(h->dev->make_stream(line, *slot_id::at(s))).get());
         }
         const std::uint64_t own = uniform(0, 4);
         for (std::uint64_t l = 0; l < own; ++l)
-            streams.push_back(&h->dev->make_stream());
+            streams.push_back(h->handles.emplace_back(h->dev->make_stream()).get());
         for (std::size_t i = 0; i < streams.size(); ++i)
             if (i % 2 == 1) streams[i]->set_doorbell(w_.bell);
         const bool fault = chance(0.3);
@@ -955,6 +960,7 @@ private:
             std::uint64_t items;
         };
         struct holder {
+            std::vector<sim_stream_handle> handles; // may outlive dev: dropping them is a no-op
             std::unique_ptr<sim_device> dev;
             std::vector<std::unique_ptr<completion_line>> lines;
         };
@@ -971,7 +977,8 @@ private:
                 const std::uint64_t k = uniform(1, 200);
                 const std::uint64_t start = std::uint64_t{0} - k;
                 line.words[s].store(start, std::memory_order_relaxed);
-                sim_stream& st = h->dev->make_stream(line, *slot_id::at(s)); // tail from the word
+                sim_stream& st = *h->handles.emplace_back(
+                    h->dev->make_stream(line, *slot_id::at(s))); // tail from the word
                 if (s % 2 == 0) st.set_doorbell(w_.bell);
                 const std::uint64_t items = k + uniform(1, 40);
                 plan.push_back({&st, start, items});
@@ -1054,11 +1061,12 @@ private:
         asio::io_context& ctx = *ctx_owner;
         auto dev = std::make_unique<sim_device>(sim_device::options{1, false});
         auto port = std::make_unique<gpu_completion_port>(ctx);
+        std::vector<sim_stream_handle> handles;
         std::vector<sim_stream*> streams;
         for (int l = 0; l < 2; ++l) {
             completion_line& line = dev->make_line();
             for (std::size_t s = 0; s < gpu_async::line_words; ++s) {
-                sim_stream& st = dev->make_stream(line, *slot_id::at(s));
+                sim_stream& st = *handles.emplace_back(dev->make_stream(line, *slot_id::at(s)));
                 if (s % 2 == 0) st.set_doorbell(port->shared_bell());
                 streams.push_back(&st);
             }
@@ -1286,7 +1294,7 @@ int main(int argc, char** argv) {
         });
     }
 
-    world w{opt, ioc, nullptr, {}, {}, {}, {}, {}};
+    world w{opt, ioc, nullptr, {}, {}, {}, {}, {}, {}};
     w.deadline = started_at + std::chrono::duration_cast<clock_type::duration>(
                                   std::chrono::duration<double>(opt.seconds_limit));
     for (int i = 0; i < 4; ++i)
@@ -1298,7 +1306,7 @@ int main(int argc, char** argv) {
         sim_device& dev = *w.devices[l % w.devices.size()];
         completion_line& line = dev.make_line();
         for (std::size_t s = 0; s < gpu_async::line_words; ++s) {
-            sim_stream& st = dev.make_stream(line, *slot_id::at(s));
+            sim_stream& st = *w.handles.emplace_back(dev.make_stream(line, *slot_id::at(s)));
             if ((l + s) % 2 == 0) st.set_doorbell(w.bell); // the others only store
             w.streams.push_back(&st);
         }

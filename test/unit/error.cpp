@@ -173,7 +173,8 @@ BOOST_AUTO_TEST_CASE(a_device_fault_reaches_the_handler_as_the_registry_code) {
     sim_device::options manual;
     manual.manual = true;
     sim_device dev(manual);
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue_fault();
     std::optional<boost::system::error_code> got;
     port.async_wait(s, wait_plan::recommended(), "fault",

@@ -52,8 +52,10 @@ struct two_copies {
     asio::io_context ctx{1};
     gpu_completion_port port{ctx};
     sim_device dev{manual()};
-    sim_stream& a = dev.make_stream();
-    sim_stream& b = dev.make_stream();
+    gpu_async::sim_stream_handle a_handle = dev.make_stream();
+    sim_stream& a = *a_handle;
+    gpu_async::sim_stream_handle b_handle = dev.make_stream();
+    sim_stream& b = *b_handle;
     gpu_async::memory_descriptor done_a = a.descriptor_for(a.enqueue(gpu_async::dur_ns{}));
     gpu_async::memory_descriptor done_b = b.descriptor_for(b.enqueue(gpu_async::dur_ns{}));
     asio::steady_timer timer{ctx};

@@ -847,4 +847,20 @@ BOOST_AUTO_TEST_CASE(tcp_acceptor_and_gpu_wait_under_run) {
     BOOST_TEST(gpu);
 }
 
+BOOST_AUTO_TEST_CASE(park_bound_takes_std_chrono) {
+    using namespace std::chrono_literals;
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(250us);
+    BOOST_TEST(port.park_bound().count() == 250'000u);
+    const std::chrono::nanoseconds read = port.park_bound();
+    BOOST_TEST((read == 250us));
+    port.park_bound(std::chrono::duration<double, std::milli>(0.5));
+    BOOST_TEST((port.park_bound().chrono() == 500us));
+    port.park_bound(0s); // zero is taken as the shortest bound
+    BOOST_TEST(port.park_bound().count() == 1u);
+    port.park_bound(gpu_async::dur_ns::from_us(20)); // dur_ns still accepted
+    BOOST_TEST(port.park_bound().count() == 20'000u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -78,7 +78,8 @@ BOOST_AUTO_TEST_CASE(immediate_when_the_work_is_already_done) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue(gpu_async::dur_ns{});
     dev.step_all();
     result r;
@@ -101,7 +102,8 @@ BOOST_AUTO_TEST_CASE(flag_plan_parks_through_the_reactor_and_feeds_the_estimator
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.set_doorbell(port.shared_bell());
     s.enqueue(gpu_async::dur_ns{});
     result r;
@@ -124,7 +126,8 @@ BOOST_AUTO_TEST_CASE(poll_plan_queries_until_done_letting_other_handlers_run) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue(gpu_async::dur_ns{});
     result r;
     port.async_wait(s, plan("poll"), "p", record(r));
@@ -148,7 +151,8 @@ BOOST_AUTO_TEST_CASE(block_plan_blocks_and_feeds_nothing) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev; // threads: block() waits for them
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue(gpu_async::dur_ns::from_us(200));
     result r;
     port.async_wait(s, plan("block"), "b", record(r));
@@ -164,7 +168,8 @@ BOOST_AUTO_TEST_CASE(late_after_the_predicted_sleep) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     const wait_plan p = plan(flag_predict_text);
     // Teach the point a long prediction: one parked wait finished well after its start.
     {
@@ -203,7 +208,8 @@ BOOST_AUTO_TEST_CASE(source_error_arrives_as_the_error_code) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue_fault();
     result r;
     port.async_wait(s, plan(flag_text), "f", record(r));
@@ -218,7 +224,8 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_parked) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue(gpu_async::dur_ns{}); // never stepped
     asio::cancellation_signal sig;
     result r;
@@ -254,7 +261,8 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     const wait_plan p = plan(flag_predict_text);
     // A 40 ms prediction: the next wait sleeps (about 39.85 ms).
     s.enqueue(gpu_async::dur_ns{});
@@ -283,7 +291,8 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {
 BOOST_AUTO_TEST_CASE(port_cancel_and_destruction_end_plan_waits) {
     asio::io_context ctx;
     sim_device dev(manual());
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.enqueue(gpu_async::dur_ns{}); // never stepped
     result a, b;
     {
@@ -308,7 +317,8 @@ BOOST_AUTO_TEST_CASE(threaded_device_with_ringing_under_run_and_run_fill) {
             asio::io_context ctx;
             gpu_completion_port port(ctx);
             sim_device dev;
-            auto& s = dev.make_stream();
+            auto s_handle = dev.make_stream();
+            auto& s = *s_handle;
             s.set_doorbell(port.shared_bell());
             result r;
             s.enqueue(gpu_async::dur_ns::from_us(500));
@@ -330,7 +340,8 @@ BOOST_AUTO_TEST_CASE(tokens_future_and_deferred) {
     asio::thread_pool pool(2);
     gpu_completion_port port(pool);
     sim_device dev;
-    auto& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
     s.set_doorbell(port.shared_bell());
     s.enqueue(gpu_async::dur_ns::from_us(100));
     std::future<wait_report> f = port.async_wait(s, plan(flag_text), "fut", asio::use_future);
@@ -357,11 +368,12 @@ BOOST_AUTO_TEST_CASE(sim_device_4096_descriptors_over_512_lines_complete_exactly
     std::mt19937 rng(2024);
     std::uniform_int_distribution<std::uint64_t> us(0, 2000);
     std::vector<int> calls(4096, 0);
+    std::vector<gpu_async::sim_stream_handle> handles; // each stream lives while it is waited on
     std::size_t i = 0;
     for (int l = 0; l < 512; ++l) {
         gpu_async::completion_line& line = dev.make_line();
         for (std::size_t s = 0; s < 8; ++s, ++i) {
-            auto& stream = dev.make_stream(line, *gpu_async::slot_id::at(s));
+            auto& stream = *handles.emplace_back(dev.make_stream(line, *gpu_async::slot_id::at(s)));
             stream.set_doorbell(port.shared_bell());
             const std::uint64_t seq = stream.enqueue(gpu_async::dur_ns::from_us(us(rng)));
             port.async_wait(stream.descriptor_for(seq), [&calls, i](error_code ec) {

@@ -157,9 +157,9 @@ BOOST_AUTO_TEST_CASE(parallel_group_races_on_four_threads) {
     gpu_completion_port port(ctx);
     sim_device dev({2, false});
     const int rounds = race_rounds(2000);
-    std::vector<sim_stream*> streams;
+    std::vector<gpu_async::sim_stream_handle> streams;
     for (int i = 0; i < 8; ++i) {
-        streams.push_back(&dev.make_stream(dev.make_line(), slot(0)));
+        streams.push_back(dev.make_stream(dev.make_line(), slot(0)));
         streams.back()->set_doorbell(port.shared_bell());
     }
     std::atomic<int> finished{0};
@@ -325,11 +325,13 @@ BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_waits) {
     std::vector<int> ends(12, 0);
     std::vector<error_code> ecs(12);
     {
+        std::vector<gpu_async::sim_stream_handle> owned; // outlives the device: dropped no-op
         sim_device dev;
         completion_line& shared = dev.make_line();
         for (int i = 0; i < 12; ++i) {
-            sim_stream& s = i < 8 ? dev.make_stream(shared, slot(static_cast<std::size_t>(i)))
-                                  : dev.make_stream();
+            sim_stream& s = *owned.emplace_back(
+                i < 8 ? dev.make_stream(shared, slot(static_cast<std::size_t>(i)))
+                      : dev.make_stream());
             s.set_doorbell(port.shared_bell());
             const std::uint64_t seq = s.enqueue(dur_ns::from_ms(60000));
             port.async_wait(s.descriptor_for(seq), [&, i](error_code ec) {
@@ -360,13 +362,16 @@ BOOST_AUTO_TEST_CASE(destroying_the_device_ends_its_plan_driven_waits) {
     std::vector<error_code> ecs(3);
     std::thread runner;
     {
+        // Before the device: the handles outlive it (dropping them then is a no-op), so the
+        // device's destruction, not a give-back, ends the waits.
+        std::vector<gpu_async::sim_stream_handle> streams;
         sim_device dev;
-        std::vector<sim_stream*> streams;
         for (int i = 0; i < 3; ++i)
-            streams.push_back(&dev.make_stream());
+            streams.push_back(dev.make_stream());
         // Teach the predicting point a long completion so the wait sleeps.
         {
-            sim_stream& warm = dev.make_stream();
+            auto warm_handle = dev.make_stream();
+            sim_stream& warm = *warm_handle;
             warm.enqueue(dur_ns::from_ms(3));
             bool ok = false;
             port.async_wait(warm, wait_plan::parse(plans[2]).value(), "p",
@@ -445,7 +450,8 @@ BOOST_AUTO_TEST_CASE(destroying_a_mapped_line_ends_its_waits) {
 // doorbell alive and ring it safely.
 BOOST_AUTO_TEST_CASE(a_device_outliving_the_context_rings_safely) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     std::weak_ptr<doorbell> watched;
     {
         asio::io_context ctx;
@@ -490,6 +496,31 @@ BOOST_AUTO_TEST_CASE(one_scan_completes_a_slot_in_ascending_target_order) {
     BOOST_TEST_REQUIRE(order.size() == 40u);
     for (std::size_t i = 1; i < order.size(); ++i)
         BOOST_TEST(order[i] - base > order[i - 1] - base);
+}
+
+BOOST_AUTO_TEST_CASE(giving_a_stream_back_ends_the_waits_on_its_own_line) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev({1, false});
+    sim_stream_handle own = dev.make_stream();
+    sim_stream_handle shared = dev.make_stream(dev.make_line(), slot(1));
+    own->set_doorbell(port.shared_bell());
+    shared->set_doorbell(port.shared_bell());
+    const std::uint64_t queued = own->enqueue(dur_ns::from_ms(60000));
+    const std::uint64_t other = shared->enqueue(dur_ns::zero());
+    std::optional<error_code> own_end, shared_end;
+    port.async_wait(own->descriptor_for(queued), [&](error_code ec) { own_end = ec; });
+    port.async_wait(shared->descriptor_for(other), [&](error_code ec) { shared_end = ec; });
+    completion_line& line = own->line();
+    own.reset();                            // its queued item goes, its line is retired
+    BOOST_TEST(line.words[0].load() == 0u); // the queued number was never stored
+    run_to_completion(ctx);
+    BOOST_REQUIRE(own_end.has_value());
+    BOOST_TEST((*own_end == asio::error::operation_aborted));
+    BOOST_REQUIRE(shared_end.has_value());
+    BOOST_TEST(!*shared_end);
+    BOOST_TEST(port.pending() == 0u);
+    BOOST_TEST(dev.stream_count() == 1u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -205,4 +205,27 @@ BOOST_AUTO_TEST_CASE(zero_bounds_are_taken_as_the_shortest) {
     BOOST_TEST(done);
 }
 
+BOOST_AUTO_TEST_CASE(fill_options_take_std_chrono_and_dur_ns) {
+    using namespace std::chrono_literals;
+    gpu_async::fill_options o;
+    BOOST_TEST((o.park_bound == gpu_async::default_park_bound.chrono()));
+    BOOST_TEST((o.idle_bound == 1ms));
+    o.park_bound = 50us;
+    o.idle_bound = gpu_async::dur_ns::from_us(200); // dur_ns still accepted
+    BOOST_TEST((o.idle_bound == 200us));
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    bool done = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) { done = !ec; });
+    std::thread producer([&] { line.words[0].store(1, std::memory_order_release); }); // no ring
+    BOOST_TEST(run_fill(ctx, o) == 1u); // seen within a 50 us park bound
+    producer.join();
+    BOOST_TEST(done);
+    o.park_bound = -1ms; // taken as 1 ns
+    o.idle_bound = 0ms;
+    ctx.restart();
+    BOOST_TEST(run_fill(ctx, o) == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,6 +25,12 @@ static_assert(completion_source<sim_stream>);
 static_assert(!std::is_copy_constructible_v<sim_stream>);
 static_assert(!std::is_constructible_v<sim_stream, sim_device&>);
 static_assert(!std::is_copy_constructible_v<sim_device>);
+static_assert(!std::is_copy_constructible_v<sim_stream_handle>);
+static_assert(!std::is_copy_assignable_v<sim_stream_handle>);
+static_assert(std::is_nothrow_move_constructible_v<sim_stream_handle>);
+static_assert(std::is_nothrow_move_assignable_v<sim_stream_handle>);
+static_assert(!std::is_convertible_v<sim_stream_handle, bool>);
+static_assert(!std::is_convertible_v<sim_stream_handle, sim_stream&>);
 
 constexpr dur_ns long_bound = dur_ns::from_ms(10000);
 
@@ -109,7 +115,8 @@ BOOST_AUTO_TEST_SUITE(sim_device_suite)
 
 BOOST_AUTO_TEST_CASE(sequence_numbers_and_descriptor) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     BOOST_TEST(s.tail() == 0u);
     BOOST_TEST(s.query().is_done()); // nothing enqueued
     BOOST_TEST(s.descriptor().is_complete());
@@ -132,7 +139,8 @@ BOOST_AUTO_TEST_CASE(sequence_numbers_and_descriptor) {
 
 BOOST_AUTO_TEST_CASE(items_run_in_order_per_stream) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     std::vector<int> order; // written by the device thread only, read after block()
     s.enqueue([&] { order.push_back(1); }, dur_ns::from_us(300));
     s.enqueue([&] { order.push_back(2); });
@@ -145,7 +153,8 @@ BOOST_AUTO_TEST_CASE(payload_visible_once_the_word_says_done) {
     // The release store behind each item publishes everything the item wrote (non-atomic data
     // here: ThreadSanitizer checks the happens-before edge).
     sim_device dev({2, false});
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     std::array<std::uint64_t, 512> payload{};
     for (std::uint64_t i = 0; i < payload.size(); ++i) {
         const std::uint64_t seq = s.enqueue([&payload, i] { payload[i] = i * 7 + 1; });
@@ -162,7 +171,8 @@ BOOST_AUTO_TEST_CASE(payload_visible_once_the_word_says_done) {
 
 BOOST_AUTO_TEST_CASE(callable_may_be_move_only) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     auto p = std::make_unique<int>(5);
     std::atomic<int> seen{0};
     s.enqueue([q = std::move(p), &seen] { seen.store(*q); });
@@ -172,7 +182,8 @@ BOOST_AUTO_TEST_CASE(callable_may_be_move_only) {
 
 BOOST_AUTO_TEST_CASE(fault_is_reported_and_sticky) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     std::atomic<bool> ran_after{false};
     s.enqueue(dur_ns::from_us(50));
     const std::uint64_t bad = s.enqueue_fault();
@@ -199,7 +210,8 @@ BOOST_AUTO_TEST_CASE(fault_is_reported_and_sticky) {
 
 BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     s.enqueue([]() -> std::error_code { return {}; });
     BOOST_TEST(!s.block());
     s.enqueue([]() -> std::error_code { return make_error_code(errc::backend); });
@@ -207,7 +219,8 @@ BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
     BOOST_TEST((s.query().error == errc::backend));
     BOOST_TEST(s.word() == 1u);
     // A fault code given as empty becomes device_fault.
-    sim_stream& t = dev.make_stream();
+    auto t_handle = dev.make_stream();
+    sim_stream& t = *t_handle;
     t.enqueue_fault(std::error_code{});
     BOOST_TEST((t.block() == errc::device_fault));
 }
@@ -215,8 +228,10 @@ BOOST_AUTO_TEST_CASE(callable_returning_an_error_faults) {
 BOOST_AUTO_TEST_CASE(manual_mode_steps_each_completion) {
     sim_device dev({1, true});
     BOOST_TEST(dev.manual());
-    sim_stream& a = dev.make_stream();
-    sim_stream& b = dev.make_stream();
+    auto a_handle = dev.make_stream();
+    sim_stream& a = *a_handle;
+    auto b_handle = dev.make_stream();
+    sim_stream& b = *b_handle;
     int ran = 0;
     a.enqueue(dur_ns::from_ms(10000)); // durations are ignored in manual mode
     a.enqueue([&] { ++ran; });
@@ -244,7 +259,8 @@ BOOST_AUTO_TEST_CASE(manual_mode_steps_each_completion) {
 
 BOOST_AUTO_TEST_CASE(step_refuses_a_threaded_device_or_a_foreign_stream) {
     sim_device threaded;
-    sim_stream& s = threaded.make_stream();
+    auto s_handle = threaded.make_stream();
+    sim_stream& s = *s_handle;
     BOOST_TEST(!threaded.step(s));
     BOOST_TEST(threaded.step_all() == 0u);
     sim_device manual({1, true});
@@ -253,7 +269,8 @@ BOOST_AUTO_TEST_CASE(step_refuses_a_threaded_device_or_a_foreign_stream) {
 
 BOOST_AUTO_TEST_CASE(manual_park_sees_a_step_from_another_thread) {
     sim_device dev({1, true});
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     s.enqueue([] {});
     std::thread stepper([&] { dev.step(s); });
     BOOST_TEST(settle(s));
@@ -262,14 +279,14 @@ BOOST_AUTO_TEST_CASE(manual_park_sees_a_step_from_another_thread) {
 
 BOOST_AUTO_TEST_CASE(shutdown_drain_runs_everything) {
     sim_device dev({2, false});
-    std::vector<sim_stream*> streams;
+    std::vector<gpu_async::sim_stream_handle> streams;
     for (int i = 0; i < 8; ++i)
-        streams.push_back(&dev.make_stream());
-    for (sim_stream* s : streams)
+        streams.push_back(dev.make_stream());
+    for (auto& s : streams)
         for (int k = 0; k < 5; ++k)
             s->enqueue(dur_ns::from_us(200));
     dev.shutdown(sim_shutdown::drain);
-    for (sim_stream* s : streams) {
+    for (auto& s : streams) {
         BOOST_TEST(s->word() == 5u);
         BOOST_TEST(s->query().is_done());
     }
@@ -284,7 +301,8 @@ BOOST_AUTO_TEST_CASE(shutdown_drain_runs_everything) {
 
 BOOST_AUTO_TEST_CASE(shutdown_drain_manual_steps_the_rest) {
     sim_device dev({1, true});
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     for (int k = 0; k < 3; ++k)
         s.enqueue(dur_ns::zero());
     dev.shutdown(sim_shutdown::drain);
@@ -294,7 +312,8 @@ BOOST_AUTO_TEST_CASE(shutdown_drain_manual_steps_the_rest) {
 
 BOOST_AUTO_TEST_CASE(shutdown_cancel_finishes_the_running_item_only) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     std::atomic<bool> started{false}, release{false}, second_ran{false};
     s.enqueue([&] {
         started = true;
@@ -319,9 +338,12 @@ BOOST_AUTO_TEST_CASE(destructor_cancels_pending_work) {
     std::atomic<bool> ran{false};
     completion_line outside; // outlives the device
     {
+        sim_stream_handle own_handle, shared_handle; // outlive the device: dropping them is a no-op
         sim_device dev({3, false});
-        sim_stream& own = dev.make_stream();
-        sim_stream& shared = dev.make_stream(outside, *slot_id::at(4));
+        own_handle = dev.make_stream();
+        sim_stream& own = *own_handle;
+        shared_handle = dev.make_stream(outside, *slot_id::at(4));
+        sim_stream& shared = *shared_handle;
         own.enqueue([&] { ran = true; }, dur_ns::from_ms(60000));
         shared.enqueue([&] { ran = true; }, dur_ns::from_ms(60000));
     } // no worker may touch the device's lines after this
@@ -333,7 +355,8 @@ BOOST_AUTO_TEST_CASE(ringing_a_doorbell) {
     sim_device dev;
     const auto bell_owner = std::make_shared<doorbell>();
     doorbell& bell = *bell_owner;
-    sim_stream& s = dev.make_stream(bell.line(), *slot_id::at(3));
+    auto s_handle = dev.make_stream(bell.line(), *slot_id::at(3));
+    sim_stream& s = *s_handle;
     s.set_doorbell(bell_owner);
     std::uint64_t payload = 0;
     for (std::uint64_t i = 1; i <= 50; ++i) {
@@ -358,12 +381,12 @@ BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
     // worker threads, random durations (so a random completion order).
     sim_device dev({2, false});
     const auto bell = std::make_shared<doorbell>();
-    std::vector<sim_stream*> streams;
+    std::vector<gpu_async::sim_stream_handle> streams;
     streams.reserve(4096);
     for (int l = 0; l < 512; ++l) {
         completion_line& line = dev.make_line();
         for (std::size_t k = 0; k < line_words; ++k) {
-            streams.push_back(&dev.make_stream(line, *slot_id::at(k)));
+            streams.push_back(dev.make_stream(line, *slot_id::at(k)));
             streams.back()->set_doorbell(bell);
         }
     }
@@ -400,7 +423,8 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
     std::atomic<bool> gate{false};
     sim_device dev;
     const open_gate_at_exit opener{gate};
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     s.enqueue([&] { wait_for(gate); });
     BOOST_TEST(s.query().is_pending());
     BOOST_TEST(!s.arm());
@@ -429,7 +453,8 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
     {
         // Flag plan: pending at the first query, the gate opens at the first park.
         gate = false;
-        sim_stream& s = dev.make_stream();
+        auto s_handle = dev.make_stream();
+        sim_stream& s = *s_handle;
         s.enqueue([&] { wait_for(gate); });
         gated_source src{s, gate, 0, true};
         const auto plan = wait_plan::flag(100'000, 1'000'000);
@@ -441,22 +466,25 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
         BOOST_TEST(s.query().is_done());
     }
     {
-        sim_stream& s = dev.make_stream();
+        auto s_handle = dev.make_stream();
+        sim_stream& s = *s_handle;
         const wait_result r = run_wait(s, wait_plan::recommended(), std::nullopt, clk, tmr);
         BOOST_REQUIRE(r.has_value());
         BOOST_TEST((r.value().kind == wait_kind::immediate));
     }
     {
-        sim_stream& s = dev.make_stream();
-        s.enqueue(dur_ns::from_ms(1));
+        auto s_handle = dev.make_stream();
+        sim_stream& s = *s_handle;
+        const std::uint64_t seq = s.enqueue(dur_ns::from_ms(1));
         const wait_result r = run_wait(s, wait_plan::block(), std::nullopt, clk, tmr);
         BOOST_REQUIRE(r.has_value());
         BOOST_TEST((r.value().kind == wait_kind::blocked));
-        BOOST_TEST(s.word() == 1u);
+        BOOST_TEST(s.word() == seq);
     }
     {
         // A fault ends the wait with the device's error, whichever query or park sees it.
-        sim_stream& s = dev.make_stream();
+        auto s_handle = dev.make_stream();
+        sim_stream& s = *s_handle;
         s.enqueue(dur_ns::from_ms(1));
         s.enqueue_fault();
         const wait_result r = run_wait(s, wait_plan::recommended(), std::nullopt, clk, tmr);
@@ -466,7 +494,8 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
     {
         // Poll plan: pending at the first query, the gate opens at the second.
         gate = false;
-        sim_stream& s = dev.make_stream();
+        auto s_handle = dev.make_stream();
+        sim_stream& s = *s_handle;
         s.enqueue([&] { wait_for(gate); });
         gated_source src{s, gate, 2, false};
         const auto plan = wait_plan::poll();
@@ -484,7 +513,8 @@ BOOST_AUTO_TEST_CASE(manual_device_under_run_inline) {
     manual_clock clk;
     manual_timer tmr(clk);
     sim_device dev({1, true});
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     s.enqueue(dur_ns::zero());
     const wait_result pending = run_inline(s, wait_plan::recommended(), std::nullopt, clk, tmr);
     BOOST_TEST((pending.error() == errc::pended_inline));
@@ -492,6 +522,160 @@ BOOST_AUTO_TEST_CASE(manual_device_under_run_inline) {
     const wait_result r = run_inline(s, wait_plan::recommended(), std::nullopt, clk, tmr);
     BOOST_REQUIRE(r.has_value());
     BOOST_TEST((r.value().kind == wait_kind::immediate));
+}
+
+BOOST_AUTO_TEST_CASE(handle_owns_its_stream) {
+    sim_device dev({1, true});
+    sim_stream_handle empty;
+    BOOST_TEST(!empty);
+    BOOST_TEST(empty.get() == nullptr);
+    empty.reset(); // nothing to give back
+    sim_stream_handle a = dev.make_stream();
+    BOOST_TEST_REQUIRE(static_cast<bool>(a));
+    BOOST_TEST(a.get() == &*a);
+    BOOST_TEST(a->tail() == 0u);
+    BOOST_TEST(dev.stream_count() == 1u);
+    sim_stream* const raw = a.get();
+    sim_stream_handle b = std::move(a);
+    BOOST_TEST(!a); // NOLINT(bugprone-use-after-move): a moved-from handle is empty
+    BOOST_TEST(b.get() == raw);
+    BOOST_TEST(dev.stream_count() == 1u);
+    sim_stream_handle c = dev.make_stream();
+    BOOST_TEST(dev.stream_count() == 2u);
+    c = std::move(b); // c's first stream is given back
+    BOOST_TEST(c.get() == raw);
+    BOOST_TEST(dev.stream_count() == 1u);
+    c.reset();
+    BOOST_TEST(!c);
+    BOOST_TEST(dev.stream_count() == 0u);
+    {
+        const sim_stream_handle scoped = dev.make_stream();
+        BOOST_TEST(dev.stream_count() == 1u);
+    }
+    BOOST_TEST(dev.stream_count() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(giving_back_drops_queued_work_and_reuses_the_line) {
+    sim_device dev({2, false});
+    std::atomic<bool> ran{false};
+    sim_stream_handle s = dev.make_stream();
+    completion_line* const line = &s->line();
+    s->enqueue(dur_ns::zero());
+    BOOST_TEST_REQUIRE(settle(*s));
+    s->enqueue([&] { ran = true; }, dur_ns::from_ms(60000));
+    s->enqueue(dur_ns::zero());
+    BOOST_TEST(dev.line_count() == 1u);
+    s.reset();
+    BOOST_TEST(eventually([&] { return dev.stream_count() == 0u; }));
+    BOOST_TEST(!ran.load());
+    // The dropped numbers (2, 3) were never stored.
+    BOOST_TEST(line->words[0].load() == 1u);
+    // The retired line serves the next stream, zeroed.
+    sim_stream_handle t = dev.make_stream();
+    BOOST_TEST(&t->line() == line);
+    BOOST_TEST(dev.line_count() == 1u);
+    BOOST_TEST(t->word() == 0u);
+    BOOST_TEST(t->tail() == 0u);
+    BOOST_TEST(t->enqueue(dur_ns::zero()) == 1u);
+    BOOST_TEST(settle(*t));
+    BOOST_TEST(t->word() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(giving_back_while_an_item_runs) {
+    std::atomic<bool> gate{false};
+    std::atomic<bool> running{false};
+    std::atomic<bool> second_ran{false};
+    const open_gate_at_exit opener{gate};
+    sim_device dev({1, false});
+    sim_stream_handle s = dev.make_stream();
+    sim_stream_handle other = dev.make_stream(); // same worker: runs once the first one is freed
+    s->enqueue([&] {
+        running = true;
+        wait_for(gate);
+    });
+    s->enqueue([&] { second_ran = true; });
+    BOOST_TEST_REQUIRE(eventually([&] { return running.load(); }));
+    s.reset(); // the worker is inside the first item: it frees the stream when that ends
+    BOOST_TEST(dev.stream_count() == 2u);
+    gate = true;
+    BOOST_TEST(eventually([&] { return dev.stream_count() == 1u; }));
+    other->enqueue(dur_ns::zero());
+    BOOST_TEST(settle(*other));
+    BOOST_TEST(!second_ran.load());
+}
+
+BOOST_AUTO_TEST_CASE(many_give_backs_keep_memory_bounded) {
+    sim_device dev({2, false});
+    constexpr int cycles = 100000;
+    for (int i = 0; i < cycles; ++i) {
+        sim_stream_handle s = dev.make_stream();
+        if (i % 3 == 0) s->enqueue(dur_ns::zero());
+        if (i % 5 == 0) s->enqueue(dur_ns::from_us(50)); // often still queued when dropped
+        if (i % 1000 == 0) BOOST_TEST_REQUIRE(settle(*s));
+    }
+    BOOST_TEST(eventually([&] { return dev.stream_count() == 0u; }));
+    // Lines are only added while every kept one is still held by a worker finishing its stream.
+    BOOST_TEST(dev.line_count() <= 64u);
+    sim_device manual({1, true});
+    for (int i = 0; i < cycles; ++i) {
+        sim_stream_handle s = manual.make_stream();
+        s->enqueue(dur_ns::zero());
+        if (i % 2 == 0) BOOST_TEST_REQUIRE(manual.step(*s));
+    }
+    BOOST_TEST(manual.stream_count() == 0u);
+    BOOST_TEST(manual.line_count() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(manual_give_back_drops_the_queue) {
+    sim_device dev({1, true});
+    completion_line& shared = dev.make_line();
+    sim_stream_handle a = dev.make_stream(shared, *slot_id::at(2));
+    sim_stream_handle b = dev.make_stream();
+    bool ran = false;
+    a->enqueue([&] { ran = true; });
+    b->enqueue(dur_ns::zero());
+    a.reset();
+    BOOST_TEST(dev.stream_count() == 1u);
+    BOOST_TEST(dev.step_all() == 1u); // only b's item
+    BOOST_TEST(!ran);
+    BOOST_TEST(shared.words[2].load() == 0u);
+    BOOST_TEST(b->word() == 1u);
+    BOOST_TEST(dev.line_count() == 2u); // a caller's or shared line is never retired or reused
+}
+
+BOOST_AUTO_TEST_CASE(handle_outliving_its_device) {
+    sim_stream_handle idle, busy;
+    {
+        sim_device dev({1, false});
+        idle = dev.make_stream();
+        busy = dev.make_stream();
+        busy->enqueue(dur_ns::from_ms(60000));
+    } // the device frees its streams
+    BOOST_TEST(static_cast<bool>(idle));
+    idle.reset(); // the device is gone: nothing to give back, no crash
+    BOOST_TEST(!idle);
+    sim_stream_handle moved = std::move(busy);
+    moved = sim_stream_handle{};
+    BOOST_TEST(!moved);
+}
+
+BOOST_AUTO_TEST_CASE(std_chrono_durations) {
+    using namespace std::chrono_literals;
+    sim_device dev({1, false});
+    sim_stream_handle s = dev.make_stream();
+    const auto start = std::chrono::steady_clock::now();
+    BOOST_TEST(s->enqueue(3ms) == 1u);
+    std::atomic<bool> ran{false};
+    BOOST_TEST(s->enqueue([&] { ran = true; }, 1ms) == 2u);
+    BOOST_TEST(s->park(10s));
+    BOOST_TEST((std::chrono::steady_clock::now() - start >= 4ms));
+    BOOST_TEST(ran.load());
+    BOOST_TEST(s->enqueue(-1ms) == 3u); // negative: zero
+    BOOST_TEST(settle(*s));
+    const std::uint64_t f = s->enqueue_fault(make_error_code(errc::backend), 1ms);
+    BOOST_TEST(!s->park(10s));
+    BOOST_TEST((s->error() == errc::backend));
+    BOOST_TEST(s->word() == f - 1);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -107,7 +107,8 @@ BOOST_AUTO_TEST_CASE(plan_capabilities_follow_the_probe) {
 
 BOOST_AUTO_TEST_CASE(blocking_wait_with_each_plan) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     point_table<std::string> table;
     struct row {
         std::string_view plan;
@@ -136,7 +137,8 @@ BOOST_AUTO_TEST_CASE(blocking_wait_with_each_plan) {
 
 BOOST_AUTO_TEST_CASE(predicting_wait_learns_then_sleeps) {
     sim_device dev;
-    sim_stream& s = dev.make_stream();
+    auto s_handle = dev.make_stream();
+    sim_stream& s = *s_handle;
     point_table<int> table;
     const wait_plan plan = plan_of(poll_predict_text);
     s.enqueue(work);
@@ -160,7 +162,8 @@ BOOST_AUTO_TEST_CASE(blocking_wait_reports_a_device_fault_and_learns_nothing) {
     for (std::string_view text :
          {std::string_view("block"), std::string_view("poll"), flag_text, flag_predict_text}) {
         BOOST_TEST_CONTEXT(text) {
-            sim_stream& s = dev.make_stream();
+            auto s_handle = dev.make_stream();
+            sim_stream& s = *s_handle;
             s.enqueue(dur_ns::from_ms(1));
             s.enqueue_fault();
             const wait_result r = wait_blocking(s, plan_of(text), table, 1);
@@ -173,8 +176,10 @@ BOOST_AUTO_TEST_CASE(blocking_wait_reports_a_device_fault_and_learns_nothing) {
 
 BOOST_AUTO_TEST_CASE(fill_executor_runs_on_the_std_idle) {
     sim_device dev;
-    sim_stream& a = dev.make_stream();
-    sim_stream& b = dev.make_stream();
+    auto a_handle = dev.make_stream();
+    sim_stream& a = *a_handle;
+    auto b_handle = dev.make_stream();
+    sim_stream& b = *b_handle;
     fill_executor ex;
     const std_clock clk;
     std::atomic<int> finished{0};

@@ -3,6 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -106,6 +107,20 @@ BOOST_AUTO_TEST_CASE(manual_timer_sleeps_on_virtual_time) {
     BOOST_TEST(fired == 1);
     t.sleep_until(mono_ns{3}); // in the past: returns at once, time unchanged
     BOOST_TEST(c.now().count() == 10u);
+}
+
+BOOST_AUTO_TEST_CASE(dur_ns_and_std_chrono) {
+    using namespace std::chrono_literals;
+    static_assert(dur_ns::from(2ms) == dur_ns::from_ms(2));
+    static_assert(dur_ns::from(std::chrono::nanoseconds(7)).count() == 7u);
+    static_assert(dur_ns::from(-5ms) == dur_ns::zero());
+    static_assert(dur_ns::from(std::chrono::duration<double, std::micro>(1.5)).count() == 1500u);
+    static_assert(dur_ns::from(std::chrono::hours::max()) == dur_ns::max());
+    static_assert(dur_ns::from_us(3).chrono() == 3us);
+    static_assert(dur_ns::max().chrono() == std::chrono::nanoseconds::max());
+    const std::chrono::nanoseconds read = dur_ns::from_ms(4); // reads as std::chrono
+    BOOST_TEST(read.count() == 4'000'000);
+    BOOST_TEST(dur_ns::from(std::chrono::seconds(3)).count() == 3'000'000'000u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -315,8 +315,9 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     BOOST_TEST(slept.value().sleeps > 0u);
     BOOST_TEST(idle->ring_sleeps() > 0u);
     // Device waits: parks, on the doorbell's futex in the ring where the kernel has it.
+    std::vector<gpu_async::sim_stream_handle> streams;
     for (int i = 0; i < 4; ++i) {
-        sim_stream& s = dev.make_stream();
+        sim_stream& s = *streams.emplace_back(dev.make_stream());
         s.set_doorbell(bell_owner);
         ex.spawn(waiter(s));
     }

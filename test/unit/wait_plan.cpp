@@ -3,6 +3,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -436,6 +437,20 @@ BOOST_AUTO_TEST_CASE(every_accepted_text_is_canonical) {
         }
     }
     BOOST_TEST(accepted > 100); // the mutations do reach valid texts other than the seeds
+}
+
+BOOST_AUTO_TEST_CASE(chrono_accessors) {
+    using namespace std::chrono_literals;
+    const auto p = wait_plan::parse("flag:park_us=100,backstop_us=1000+predict:margin_us=150,"
+                                    "min_sleep_us=20,max_sleep_us=50000,window=8");
+    BOOST_REQUIRE(p.has_value());
+    BOOST_TEST((p.value().park() == 100us));
+    BOOST_TEST((p.value().backstop() == 1ms));
+    BOOST_REQUIRE(p.value().predict().has_value());
+    BOOST_TEST((p.value().predict()->margin() == 150us));
+    BOOST_TEST((p.value().predict()->min_sleep() == 20us));
+    BOOST_TEST((p.value().predict()->max_sleep() == 50ms));
+    BOOST_TEST((wait_plan::block().park() == 0ns));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

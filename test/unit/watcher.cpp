@@ -234,11 +234,13 @@ BOOST_AUTO_TEST_CASE(watches_simulated_device_streams) {
     sim_device dev;
     std_watcher w;
     completion_line& shared = dev.make_line();
+    std::vector<gpu_async::sim_stream_handle> owned;
     std::vector<watch_handle> handles;
     std::vector<std::pair<sim_stream*, std::uint64_t>> tails;
     for (std::size_t i = 0; i < 24; ++i) {
         // Eight streams share one line slot by slot; the rest have lines of their own.
-        sim_stream& s = i < line_words ? dev.make_stream(shared, slot(i)) : dev.make_stream();
+        sim_stream& s = *owned.emplace_back(i < line_words ? dev.make_stream(shared, slot(i))
+                                                           : dev.make_stream());
         std::uint64_t last = 0;
         for (int k = 0; k < 3; ++k)
             last = s.enqueue(dur_ns::from_us(100 + 50 * i));

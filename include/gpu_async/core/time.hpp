@@ -11,6 +11,7 @@
 #ifndef GPU_ASYNC_CORE_TIME_HPP
 #define GPU_ASYNC_CORE_TIME_HPP
 
+#include <chrono>
 #include <compare>
 #include <concepts>
 #include <cstddef>
@@ -19,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace gpu_async {
@@ -40,6 +42,33 @@ struct dur_ns {
     }
 
     constexpr std::uint64_t count() const noexcept { return ns; }
+
+    /// A std::chrono duration in whole nanoseconds (rounded toward zero): negative ones give
+    /// zero, ones past max() saturate at max().
+    template <class Rep, class Period>
+    static constexpr dur_ns from(std::chrono::duration<Rep, Period> d) noexcept {
+        if (d <= d.zero()) return zero();
+        using big = std::chrono::duration<long double, std::nano>;
+        if (std::chrono::duration_cast<big>(d).count() >=
+            static_cast<long double>(std::numeric_limits<std::uint64_t>::max()))
+            return max();
+        if constexpr (std::is_floating_point_v<Rep>)
+            return {static_cast<std::uint64_t>(std::chrono::duration_cast<big>(d).count())};
+        else
+            return {static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::duration<std::uintmax_t, std::nano>>(d)
+                    .count())};
+    }
+    /// As std::chrono::nanoseconds, saturating at std::chrono::nanoseconds::max().
+    constexpr std::chrono::nanoseconds chrono() const noexcept {
+        using rep = std::chrono::nanoseconds::rep;
+        return std::chrono::nanoseconds(
+            ns > static_cast<std::uint64_t>(std::numeric_limits<rep>::max())
+                ? std::numeric_limits<rep>::max()
+                : static_cast<rep>(ns));
+    }
+    /// Reads as std::chrono::nanoseconds (`std::chrono::nanoseconds b = port.park_bound();`).
+    constexpr operator std::chrono::nanoseconds() const noexcept { return chrono(); }
 
     friend constexpr dur_ns operator+(dur_ns a, dur_ns b) noexcept {
         return {a.ns > std::numeric_limits<std::uint64_t>::max() - b.ns

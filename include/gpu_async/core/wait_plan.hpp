@@ -27,9 +27,11 @@
 
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
+#include <gpu_async/core/time.hpp>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -68,6 +70,11 @@ struct deadline_plan {
     std::uint64_t max_sleep_ns = 0;
     std::uint32_t window = 0;
 
+    /// The fields as std::chrono::nanoseconds.
+    constexpr std::chrono::nanoseconds margin() const noexcept { return dur_ns{margin_ns}; }
+    constexpr std::chrono::nanoseconds min_sleep() const noexcept { return dur_ns{min_sleep_ns}; }
+    constexpr std::chrono::nanoseconds max_sleep() const noexcept { return dur_ns{max_sleep_ns}; }
+
     friend constexpr bool operator==(const deadline_plan&, const deadline_plan&) = default;
 };
 
@@ -99,6 +106,10 @@ public:
     std::uint64_t park_ns() const noexcept { return park_ns_; }
     /// The longest time between two status queries while parking (flag plans; zero otherwise).
     std::uint64_t backstop_ns() const noexcept { return backstop_ns_; }
+    /// park_ns() as std::chrono::nanoseconds.
+    std::chrono::nanoseconds park() const noexcept { return dur_ns{park_ns_}; }
+    /// backstop_ns() as std::chrono::nanoseconds.
+    std::chrono::nanoseconds backstop() const noexcept { return dur_ns{backstop_ns_}; }
     /// The prediction, when the plan has one.
     const std::optional<deadline_plan>& predict() const noexcept { return predict_; }
 

@@ -38,6 +38,19 @@
 // `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 // the device).
 //
+// Streams are given back: `make_stream()` returns a `sim_stream_handle`, a move-only owner
+// (`*h`, `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items
+// are dropped (their numbers are never stored); an item a worker is running finishes first and
+// the worker then frees the stream; a line the device made for that stream alone
+// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
+// and reused (zeroed) for a later stream. A stream on a shared or caller's line (`make_stream(line,
+// slot)`) leaves its line alone: end waits on its slot before dropping it. Do not drop a handle
+// while another thread still uses its stream (block(), park(), step()), nor while a wait given
+// the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is pending: such a wait
+// reads the stream object, not only its word. A handle may outlive its
+// device: dropping it then does nothing (the device freed the stream already); the stream itself
+// must not be used after the device is gone.
+//
 // Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
 // reactor ends its waits on them with operation_aborted), then stops the device (below); the
 // lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
@@ -66,6 +79,7 @@
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <concepts>
@@ -94,6 +108,12 @@ class sim_device;
 class sim_stream;
 
 namespace detail {
+
+/// Shared between a device and its handles: the device while it lives, else null.
+struct sim_life {
+    std::mutex mutex;
+    sim_device* device = nullptr;
+};
 
 /// A type-erased work item body (move-only callables allowed).
 struct sim_work {
@@ -138,7 +158,14 @@ struct sim_worker {
     std::mutex mutex;
     std::condition_variable work_cv; // the worker waits here for due items
     std::condition_variable done_cv; // block() and drain wait here for completions
-    std::priority_queue<entry, std::vector<entry>, std::greater<>> heap;
+    // A priority queue whose entries can be taken out (a stream given back while it waits).
+    struct entry_heap : std::priority_queue<entry, std::vector<entry>, std::greater<>> {
+        void remove(const sim_stream* s) {
+            const auto n = std::erase_if(c, [s](const entry& e) { return e.stream == s; });
+            if (n != 0) std::make_heap(c.begin(), c.end(), comp);
+        }
+    };
+    entry_heap heap;
     std::uint64_t order = 0;
     std::size_t active = 0; // streams with an item scheduled or running
     bool closed = false;    // refuses new work
@@ -150,7 +177,7 @@ struct sim_worker {
 
 /// One stream of a `sim_device`: executes its items in order and stores each item's sequence
 /// number into its word (`line()`, `slot()`) behind it. Made by `sim_device::make_stream`; lives
-/// as long as its device.
+/// until its handle is dropped, at most as long as its device.
 class sim_stream {
 public:
     sim_stream(const sim_stream&) = delete;
@@ -158,6 +185,11 @@ public:
 
     /// Enqueues an item that takes `d`; returns its sequence number.
     std::uint64_t enqueue(dur_ns d) { return push(d, nullptr, {}); }
+    /// Enqueues an item that takes `d` (`s.enqueue(2ms)`; negative: zero).
+    template <class Rep, class Period>
+    std::uint64_t enqueue(std::chrono::duration<Rep, Period> d) {
+        return push(dur_ns::from(d), nullptr, {});
+    }
 
     /// Enqueues a callable, run on a device thread when its turn comes (after `d`, if given).
     /// It may return void or a std::error_code; a non-empty code fails the item (a fault).
@@ -169,10 +201,22 @@ public:
             d, std::make_unique<detail::sim_work_impl<std::decay_t<F>>>(std::forward<F>(fn)), {});
     }
 
+    /// As above, after a std::chrono duration (`s.enqueue(fn, 2ms)`).
+    template <class F, class Rep, class Period>
+    requires std::invocable < std::decay_t<F>
+    & > std::uint64_t enqueue(F&& fn, std::chrono::duration<Rep, Period> d) {
+        return enqueue(std::forward<F>(fn), dur_ns::from(d));
+    }
+
     /// Enqueues an item that fails with `ec` (after `d`); returns its sequence number, which
     /// is never stored.
     std::uint64_t enqueue_fault(std::error_code ec = errc::device_fault, dur_ns d = {}) {
         return push(d, nullptr, ec ? ec : make_error_code(errc::device_fault));
+    }
+    /// As above, after a std::chrono duration.
+    template <class Rep, class Period>
+    std::uint64_t enqueue_fault(std::error_code ec, std::chrono::duration<Rep, Period> d) {
+        return enqueue_fault(ec, dur_ns::from(d));
     }
 
     /// Makes the stream ring `bell` after each store (empty: stop ringing). The stream keeps every
@@ -211,6 +255,11 @@ public:
     /// Parks on the word (the doorbell's futex when one is set) until the tail is stored, the
     /// stream fails, or `bound` passes; true when the word reached the tail.
     GPU_ASYNC_DECL bool park(dur_ns bound) const;
+    /// park() bounded by a std::chrono duration.
+    template <class Rep, class Period>
+    bool park(std::chrono::duration<Rep, Period> bound) const {
+        return park(dur_ns::from(bound));
+    }
 
 private:
     friend class sim_device;
@@ -241,10 +290,53 @@ private:
     std::vector<std::shared_ptr<doorbell>> bells_; // every doorbell given, kept alive
     std::deque<detail::sim_item> queue_;
     bool scheduled_ = false; // an item is in the worker's heap or running
+    bool running_ = false;   // a worker runs its item now
+    bool released_ = false;  // given back: the worker frees it when it is done with it
     std::error_code error_{};
+    // Guarded by device_->mutex_:
+    bool own_line_ = false; // the device made line_ for this stream alone
+    std::size_t index_ = 0; // in device_->streams_
 };
 
 static_assert(completion_source<sim_stream>);
+
+/// The owner of a `sim_stream` (from `sim_device::make_stream`): move-only; dropping it gives
+/// the stream back to its device (see the header comment).
+class sim_stream_handle {
+public:
+    sim_stream_handle() noexcept = default;
+    sim_stream_handle(sim_stream_handle&& o) noexcept
+        : life_(std::move(o.life_))
+        , stream_(std::exchange(o.stream_, nullptr)) {}
+    sim_stream_handle& operator=(sim_stream_handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            life_ = std::move(o.life_);
+            stream_ = std::exchange(o.stream_, nullptr);
+        }
+        return *this;
+    }
+    sim_stream_handle(const sim_stream_handle&) = delete;
+    sim_stream_handle& operator=(const sim_stream_handle&) = delete;
+    ~sim_stream_handle() { reset(); }
+
+    sim_stream& operator*() const noexcept { return *stream_; }
+    sim_stream* operator->() const noexcept { return stream_; }
+    sim_stream* get() const noexcept { return stream_; }
+    explicit operator bool() const noexcept { return stream_ != nullptr; }
+
+    /// Gives the stream back now (nothing when empty, or when the device is gone).
+    GPU_ASYNC_DECL void reset() noexcept;
+
+private:
+    friend class sim_device;
+    sim_stream_handle(std::shared_ptr<detail::sim_life> life, sim_stream* s) noexcept
+        : life_(std::move(life))
+        , stream_(s) {}
+
+    std::shared_ptr<detail::sim_life> life_;
+    sim_stream* stream_ = nullptr;
+};
 
 /// The simulated device: owns its worker threads, streams and lines.
 class sim_device {
@@ -262,17 +354,21 @@ public:
     sim_device(const sim_device&) = delete;
     sim_device& operator=(const sim_device&) = delete;
 
-    /// A stream with a line of its own (slot 0), owned by the device.
-    GPU_ASYNC_DECL sim_stream& make_stream();
+    /// A stream with a line of its own (slot 0); dropping the handle gives the stream back and
+    /// retires the line (reused for a later stream).
+    GPU_ASYNC_DECL sim_stream_handle make_stream();
     /// A stream storing into `slot` of `line` (a device line from make_line(), or the caller's,
     /// which must then outlive the device). Give each stream a slot of its own.
-    GPU_ASYNC_DECL sim_stream& make_stream(completion_line& line, slot_id slot);
+    GPU_ASYNC_DECL sim_stream_handle make_stream(completion_line& line, slot_id slot);
     /// A zeroed line that lives as long as the device.
     GPU_ASYNC_DECL completion_line& make_line();
 
     bool manual() const noexcept { return manual_; }
     std::size_t worker_count() const noexcept { return workers_.size(); }
+    /// Streams not yet given back (and freed).
     GPU_ASYNC_DECL std::size_t stream_count() const;
+    /// Lines the device holds (make_line()'s and the streams' own, in use or kept for reuse).
+    GPU_ASYNC_DECL std::size_t line_count() const;
 
     /// Manual mode: runs `s`'s next queued item on the calling thread; false when it has none
     /// (or the device is not manual).
@@ -285,6 +381,13 @@ public:
 
 private:
     friend class sim_stream;
+    friend class sim_stream_handle;
+    GPU_ASYNC_DECL sim_stream_handle make_stream_on(completion_line& line, slot_id slot,
+                                                    bool own_line);
+    // A handle was dropped: drop the queue; free now, or let the worker free it.
+    GPU_ASYNC_DECL void release(sim_stream& s) noexcept;
+    // No worker holds `s`: retire its own line (kept for reuse), then free it.
+    GPU_ASYNC_DECL void dispose(sim_stream& s) noexcept;
     GPU_ASYNC_DECL void worker_loop(detail::sim_worker& w);
     // Under w's lock: put `s`'s front item into the heap, due `d` from now.
     GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);
@@ -292,8 +395,10 @@ private:
     bool manual_;
     mutable std::mutex mutex_; // guards streams_, lines_, next_worker_, shut_
     std::deque<completion_line> lines_;
+    std::vector<completion_line*> free_lines_; // own lines of freed streams, retired
     std::vector<std::unique_ptr<detail::sim_worker>> workers_;
-    std::deque<std::unique_ptr<sim_stream>> streams_;
+    std::vector<std::unique_ptr<sim_stream>> streams_;
+    std::shared_ptr<detail::sim_life> life_ = std::make_shared<detail::sim_life>();
     std::size_t next_worker_ = 0;
     bool shut_ = false;
 };

@@ -35,14 +35,11 @@ private:
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
     using clock = std::chrono::steady_clock;
     detail::reactor_service& svc = asio::use_service<detail::reactor_service>(ctx);
-    const dur_ns park_bound = options.park_bound.ns == 0 ? dur_ns{1} : options.park_bound;
+    const dur_ns park_bound = max(dur_ns::from(options.park_bound), dur_ns{1});
     const std::chrono::nanoseconds scan_every(
         static_cast<std::int64_t>(min(park_bound, dur_ns{std::uint64_t{1} << 62}).ns));
-    const std::chrono::nanoseconds idle_bound(
-        options.idle_bound.ns == 0
-            ? 1
-            : static_cast<std::int64_t>(
-                  min(options.idle_bound, dur_ns{std::uint64_t{1} << 62}).ns));
+    const std::chrono::nanoseconds idle_bound(static_cast<std::int64_t>(
+        min(max(dur_ns::from(options.idle_bound), dur_ns{1}), dur_ns{std::uint64_t{1} << 62}).ns));
     detail::fill_scope scope(svc);
     detail::scoped_timer_slack slack; // a park of 100 us must not oversleep by 50 us
     std::size_t n = 0;

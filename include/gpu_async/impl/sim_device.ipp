@@ -123,10 +123,23 @@ GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
 }
 
 // ---------------------------------------------------------------------------------------------
+// sim_stream_handle
+
+GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
+    sim_stream* s = std::exchange(stream_, nullptr);
+    std::shared_ptr<detail::sim_life> life = std::move(life_);
+    if (!s || !life) return;
+    // Held while giving back, so the device's destructor waits for a give-back in progress.
+    std::lock_guard<std::mutex> lk(life->mutex);
+    if (life->device) life->device->release(*s);
+}
+
+// ---------------------------------------------------------------------------------------------
 // sim_device
 
 GPU_ASYNC_DECL sim_device::sim_device(options opts)
     : manual_(opts.manual) {
+    life_->device = this;
     const std::size_t n = manual_ ? 1 : std::max<std::size_t>(opts.workers, 1);
     workers_.reserve(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -144,6 +157,11 @@ GPU_ASYNC_DECL sim_device::sim_device(options opts)
 }
 
 GPU_ASYNC_DECL sim_device::~sim_device() {
+    {
+        // Handles dropped from now on do nothing; a give-back in progress finishes first.
+        std::lock_guard<std::mutex> lk(life_->mutex);
+        life_->device = nullptr;
+    }
     // First every reactor ends its waits on the device's lines (operation_aborted) and stops
     // reading them, so a wait ends as aborted rather than with the cancellation below; then the
     // workers stop; then the lines' memory goes.
@@ -157,20 +175,93 @@ GPU_ASYNC_DECL completion_line& sim_device::make_line() {
     return lines_.emplace_back();
 }
 
-GPU_ASYNC_DECL sim_stream& sim_device::make_stream() {
-    return make_stream(make_line(), *slot_id::at(0));
+GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
+    completion_line* line = nullptr;
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        if (!free_lines_.empty()) {
+            // Retired already (no reactor reads it): zeroed, so the new stream starts at 0 as on
+            // a fresh line.
+            line = free_lines_.back();
+            free_lines_.pop_back();
+            for (auto& word : line->words)
+                word.store(0, std::memory_order_relaxed);
+        }
+    }
+    if (!line) line = &make_line();
+    return make_stream_on(*line, *slot_id::at(0), true);
 }
 
-GPU_ASYNC_DECL sim_stream& sim_device::make_stream(completion_line& line, slot_id slot) {
+GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, slot_id slot) {
+    return make_stream_on(line, slot, false);
+}
+
+GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& line, slot_id slot,
+                                                            bool own_line) {
     std::lock_guard<std::mutex> lk(mutex_);
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
-    streams_.push_back(std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot)));
-    return *streams_.back();
+    auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
+    s->own_line_ = own_line;
+    s->index_ = streams_.size();
+    streams_.push_back(std::move(s));
+    return sim_stream_handle(life_, streams_.back().get());
+}
+
+GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
+    std::deque<detail::sim_item> dropped; // callables destroyed with no lock held
+    bool worker_has_it = false;
+    {
+        detail::sim_worker& w = *s.worker_;
+        std::lock_guard<std::mutex> lk(w.mutex);
+        s.released_ = true;
+        if (!s.queue_.empty()) s.fail_locked(detail::sim_cancelled()); // wakes block()
+        dropped.swap(s.queue_);
+        if (s.scheduled_ && !s.running_) {
+            // Waiting in the heap: take it out, so the worker never sees it again.
+            w.heap.remove(&s);
+            s.scheduled_ = false;
+            --w.active;
+        }
+        worker_has_it = s.running_;
+        w.done_cv.notify_all();
+    }
+    dropped.clear();
+    if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
+}
+
+GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
+    const bool own = s.own_line_;
+    completion_line* line = s.line_;
+    if (own) retire_line(*line); // waits on it end with operation_aborted
+    std::unique_ptr<sim_stream> gone;
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        const std::size_t i = s.index_;
+        gone = std::move(streams_[i]);
+        if (i + 1 != streams_.size()) {
+            streams_[i] = std::move(streams_.back());
+            streams_[i]->index_ = i;
+        }
+        streams_.pop_back();
+        if (own) {
+            try {
+                free_lines_.push_back(line);
+            } catch (...) {
+                // kept in lines_ until the device goes; just not reused
+            }
+        }
+    }
+    // `gone` (and the doorbells it keeps) is destroyed here, with no lock held.
 }
 
 GPU_ASYNC_DECL std::size_t sim_device::stream_count() const {
     std::lock_guard<std::mutex> lk(mutex_);
     return streams_.size();
+}
+
+GPU_ASYNC_DECL std::size_t sim_device::line_count() const {
+    std::lock_guard<std::mutex> lk(mutex_);
+    return lines_.size();
 }
 
 GPU_ASYNC_DECL void sim_device::schedule_locked(detail::sim_worker& w, sim_stream& s) {
@@ -196,17 +287,27 @@ GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
         }
         w.heap.pop();
         sim_stream& s = *top.stream;
-        if (!s.queue_.empty()) {
+        if (!s.released_ && !s.queue_.empty()) {
             {
                 detail::sim_item item = std::move(s.queue_.front());
                 s.queue_.pop_front();
+                s.running_ = true;
                 lk.unlock();
                 s.run(item);
             } // the item's callable is destroyed with no lock held
             lk.lock();
+            s.running_ = false;
         }
         s.scheduled_ = false;
         --w.active;
+        if (s.released_) {
+            // Given back while the worker held it: the worker frees it now.
+            w.done_cv.notify_all();
+            lk.unlock();
+            dispose(s);
+            lk.lock();
+            continue;
+        }
         if (!s.queue_.empty()) schedule_locked(w, s);
         w.done_cv.notify_all();
     }
@@ -281,21 +382,27 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
     for (auto& w : workers_)
         if (w->thread.joinable()) w->thread.join();
     // No worker runs any more: drop what is left; its numbers are never stored.
-    std::lock_guard<std::mutex> lk(mutex_);
-    for (auto& s : streams_) {
-        std::lock_guard<std::mutex> wl(s->worker_->mutex);
-        if (!s->queue_.empty()) {
-            s->fail_locked(detail::sim_cancelled());
-            s->queue_.clear();
+    std::vector<sim_stream*> released; // given back while a worker held them
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        for (auto& s : streams_) {
+            std::lock_guard<std::mutex> wl(s->worker_->mutex);
+            if (!s->queue_.empty()) {
+                s->fail_locked(detail::sim_cancelled());
+                s->queue_.clear();
+            }
+            s->scheduled_ = false;
+            if (s->released_) released.push_back(s.get());
         }
-        s->scheduled_ = false;
+        for (auto& w : workers_) {
+            std::lock_guard<std::mutex> wl(w->mutex);
+            w->heap = {};
+            w->active = 0;
+            w->done_cv.notify_all();
+        }
     }
-    for (auto& w : workers_) {
-        std::lock_guard<std::mutex> wl(w->mutex);
-        w->heap = {};
-        w->active = 0;
-        w->done_cv.notify_all();
-    }
+    for (sim_stream* s : released)
+        dispose(*s);
 }
 
 } // namespace gpu_async
