@@ -703,6 +703,8 @@ struct config {
     std::string plot;
     double seconds = 0;
     std::string only;
+    std::string sections = "latency,throughput,executors";
+    bool section(const char* name) const { return sections.find(name) != std::string::npos; }
 };
 
 } // namespace
@@ -720,7 +722,9 @@ int main(int argc, char** argv) {
                                      "to the executable); -cdf.csv and -throughput.csv beside it")
         ("plot", po::value(&cfg.plot), "PNG path (default: the CSV path with .png); "
                                        "'none' to skip; drawn with gnuplot when installed")
-        ("only", po::value(&cfg.only), "run only the strategies whose name contains this text");
+        ("only", po::value(&cfg.only), "run only the strategies whose name contains this text")
+        ("sections", po::value(&cfg.sections), "which tables to measure, comma-separated: latency, "
+                                               "throughput, executors (default: all three)");
     // clang-format on
     try {
         po::variables_map vm;
@@ -779,6 +783,7 @@ int main(int argc, char** argv) {
         cdf << "work_us,pending,strategy,fraction,latency_us\n";
         std::string plotted; // the cells measured, as work_us:pending, for the plot
         const bool tty = isatty(STDERR_FILENO) != 0;
+        if (!cfg.section("latency")) cells.clear();
         for (const cell& c : cells) {
             std::vector<cell_result> rs;
             for (strategy s : all_strategies) {
@@ -826,25 +831,49 @@ int main(int argc, char** argv) {
             }
         }
 
-        std::printf("\n### completions per second through one io_context thread (host stores, "
-                    "no device)\n\n");
-        std::printf("| pending | mode | completions/s | CPU s/s |\n|---:|---|---:|---:|\n");
         std::ofstream tp(stem.string() + "-throughput.csv");
-        tp << "pending,mode,completions_per_s,cpu_s_per_s\n";
-        const double tp_seconds = cfg.quick ? 0.1 : 1.0;
-        for (std::size_t n : {std::size_t{64}, std::size_t{4096}, std::size_t{65536}}) {
-            for (tp_mode m : {tp_mode::service, tp_mode::fill, tp_mode::post_only}) {
-                const tp_result r = throughput(m, n, tp_seconds);
-                std::printf("| %zu | %s | %.0f | %.3f |\n", n, name(m), r.completions_per_s,
-                            r.cpu_per_s);
-                tp << n << ',' << name(m) << ',' << r.completions_per_s << ',' << r.cpu_per_s
-                   << '\n';
+        tp << "pending,mode,completions_per_s,cpu_s_per_s,fraction_of_post_loop\n";
+        if (cfg.section("throughput")) {
+            std::printf("\n### completions per second through one io_context thread (host stores, "
+                        "no device)\n\n");
+            std::printf("| pending | mode | completions/s | CPU s/s | of a bare post loop |\n"
+                        "|---:|---|---:|---:|---:|\n");
+            const double tp_seconds = cfg.quick ? 0.1 : 1.0;
+            const std::size_t sizes[] = {64, 4096, 65536};
+            double rate[3][3] = {}; // [size][mode]
+            for (std::size_t k = 0; k < 3; ++k) {
+                const std::size_t n = sizes[k];
+                // The bare post loop first: the other rows are read as fractions of it.
+                double post = 0;
+                for (tp_mode m : {tp_mode::post_only, tp_mode::service, tp_mode::fill}) {
+                    const tp_result r = throughput(m, n, tp_seconds);
+                    if (m == tp_mode::post_only) post = r.completions_per_s;
+                    rate[k][static_cast<int>(m)] = r.completions_per_s;
+                    const double frac = post > 0 ? r.completions_per_s / post : 0;
+                    std::printf("| %zu | %s | %.0f | %.3f | 1/%.1f |\n", n, name(m),
+                                r.completions_per_s, r.cpu_per_s, frac > 0 ? 1 / frac : 0);
+                    tp << n << ',' << name(m) << ',' << r.completions_per_s << ',' << r.cpu_per_s
+                       << ',' << frac << '\n';
+                }
             }
+            auto spread = [&](tp_mode m) {
+                double lo = 0, hi = 0;
+                for (const auto& row : rate) {
+                    const double v = row[static_cast<int>(m)];
+                    lo = lo == 0 ? v : std::min(lo, v);
+                    hi = std::max(hi, v);
+                }
+                return lo > 0 ? hi / lo : 0;
+            };
+            std::printf("\nspread from 64 to 65536 pending (fastest / slowest): ours-service "
+                        "%.2fx, ours-fill %.2fx, asio-post-only %.2fx\n",
+                        spread(tp_mode::service), spread(tp_mode::fill),
+                        spread(tp_mode::post_only));
         }
         csv.close();
         cdf.close();
         tp.close();
-        {
+        if (cfg.section("executors")) {
             const int rounds = cfg.quick ? 40 : 300;
             const std::uint64_t work_us = cfg.quick ? 200 : 1000;
             const gpu_async::wait_plan plan = gpu_async::wait_plan::recommended();

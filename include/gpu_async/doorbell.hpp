@@ -106,13 +106,20 @@ public:
     /// early; use it only when all of them ring. `done` must be cheap and must not block.
     template <class Pred>
     bool wait(Pred&& done, dur_ns bound) const {
+        return wait(static_cast<Pred&&>(done), bound, dur_ns{spin_ns});
+    }
+
+    /// As `wait(done, bound)`, spinning up to `spin` (instead of `spin_ns`) before it sleeps.
+    template <class Pred>
+    bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
         if (done()) return true;
         const std::uint64_t start = detail::wordwait_now_ns();
         const std::uint64_t deadline =
             bound.count() > std::numeric_limits<std::uint64_t>::max() - start
                 ? std::numeric_limits<std::uint64_t>::max()
                 : start + bound.count();
-        const std::uint64_t spin_end = deadline - start < spin_ns ? deadline : start + spin_ns;
+        const std::uint64_t spin_end =
+            deadline - start < spin.count() ? deadline : start + spin.count();
         for (unsigned i = 1;; ++i) {
             if (done()) return true;
             detail::cpu_relax();

@@ -68,7 +68,7 @@ public:
     explicit basic_gpu_completion_port(const executor_type& ex)
         : executor_(ex)
         , service_(&asio::use_service<detail::reactor_service>(detail::context_of(executor_)))
-        , state_(std::make_shared<detail::port_state>()) {}
+        , state_(make_state()) {}
 
     /// A port on `ctx`'s executor.
     template <class ExecutionContext>
@@ -273,7 +273,7 @@ private:
             using handler_type = std::decay_t<WaitHandler>;
             static_assert(std::is_invocable_v<handler_type&&, boost::system::error_code>,
                           "a wait handler must be callable as void(boost::system::error_code)");
-            detail::start_reactor_wait(*self_->service_, &self_->state().reactor, self_->executor_,
+            detail::start_reactor_wait(*self_->service_, self_->state().reactor, self_->executor_,
                                        std::forward<WaitHandler>(handler), desc);
         }
 
@@ -287,8 +287,14 @@ private:
     }
 
     detail::port_state& state() {
-        if (!state_) state_ = std::make_shared<detail::port_state>(); // a moved-from port
+        if (!state_) state_ = make_state(); // a moved-from port
         return *state_;
+    }
+
+    std::shared_ptr<detail::port_state> make_state() const {
+        auto st = std::make_shared<detail::port_state>();
+        st->reactor.queue = detail::port_completion_queue<Executor>::make(*service_, executor_);
+        return st;
     }
 
     void release() noexcept {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // Review regressions of <gpu_async/gpu_completion_port.hpp> and its reactor service: shutdown
-// with handlers whose destructors emit cancellation signals, and allocation failure while a
-// completion is handed to the executor (at initiation and at cancel()).
+// with handlers whose destructors emit cancellation signals, and delivery that cannot strand a
+// completion (no allocation, an executor that refuses or drops the drain, a throwing handler).
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
@@ -10,6 +10,7 @@
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -18,6 +19,8 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <stdexcept>
+#include <vector>
 
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -104,11 +107,10 @@ BOOST_AUTO_TEST_CASE(handler_destroyed_by_the_scheduler_emitting_a_destroyed_wai
     BOOST_TEST(invoked->load() == 0);
 }
 
-BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
-    // The op's allocation (the first) succeeds; posting its completion (the second allocation,
-    // made with the handler's allocator through the io_context's executor) fails. async_wait
-    // throws, the op is freed exactly once, the handler is never invoked, no work is left, and
-    // the cancellation slot no longer refers to the freed op.
+BOOST_AUTO_TEST_CASE(delivering_an_already_complete_wait_allocates_nothing) {
+    // The op is the one allocation made with the handler's allocator; its delivery (the port's
+    // drain, posted with the completion queue's own memory) needs none, so an allocator that
+    // fails from the second attempt on cannot strand or lose the completion.
     asio::io_context ctx;
     gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
     completion_line line;
@@ -117,41 +119,28 @@ BOOST_AUTO_TEST_CASE(allocation_failure_posting_an_already_complete_wait) {
     counters.fail_at = 2;
     asio::cancellation_signal sig;
     int invoked = 0;
-    BOOST_CHECK_THROW(
-        port.async_wait(
-            memory_descriptor(line, slot(0), 1),
-            asio::bind_cancellation_slot(
-                sig.slot(), asio::bind_allocator(gpu_async::test::tracking_allocator<int>(counters),
-                                                 [&](error_code) { ++invoked; }))),
-        std::bad_alloc);
-    BOOST_TEST(counters.attempts.load() == 2u);
+    port.async_wait(
+        memory_descriptor(line, slot(0), 1),
+        asio::bind_cancellation_slot(
+            sig.slot(), asio::bind_allocator(gpu_async::test::tracking_allocator<int>(counters),
+                                             [&](error_code ec) { invoked += ec ? 100 : 1; })));
+    BOOST_TEST(counters.attempts.load() == 1u);
+    sig.emit(asio::cancellation_type::terminal); // decided at initiation: nothing to cancel
+    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 1u);
+    BOOST_TEST(ctx.stopped());
+    BOOST_TEST(invoked == 1);
     BOOST_TEST(counters.allocations.load() == 1u);
     BOOST_TEST(counters.deallocations.load() == 1u);
-    sig.emit(asio::cancellation_type::terminal); // the slot was cleared: nothing to reach
-    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 0u);
-    BOOST_TEST(ctx.stopped());
-    BOOST_TEST(invoked == 0);
-
-    // The port still works afterwards.
-    counters.fail_at = 0;
-    port.async_wait(memory_descriptor(line, slot(0), 1),
-                    asio::bind_allocator(gpu_async::test::tracking_allocator<int>(counters),
-                                         [&](error_code ec) { invoked += ec ? 100 : 1; }));
-    ctx.restart();
-    gpu_async::test::run_to_completion(ctx);
-    BOOST_TEST(invoked == 1);
-    BOOST_TEST(counters.allocations.load() == counters.deallocations.load());
 }
 
-BOOST_AUTO_TEST_CASE(allocation_failure_while_cancel_posts_completes_the_others) {
-    // Three pending waits; cancel() posts their completions and the first post fails. The
-    // exception propagates, the failed wait is destroyed uninvoked, and the other two still
-    // complete (aborted): none is left unlinked yet alive, holding work for ever.
+BOOST_AUTO_TEST_CASE(cancel_delivers_every_wait_without_allocating) {
+    // Three pending waits; cancel() queues their completions and one drain delivers them all,
+    // with no allocation: an allocator failing after the three ops changes nothing.
     asio::io_context ctx;
     gpu_async::basic_gpu_completion_port<asio::io_context::executor_type> port(ctx);
     completion_line line;
     gpu_async::test::allocation_counters counters;
-    counters.fail_at = 4; // three op allocations succeed, the first completion's post fails
+    counters.fail_at = 4;
     int aborted = 0, other = 0;
     for (std::uint64_t t = 1; t <= 3; ++t)
         port.async_wait(memory_descriptor(line, slot(0), t),
@@ -159,13 +148,128 @@ BOOST_AUTO_TEST_CASE(allocation_failure_while_cancel_posts_completes_the_others)
                             gpu_async::test::tracking_allocator<int>(counters), [&](error_code ec) {
                                 ec == asio::error::operation_aborted ? ++aborted : ++other;
                             }));
-    BOOST_CHECK_THROW(port.cancel(), std::bad_alloc);
+    BOOST_TEST(port.cancel() == 3u);
     BOOST_TEST(port.pending() == 0u);
-    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 2u);
+    BOOST_TEST(ctx.run_for(gpu_async::test::run_bound) == 1u); // one drain, three handlers
     BOOST_TEST(ctx.stopped());
-    BOOST_TEST(aborted == 2);
+    BOOST_TEST(aborted == 3);
     BOOST_TEST(other == 0);
+    BOOST_TEST(counters.attempts.load() == 3u);
     BOOST_TEST(counters.allocations.load() == counters.deallocations.load());
+}
+
+namespace {
+
+/// An executor over an io_context that refuses (throws std::bad_alloc from execute) or drops
+/// (destroys unrun) the next submissions, as counted by its shared counters.
+struct unreliable_executor {
+    asio::io_context* ctx;
+    std::shared_ptr<std::atomic<int>> refuse;
+    std::shared_ptr<std::atomic<int>> drop;
+    std::shared_ptr<std::atomic<int>> executed;
+
+    asio::execution_context& query(asio::execution::context_t) const noexcept { return *ctx; }
+    static constexpr asio::execution::blocking_t::never_t
+    query(asio::execution::blocking_t) noexcept {
+        return asio::execution::blocking.never;
+    }
+    template <class F>
+    void execute(F&& f) const {
+        if (refuse->load() > 0) {
+            refuse->fetch_sub(1);
+            throw std::bad_alloc();
+        }
+        if (drop->load() > 0) {
+            drop->fetch_sub(1);
+            [[maybe_unused]] auto discarded = std::forward<F>(f); // destroyed unrun
+            return;
+        }
+        executed->fetch_add(1);
+        asio::post(*ctx, std::forward<F>(f));
+    }
+    friend bool operator==(const unreliable_executor& a, const unreliable_executor& b) noexcept {
+        return a.ctx == b.ctx && a.refuse == b.refuse;
+    }
+    friend bool operator!=(const unreliable_executor& a, const unreliable_executor& b) noexcept {
+        return !(a == b);
+    }
+};
+
+unreliable_executor make_unreliable(asio::io_context& ctx, int refuse, int drop) {
+    return {&ctx, std::make_shared<std::atomic<int>>(refuse),
+            std::make_shared<std::atomic<int>>(drop), std::make_shared<std::atomic<int>>(0)};
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_drain_the_executor_refuses_is_posted_again) {
+    // Posting the drain throws twice: the completions stay queued and the service posts the
+    // drain again (within a park bound) until it is taken; each handler runs exactly once.
+    asio::io_context ctx;
+    auto guard = asio::make_work_guard(ctx);
+    const unreliable_executor ex = make_unreliable(ctx, 2, 0);
+    gpu_async::basic_gpu_completion_port<unreliable_executor> port(ex);
+    completion_line line;
+    int ok = 0, failed = 0;
+    for (std::uint64_t t = 1; t <= 3; ++t)
+        port.async_wait(memory_descriptor(line, slot(1), t), [&](error_code ec) {
+            ec ? ++failed : ++ok;
+            if (ok + failed == 3) ctx.stop();
+        });
+    line.words[1].store(3, std::memory_order_release);
+    port.bell().ring();
+    ctx.run_for(gpu_async::test::run_bound);
+    BOOST_TEST_REQUIRE(ctx.stopped());
+    BOOST_TEST(ok == 3);
+    BOOST_TEST(failed == 0);
+    BOOST_TEST(ex.refuse->load() == 0);
+    BOOST_TEST(ex.executed->load() >= 1);
+    BOOST_TEST(port.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_drain_the_executor_drops_unrun_is_posted_again) {
+    // The executor destroys the first drain without running it while the context lives: the
+    // queued completion is not destroyed with it but delivered by the next drain.
+    asio::io_context ctx;
+    auto guard = asio::make_work_guard(ctx);
+    const unreliable_executor ex = make_unreliable(ctx, 0, 1);
+    gpu_async::basic_gpu_completion_port<unreliable_executor> port(ex);
+    completion_line line;
+    line.words[2].store(5);
+    int calls = 0;
+    error_code got = asio::error::would_block;
+    port.async_wait(memory_descriptor(line, slot(2), 5), [&](error_code ec) {
+        ++calls;
+        got = ec;
+        ctx.stop();
+    });
+    ctx.run_for(gpu_async::test::run_bound);
+    BOOST_TEST_REQUIRE(ctx.stopped());
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(!got);
+    BOOST_TEST(ex.drop->load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_rest_of_its_batch_queued) {
+    // One drain delivers three completions; the first handler throws out of run(), as Asio
+    // propagates handler exceptions. The other two stay queued and run at the next run().
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::vector<std::uint64_t> order;
+    for (std::uint64_t t = 1; t <= 3; ++t)
+        port.async_wait(memory_descriptor(line, slot(3), t), [&order, t](error_code ec) {
+            BOOST_TEST(!ec);
+            order.push_back(t);
+            if (t == 1) throw std::runtime_error("handler failure");
+        });
+    line.words[3].store(3, std::memory_order_release);
+    port.bell().ring();
+    BOOST_CHECK_THROW(ctx.run_for(gpu_async::test::run_bound), std::runtime_error);
+    BOOST_TEST(order.size() == 1u);
+    ctx.restart();
+    gpu_async::test::run_to_completion(ctx);
+    BOOST_TEST((order == std::vector<std::uint64_t>{1, 2, 3}));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -240,7 +240,7 @@ private:
                 }
                 const Executor ex = m.ex;
                 reactor_service& svc = *m.svc;
-                reactor_port* port = &m.state->reactor;
+                reactor_port& port = m.state->reactor;
                 start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
                 return;
             }

@@ -2,11 +2,16 @@
 //
 // gpu_async/detail/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
 //
-// One async_wait(descriptor) is one allocation: the op holds the handler, its cancellation slot,
+// One async_wait(descriptor) is one allocation (from Asio's per-thread recycling cache when the
+// handler has no allocator of its own): the op holds the handler, its cancellation slot,
 // outstanding work on the I/O executor and on the handler's executor, and the reactor's
-// bookkeeping (reactor_op). The plan-driven wait (detail/plan_wait_op.hpp) is a composed
-// operation instead, because it is a multi-step state machine (query, arm, sleep, park); each of
-// its parks is one of these ops. The descriptor wait is the hot path and stays a single op.
+// bookkeeping (reactor_op, with the intrusive links of the table, the port and the completion
+// queue). Its completion is delivered by the port's completion queue: one drain handler per
+// batch, posted to the I/O executor, which invokes each handler there (directly when the
+// handler's executor is the I/O executor, else dispatched to it). The plan-driven wait
+// (detail/plan_wait_op.hpp) is a composed operation instead, because it is a multi-step state
+// machine (query, arm, sleep, park); each of its parks is one of these ops. The descriptor wait
+// is the hot path and stays a single op.
 //
 #ifndef GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
 #define GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
@@ -24,10 +29,13 @@
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -91,27 +99,135 @@ private:
     decltype(make(std::declval<const Executor&>())) work_;
 };
 
+/// The allocator an op is made with: the handler's associated allocator, or Asio's recycling
+/// allocator (a per-thread cache, as Asio's own operations use) when that is std::allocator.
+template <class Alloc>
+struct op_allocator_of {
+    static const Alloc& get(const Alloc& a) noexcept { return a; }
+};
+template <class T>
+struct op_allocator_of<std::allocator<T>> {
+    static asio::recycling_allocator<void> get(const std::allocator<T>&) noexcept { return {}; }
+};
+template <class Handler>
+auto op_allocator_for(const Handler& h) noexcept {
+    using alloc = asio::associated_allocator_t<Handler>;
+    return op_allocator_of<alloc>::get(asio::get_associated_allocator(h));
+}
+
+/// The completion queue of a port whose I/O executor is `Executor`: its drain is posted to that
+/// executor with the queue's own memory (one drain is outstanding at a time, and Asio frees a
+/// handler's memory before invoking it, so the block is free again when the drain posts itself).
+template <class Executor>
+class port_completion_queue final : public completion_queue {
+public:
+    static queue_ref make(reactor_service& svc, const Executor& ex) {
+        return queue_ref(new port_completion_queue(svc, ex));
+    }
+
+private:
+    port_completion_queue(reactor_service& svc, const Executor& ex)
+        : completion_queue(svc, &do_schedule, &do_free)
+        , ex_(ex) {}
+
+    /// Owns the reference the queue's drain holds; destroyed unrun, it reports that.
+    class drain {
+    public:
+        explicit drain(completion_queue* q) noexcept
+            : q_(q) {}
+        drain(drain&& o) noexcept
+            : q_(std::exchange(o.q_, nullptr)) {}
+        drain& operator=(drain&&) = delete;
+        ~drain() {
+            if (q_ != nullptr) q_->dropped();
+        }
+        void operator()() { std::exchange(q_, nullptr)->run(); }
+        completion_queue* disown() noexcept { return std::exchange(q_, nullptr); }
+
+    private:
+        completion_queue* q_;
+    };
+
+    /// Hands out the queue's block when it is free and large enough, else the heap.
+    template <class T>
+    class drain_allocator {
+    public:
+        using value_type = T;
+        explicit drain_allocator(port_completion_queue* q) noexcept
+            : q_(q) {}
+        template <class U>
+        drain_allocator(const drain_allocator<U>& o) noexcept
+            : q_(o.q_) {}
+        T* allocate(std::size_t n) {
+            if (!q_->block_used_ && n * sizeof(T) <= sizeof(q_->block_) &&
+                alignof(T) <= alignof(std::max_align_t)) {
+                q_->block_used_ = true;
+                return reinterpret_cast<T*>(q_->block_);
+            }
+            return std::allocator<T>().allocate(n);
+        }
+        void deallocate(T* p, std::size_t n) noexcept {
+            if (static_cast<void*>(p) == static_cast<void*>(q_->block_)) {
+                q_->block_used_ = false;
+                return;
+            }
+            std::allocator<T>().deallocate(p, n);
+        }
+        template <class U>
+        bool operator==(const drain_allocator<U>& o) const noexcept {
+            return q_ == o.q_;
+        }
+
+    private:
+        template <class>
+        friend class drain_allocator;
+        port_completion_queue* q_;
+    };
+
+    static bool do_schedule(completion_queue* base) noexcept {
+        auto* self = static_cast<port_completion_queue*>(base);
+        drain d(base);
+        try {
+            asio::post(self->ex_, asio::bind_allocator(drain_allocator<void>(self), std::move(d)));
+            return true;
+        } catch (...) {
+            // Not taken by the executor: the reference is the caller's again. (Taken and then
+            // destroyed, the drain has reported itself dropped.)
+            return d.disown() == nullptr;
+        }
+    }
+
+    static void do_free(completion_queue* base) noexcept {
+        delete static_cast<port_completion_queue*>(base);
+    }
+
+    Executor ex_;
+    bool block_used_ = false;
+    alignas(std::max_align_t) unsigned char block_[256];
+};
+
 /// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
 /// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
-/// the handler's associated allocator; freed before the upcall.
+/// op_allocator_for(handler); freed before the upcall.
 ///
-/// Completion (`complete`, called by the reactor with no lock held): post a step to the I/O
-/// executor, which dispatches the final step to the handler's executor, which frees the op and
-/// invokes the handler. A step destroyed without running (its context shut down) destroys the op
-/// without invoking the handler. The cancellation slot is not cleared: its handler holds a key,
-/// not the op (see reactor_cancel_handler).
+/// Completion (`complete`, called by the port's completion queue's drain on the I/O executor):
+/// the final step runs at once when the handler's executor is the I/O executor, else it is
+/// dispatched to the handler's executor; it frees the op and invokes the handler. A step
+/// destroyed without running (its context shut down) destroys the op without invoking the
+/// handler. The cancellation slot is not cleared: its handler holds a key, not the op (see
+/// reactor_cancel_handler).
 template <class Handler, class IoExecutor>
 class port_wait_op final : public reactor_op {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
     using slot_type = asio::associated_cancellation_slot_t<Handler>;
-    using op_allocator = typename std::allocator_traits<
-        asio::associated_allocator_t<Handler>>::template rebind_alloc<port_wait_op>;
+    using op_allocator = typename std::allocator_traits<decltype(op_allocator_for(
+        std::declval<const Handler&>()))>::template rebind_alloc<port_wait_op>;
 
     template <class H>
     static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
                                 slot_type slot) {
-        op_allocator alloc(asio::get_associated_allocator(handler));
+        op_allocator alloc(op_allocator_for(handler));
         port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
         try {
             return ::new (static_cast<void*>(p))
@@ -150,38 +266,22 @@ private:
         port_wait_op* op_;
     };
 
-    class io_step {
-    public:
-        explicit io_step(port_wait_op* op) noexcept
-            : op_(op) {}
-        io_step(io_step&& o) noexcept
-            : op_(std::exchange(o.op_, nullptr)) {}
-        io_step& operator=(io_step&&) = delete;
-        ~io_step() {
-            if (op_ != nullptr) do_destroy(op_);
-        }
-        void operator()() {
-            port_wait_op* op = std::exchange(op_, nullptr);
-            auto alloc = asio::get_associated_allocator(op->handler_);
-            const handler_executor ex = op->handler_ex_;
-            asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
-        }
-
-    private:
-        port_wait_op* op_;
-    };
-
     static void do_complete(reactor_op* base) {
         auto* op = static_cast<port_wait_op*>(base);
+        if constexpr (std::is_same_v<handler_executor, IoExecutor>) {
+            // Running in the drain on the I/O executor: the handler's own executor.
+            if (op->handler_ex_ == op->io_ex_) return final_step(op)();
+        }
         auto alloc = asio::get_associated_allocator(op->handler_);
-        asio::post(op->io_ex_, asio::bind_allocator(alloc, io_step(op)));
+        const handler_executor ex = op->handler_ex_;
+        asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
     }
 
     // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
     // operations leave it: its signal may already be gone.
     static void do_destroy(reactor_op* base) {
         auto* op = static_cast<port_wait_op*>(base);
-        op_allocator alloc(asio::get_associated_allocator(op->handler_));
+        op_allocator alloc(op_allocator_for(op->handler_));
         op->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
     }
@@ -194,7 +294,7 @@ private:
         const boost::system::error_code result = ec;
         auto io_work = std::move(io_work_);
         auto handler_work = std::move(handler_work_);
-        op_allocator alloc(asio::get_associated_allocator(handler));
+        op_allocator alloc(op_allocator_for(handler));
         this->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
         std::move(handler)(result);
@@ -213,7 +313,7 @@ private:
 /// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
 /// the slot cleared.
 template <class IoExecutor, class Handler>
-void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecutor& io_ex,
+void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
                         Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
                         std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
     using handler_type = std::decay_t<Handler>;
@@ -236,12 +336,12 @@ void start_reactor_wait(reactor_service& svc, reactor_port* port, const IoExecut
     if (started == reactor_service::start_result::registered) return;
     // Not registered: the completion is decided (or, after shutdown, there is none), so a
     // cancellation has nothing left to do. The slot is cleared now, while the handler (which may
-    // own the signal) is alive: a failed post below destroys the op and the handler with it.
+    // own the signal) is certainly alive: once queued, the op may complete at any moment.
     if (slot.is_connected()) slot.clear();
     if (started == reactor_service::start_result::dropped)
         op->destroy(); // the context has shut down: destroyed, never invoked
     else
-        op->complete(); // posts, never inline; when posting throws, the op is destroyed first
+        svc.deliver(op); // through the port's queue: never inline
 }
 
 } // namespace detail

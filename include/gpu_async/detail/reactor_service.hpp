@@ -23,9 +23,13 @@
 // - Every park is bounded by the park bound (default_park_bound, 100 us, settable per service and
 //   per registration) so producers that do not ring (GPUs) are seen within one bound, and by the
 //   earliest registration deadline.
-// - Completions are handed to the executor (posted) with no lock held, in the order the scan
-//   found them. Exactly one of (scan, cancellation, line retirement, shutdown) takes a wait out
-//   of the table, under the lock; whoever does completes or destroys it.
+// - Completions are batched, not posted one by one: what a scan finds goes, in the order found,
+//   onto the completion queue of each wait's port (an intrusive list), and one drain handler per
+//   port, posted to the port's executor when its queue becomes non-empty, completes the whole
+//   batch there (the handler invoked at once when its executor is the port's). The post happens
+//   with no lock held; its memory is the queue's own. Exactly one of (scan, cancellation, line
+//   retirement, shutdown) takes a wait out of the table, under the lock; whoever does queues or
+//   destroys it.
 // - Cancellation by key, as Asio's timers do it: a cancellation handler holds the wait's
 //   descriptor, its address and its serial number, and looks the wait up under the lock; it
 //   never dereferences a wait that is not registered, so a signal racing the completion on
@@ -59,6 +63,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace gpu_async {
 
@@ -72,6 +78,7 @@ namespace detail {
 
 class reactor_service;
 class reactor_op;
+class completion_queue;
 struct reactor_port;
 
 /// A pending wait as the reactor sees it. The concrete operation (a handler, its work guards and
@@ -106,17 +113,113 @@ protected:
 
 private:
     friend class reactor_service;
+    friend class completion_queue;
 
     memory_descriptor descriptor_;
     complete_fn complete_;
     destroy_fn destroy_;
-    std::uint64_t bound_ns_ = 0; // 0: the service's park bound
-    reactor_port* owner_ = nullptr;
-    reactor_op* prev_ = nullptr; // in the owner's list
+    std::uint64_t bound_ns_ = 0;    // 0: the service's park bound
+    std::uint64_t deadline_ns_ = 0; // with has_deadline_: the registration's deadline
+    bool has_deadline_ = false;
+    reactor_port* port_ = nullptr;  // the port it was started for
+    reactor_port* owner_ = nullptr; // the port whose list it is linked in (while in the table)
+    reactor_op* prev_ = nullptr;    // in the owner's list
     reactor_op* next_ = nullptr;
     reactor_op* next_ready_ = nullptr;
-    std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up
+    std::uint64_t serial_ = 0;          // with the address, the key a cancellation looks up
+    completion_queue* queue_ = nullptr; // where its completion is delivered from
     watch_table<reactor_op*>::handle pos_{};
+};
+
+/// Where the finished waits of one port wait for delivery: an intrusive FIFO that one drain
+/// handler at a time empties on the port's I/O executor. A batch of completions costs one post
+/// (not one per wait), and the drain's memory is the queue's own, so delivering cannot fail for
+/// want of memory with the standard executors; when posting the drain throws anyway (a custom
+/// executor, an allocator out of memory), the waits stay queued and the service posts again
+/// within one park bound: no wait is stranded, none is completed twice.
+///
+/// Reference counted: the port's state holds one reference and a posted (or to-be-reposted)
+/// drain holds one, so a queue with waits in it outlives the port that filled it.
+class completion_queue {
+public:
+    completion_queue(const completion_queue&) = delete;
+    completion_queue& operator=(const completion_queue&) = delete;
+
+    void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() noexcept {
+        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_(this);
+    }
+
+    /// Runs on the I/O executor (the drain): delivers the waits queued when it started, in
+    /// order, then posts itself again if more arrived meanwhile. If a delivery throws (a handler
+    /// invoked inline threw), the waits not yet delivered stay queued, a drain is posted for them,
+    /// and the exception propagates. Consumes the drain's reference.
+    GPU_ASYNC_DECL void run();
+
+    /// The drain was destroyed without running. When the service has shut down (the execution
+    /// context is going away) the queued waits are destroyed without invoking their handlers;
+    /// otherwise (an executor dropped it) the service posts a drain again. Consumes the drain's
+    /// reference.
+    GPU_ASYNC_DECL void dropped() noexcept;
+
+protected:
+    /// Posts one drain holding the reference the caller passes on. Returns false when posting
+    /// failed before the drain took the reference (the caller still holds it and retries).
+    using schedule_fn = bool (*)(completion_queue*) noexcept;
+    using free_fn = void (*)(completion_queue*) noexcept;
+
+    completion_queue(reactor_service& svc, schedule_fn s, free_fn f) noexcept
+        : svc_(&svc)
+        , schedule_(s)
+        , free_(f) {}
+    ~completion_queue() = default;
+
+private:
+    friend class reactor_service;
+
+    /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
+    /// scheduled: the queue was idle; the caller then holds a new reference for it.
+    bool push(reactor_op* head, reactor_op* tail) noexcept;
+    /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
+    void abandon() noexcept;
+
+    reactor_service* svc_;
+    schedule_fn schedule_;
+    free_fn free_;
+    std::atomic<std::size_t> refs_{1};
+    std::mutex mutex_;
+    reactor_op* head_ = nullptr;
+    reactor_op* tail_ = nullptr;
+    bool posted_ = false;                       // a drain is posted, running or awaiting a retry
+    completion_queue* next_schedule_ = nullptr; // in a to-schedule or retry list
+};
+
+/// A counted reference to a completion_queue.
+class queue_ref {
+public:
+    queue_ref() noexcept = default;
+    /// Adopts a reference the caller already holds.
+    explicit queue_ref(completion_queue* q) noexcept
+        : q_(q) {}
+    queue_ref(queue_ref&& o) noexcept
+        : q_(std::exchange(o.q_, nullptr)) {}
+    queue_ref& operator=(queue_ref&& o) noexcept {
+        if (this != &o) {
+            reset();
+            q_ = std::exchange(o.q_, nullptr);
+        }
+        return *this;
+    }
+    ~queue_ref() { reset(); }
+    void reset() noexcept {
+        if (q_ != nullptr) std::exchange(q_, nullptr)->release();
+    }
+    completion_queue* get() const noexcept { return q_; }
+    completion_queue* release_ownership() noexcept { return std::exchange(q_, nullptr); }
+    explicit operator bool() const noexcept { return q_ != nullptr; }
+
+private:
+    completion_queue* q_ = nullptr;
 };
 
 /// What identifies a registered wait to a cancellation handler without touching it: looked up
@@ -127,10 +230,12 @@ struct reactor_key {
     std::uint64_t serial;
 };
 
-/// The per-port state the service keeps (a list of the port's pending waits).
+/// The per-port state the service keeps: a list of the port's pending waits, and the queue
+/// their completions are delivered from.
 struct reactor_port {
     reactor_op* head = nullptr;
     std::size_t count = 0;
+    queue_ref queue;
 };
 
 /// The reactor service of one execution context. See the header comment for its design.
@@ -173,34 +278,35 @@ public:
     /// What start() did with an op, and so what its caller must do with it.
     enum class start_result : std::uint8_t {
         registered, ///< pending: the service completes, cancels or destroys it
-        finished,   ///< not registered, `ec` set: the caller calls `complete()` (never inline)
+        finished,   ///< not registered, `ec` set: the caller calls `deliver()` (never inline)
         dropped     ///< the service has shut down: the caller calls `destroy()`
     };
 
     /// The key a cancellation handler for `op` holds (call before start()).
     GPU_ASYNC_DECL reactor_key make_key(reactor_op& op) noexcept;
 
-    /// Starts `op` for `port` (may be null): registers it, unless its descriptor is already
-    /// complete or its deadline has passed (`finished`), or the service has shut down
-    /// (`dropped`); in those cases the op stays the caller's, who then completes or destroys it
-    /// outside every lock. `bound` (zero: the service's) bounds the waiter's parks while it is
-    /// pending; `deadline`, when given, completes it with asio::error::timed_out. Registering a
-    /// wait may complete other waits of the same slot (the word moved far since the last scan):
-    /// their completions are handed to the executor before this returns. Throws
-    /// std::system_error when the watcher thread cannot be started, std::bad_alloc (nothing
-    /// registered; the op stays the caller's).
+    /// Starts `op` for `port`: registers it, unless its descriptor is already complete or its
+    /// deadline has passed (`finished`), or the service has shut down (`dropped`); in those cases
+    /// the op stays the caller's, who then delivers or destroys it outside every lock. `bound`
+    /// (zero: the service's) bounds the waiter's parks while it is pending; `deadline`, when
+    /// given, completes it with asio::error::timed_out. Registering a wait may complete other
+    /// waits of the same slot (the word moved far since the last scan): they are queued for
+    /// delivery before this returns. Throws std::system_error when the watcher thread cannot be
+    /// started, std::bad_alloc (nothing registered; the op stays the caller's).
     [[nodiscard]] GPU_ASYNC_DECL start_result
-    start(reactor_port* port, reactor_op* op, dur_ns bound = {},
+    start(reactor_port& port, reactor_op* op, dur_ns bound = {},
           std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+
+    /// Delivers an op start() returned as `finished`: queued on its port's completion queue,
+    /// whose drain completes it on the port's executor (never inline).
+    GPU_ASYNC_DECL void deliver(reactor_op* op) noexcept;
 
     /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
     /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
     /// nothing happens and nothing is dereferenced. Returns whether this call cancelled it.
     GPU_ASYNC_DECL bool cancel(const reactor_key& wait);
 
-    /// Cancels every registered wait of `port`; returns how many. If posting a completion throws,
-    /// the others are still completed, that wait is destroyed uninvoked, and the first exception
-    /// propagates.
+    /// Cancels every registered wait of `port`; returns how many.
     GPU_ASYNC_DECL std::size_t cancel(reactor_port& port);
 
     // --- FILL mode (run_fill) ----------------------------------------------------------------
@@ -248,6 +354,19 @@ private:
     };
     ready_sink sink_locked(ready_list& out) noexcept { return ready_sink{this, &out}; }
 
+    friend class completion_queue;
+    /// Hands `list` to the ops' completion queues, in order (under the lock, so no queue can go
+    /// away meanwhile); returns the queues that need a drain posted (with a reference each).
+    completion_queue* enqueue_locked(ready_list& list) noexcept;
+    /// Posts a drain for each queue of the list; one that cannot be posted waits in the retry
+    /// list (the waiter posts it again within one park bound) or, after shutdown, is abandoned.
+    void schedule(completion_queue* list) noexcept;
+    /// Takes the retry list (under the lock).
+    completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
+
+    /// Moves the incoming registrations into the table (in registration order); those found
+    /// complete, and waits a registration's read completed, go onto `out`.
+    void merge_incoming_locked(ready_list& out);
     void link_locked(reactor_port* port, reactor_op* op);
     void unlinked_locked(reactor_op* op);
     void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
@@ -256,8 +375,6 @@ private:
     void stop_thread();
     void watcher_main();
     void park_on_bell(std::uint64_t seen, dur_ns bound);
-    static void complete_all(reactor_op* list);
-    static void complete_all_quietly(reactor_op* list) noexcept;
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
@@ -267,7 +384,23 @@ private:
     std::map<std::uint64_t, std::size_t> bounds_; // per-registration bounds in use
     std::size_t fill_ = 0;
     bool stop_ = false;
-    bool shut_down_ = false;
+    /// The waiter's spin before a futex sleep (no monitor): doorbell::spin_ns while rings are
+    /// sparse, max_spin_ns while they come densely (see park_on_bell).
+    static constexpr std::uint64_t max_spin_ns = 100000;
+    static constexpr std::uint64_t busy_gap_ns = 25000;
+    std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
+    std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
+    std::atomic<std::uint64_t> rate_rings0_{0}; // the ring count then
+    std::atomic<bool> shut_down_{false};
+    std::atomic<bool> waiter_present_{false};    // the watcher runs or a FILL driver is active
+    std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)
+    std::atomic<std::size_t> table_size_{0};     // table_.size() as last published
+    completion_queue* retry_ = nullptr;          // queues whose drain could not be posted
+    struct reached {
+        reactor_op* op;
+        std::uint64_t below; // the slot's word less its target, when sorted
+    };
+    std::vector<reached> reached_scratch_; // merge_incoming_locked's
     std::thread thread_;
 };
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <utility>
 
 namespace gpu_async::detail {
@@ -32,14 +33,24 @@ GPU_ASYNC_DECL void reactor_service::park_bound(dur_ns bound) noexcept {
     park_bound_ns_.store(bound.ns == 0 ? 1 : bound.ns, std::memory_order_relaxed);
 }
 
+// The incoming stack may be walked under the lock: only a holder of the lock takes from it, and
+// a pushed op's link does not change until then.
 GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
     std::lock_guard lk(mutex_);
-    return table_.size();
+    std::size_t n = table_.size();
+    for (const reactor_op* op = incoming_.load(std::memory_order_acquire); op != nullptr;
+         op = op->next_ready_)
+        ++n;
+    return n;
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
-    return port.count;
+    std::size_t n = port.count;
+    for (const reactor_op* op = incoming_.load(std::memory_order_acquire); op != nullptr;
+         op = op->next_ready_)
+        n += op->port_ == &port ? 1 : 0;
+    return n;
 }
 
 GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
@@ -76,86 +87,150 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
-reactor_service::start(reactor_port* port, reactor_op* op, dur_ns bound,
+reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
                        std::optional<std::chrono::steady_clock::time_point> deadline) {
-    bool ring = false;
-    start_result result = start_result::registered;
-    ready_list others; // waits the registration's read completed (a rebase)
-    std::exception_ptr failure;
-    {
+    op->queue_ = port.queue.get();
+    if (shut_down_.load(std::memory_order_acquire)) {
+        // The context is being destroyed: nothing will run the handler. Destroy it (outside
+        // every lock), never invoke it, as shutdown() does with pending waits.
+        return start_result::dropped;
+    }
+    if (deadline && *deadline <= std::chrono::steady_clock::now()) {
+        op->ec = asio::error::timed_out;
+        return start_result::finished;
+    }
+    // Complete already? (The waiter's insert reads the word again; a store between the two reads
+    // only makes the wait complete at that insert.)
+    const memory_descriptor& d = op->descriptor();
+    if (sequence_reached(d.line().words[d.slot().index()].load(std::memory_order_acquire),
+                         d.target())) {
+        op->ec = {};
+        return start_result::finished;
+    }
+    if (!waiter_present_.load(std::memory_order_acquire)) {
+        // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
         std::lock_guard lk(mutex_);
-        if (shut_down_) {
-            // The context is being destroyed: nothing will run the handler. Destroy it
-            // (outside the lock), never invoke it, as shutdown() does with pending waits.
-            return start_result::dropped;
-        }
-        if (deadline && *deadline <= std::chrono::steady_clock::now()) {
-            op->ec = asio::error::timed_out;
-            return start_result::finished;
-        }
-        const bool was_idle = table_.empty();
-        // One read of the word decides both "complete now" and the wait's place: a store after
-        // it is seen by the waiter's next scan, which cannot run before this registration.
-        const std::optional<table_type::handle> pos =
-            table_.insert(op->descriptor(), op, sink_locked(others),
-                          deadline ? std::optional<mono_ns>(to_mono(*deadline)) : std::nullopt);
-        if (!pos) {
-            op->ec = {};
-            result = start_result::finished;
-        } else {
-            op->pos_ = *pos;
-            op->bound_ns_ = bound.ns;
-            const bool earlier = deadline && table_.earliest_deadline() &&
-                                 table_.earliest_deadline()->ns == to_mono(*deadline).ns;
-            const bool tighter = bound.ns != 0 &&
-                                 (bounds_.empty() || bound.ns < bounds_.begin()->first) &&
-                                 bound.ns < park_bound_ns_.load(std::memory_order_relaxed);
-            link_locked(port, op);
-            ring = was_idle || earlier || tighter || fill_ > 0;
-            if (fill_ == 0 && !thread_.joinable()) {
+        if (fill_ == 0 && !thread_.joinable() && !shut_down_.load(std::memory_order_relaxed))
+            start_thread_locked();
+    }
+    op->port_ = &port;
+    op->bound_ns_ = bound.ns;
+    op->has_deadline_ = deadline.has_value();
+    op->deadline_ns_ = deadline ? to_mono(*deadline).ns : 0;
+    // Registered: pushed on the incoming stack, without the service's lock, which a scan may be
+    // holding. The waiter moves it into the table before its next scan.
+    reactor_op* old = incoming_.load(std::memory_order_relaxed);
+    do {
+        op->next_ready_ = old;
+    } while (!incoming_.compare_exchange_weak(old, op, std::memory_order_seq_cst,
+                                              std::memory_order_relaxed));
+    // Wake the waiter when it must act on this registration now: it is idle (nothing was
+    // pending: it sleeps up to a second), or the wait has a deadline or a bound tighter than the
+    // park bound. Otherwise it takes the wait in at its next scan, at the latest one park bound
+    // away, and a store to the wait's word is seen by that scan.
+    const bool idle = old == nullptr && table_size_.load(std::memory_order_seq_cst) == 0;
+    const bool tighter = bound.ns != 0 && bound.ns < park_bound_ns_.load(std::memory_order_relaxed);
+    if (idle || deadline || tighter) bell_->ring();
+    return start_result::registered;
+}
+
+GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
+    reactor_op* list = incoming_.exchange(nullptr, std::memory_order_seq_cst);
+    reactor_op* fifo = nullptr; // registration order
+    while (list != nullptr) {
+        reactor_op* next = list->next_ready_;
+        list->next_ready_ = fifo;
+        fifo = list;
+        list = next;
+    }
+    reached_scratch_.clear();
+    while (fifo != nullptr) {
+        reactor_op* op = fifo;
+        fifo = op->next_ready_;
+        op->next_ready_ = nullptr;
+        try {
+            // One read of the word decides both "complete now" and the wait's place in its slot
+            // (and may complete other waits of the slot: the word moved far since the last scan).
+            const std::optional<table_type::handle> pos =
+                table_.insert(op->descriptor(), op, sink_locked(out),
+                              op->has_deadline_ ? std::optional<mono_ns>(mono_ns{op->deadline_ns_})
+                                                : std::nullopt);
+            if (!pos) {
+                op->ec = {};
                 try {
-                    start_thread_locked();
+                    reached_scratch_.push_back(reached{op, 0});
                 } catch (...) {
-                    // No watcher: nothing registered, the op stays the caller's.
-                    table_.erase(op->pos_);
-                    unlinked_locked(op);
-                    failure = std::current_exception();
+                    out.push(op); // no room to order it: handed out as it comes
                 }
+                continue;
             }
+            op->pos_ = *pos;
+            link_locked(op->port_, op);
+        } catch (...) {
+            // No memory for its place in the table: it ends with that error, never lost.
+            op->ec = asio::error::no_memory;
+            out.push(op);
         }
     }
-    if (ring) bell_->ring();
-    complete_all(others.head);
-    if (failure) std::rethrow_exception(failure);
-    // Not registered: the caller alone owns the op. It completes it itself, so that a failure
-    // there (posting can throw) cannot leave the op's ownership in doubt.
-    return result;
+    // Waits already complete when taken in leave in ascending target order per slot, as a scan
+    // hands them out: by slot, then by distance below the slot's word (read once per wait here).
+    if (reached_scratch_.size() > 1) {
+        for (reached& r : reached_scratch_) {
+            const memory_descriptor& d = r.op->descriptor();
+            r.below = d.line().words[d.slot().index()].load(std::memory_order_acquire) - d.target();
+        }
+        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(),
+                         [](const reached& a, const reached& b) {
+                             const memory_descriptor& x = a.op->descriptor();
+                             const memory_descriptor& y = b.op->descriptor();
+                             if (&x.line() != &y.line()) return std::less<>()(&x.line(), &y.line());
+                             if (x.slot().index() != y.slot().index())
+                                 return x.slot().index() < y.slot().index();
+                             return a.below > b.below;
+                         });
+    }
+    for (const reached& r : reached_scratch_)
+        out.push(r.op);
+    reached_scratch_.clear();
+    table_size_.store(table_.size(), std::memory_order_seq_cst);
 }
 
 GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
-    reactor_op* op = nullptr;
+    bool found = false;
+    completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
+        ready_list list;
+        merge_incoming_locked(list); // a wait still on the incoming stack is in the table now
         // After shutdown the table is empty; before registration and after completion the wait
         // is not found. Only a registered op (alive, owned by the table) is touched.
         const std::optional<table_type::handle> pos =
             table_.find(wait.descriptor, [&](const reactor_op* candidate) {
                 return candidate == wait.op && candidate->serial_ == wait.serial;
             });
-        if (!pos) return false;
-        op = const_cast<reactor_op*>(wait.op);
-        table_.erase(*pos);
-        unlinked_locked(op);
-        op->ec = asio::error::operation_aborted;
+        if (pos) {
+            auto* op = const_cast<reactor_op*>(wait.op);
+            table_.erase(*pos);
+            unlinked_locked(op);
+            op->ec = asio::error::operation_aborted;
+            list.push(op);
+            found = true;
+        }
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        sched = enqueue_locked(list);
     }
-    op->complete();
-    return true;
+    schedule(sched);
+    return found;
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
     ready_list list;
+    std::size_t n = 0;
+    completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
+        merge_incoming_locked(list);
+        n = list.count;
         while (port.head != nullptr) {
             reactor_op* op = port.head;
             table_.erase(op->pos_);
@@ -163,26 +238,34 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
             op->ec = asio::error::operation_aborted;
             list.push(op);
         }
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        n = list.count - n;
+        sched = enqueue_locked(list);
     }
-    complete_all(list.head);
-    return list.count;
+    schedule(sched);
+    return n;
 }
 
 GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) noexcept {
-    ready_list list;
+    completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
+        ready_list list;
+        merge_incoming_locked(list);
         table_.remove_line(line, sink_locked(list));
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        sched = enqueue_locked(list);
     }
     // The waits are out of the table: no scan reads the line any more. Their completions go to
-    // their executors (a failed post destroys that op uninvoked).
-    complete_all_quietly(list.head);
+    // their executors.
+    schedule(sched);
 }
 
 GPU_ASYNC_DECL void reactor_service::begin_fill() {
     {
         std::lock_guard lk(mutex_);
         ++fill_;
+        waiter_present_.store(true, std::memory_order_release);
     }
     // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
     // start() launches none while fill_ > 0 and end_fill() restarts it when waits are pending.
@@ -193,7 +276,8 @@ GPU_ASYNC_DECL void reactor_service::end_fill() {
     {
         std::lock_guard lk(mutex_);
         --fill_;
-        if (fill_ == 0 && !table_.empty() && !thread_.joinable() && !shut_down_) {
+        const bool waits = !table_.empty() || incoming_.load(std::memory_order_acquire) != nullptr;
+        if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) {
             try {
                 start_thread_locked();
             } catch (...) {
@@ -206,14 +290,22 @@ GPU_ASYNC_DECL void reactor_service::end_fill() {
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
-    ready_list list;
+    std::size_t n = 0;
+    completion_queue* sched = nullptr;
+    completion_queue* retries = nullptr;
     {
         std::lock_guard lk(mutex_);
-        if (table_.empty()) return 0;
-        collect_locked(std::chrono::steady_clock::now(), list);
+        retries = take_retries_locked();
+        ready_list list;
+        merge_incoming_locked(list);
+        if (!table_.empty()) collect_locked(std::chrono::steady_clock::now(), list);
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        n = list.count;
+        sched = enqueue_locked(list);
     }
-    complete_all(list.head);
-    return list.count;
+    schedule(retries);
+    schedule(sched);
+    return n;
 }
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
@@ -227,16 +319,27 @@ GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
 GPU_ASYNC_DECL void reactor_service::shutdown() {
     stop_thread();
     ready_list list;
+    completion_queue* retries = nullptr;
     {
         std::lock_guard lk(mutex_);
-        shut_down_ = true;
+        shut_down_.store(true, std::memory_order_release);
+        merge_incoming_locked(list);
         table_.clear(sink_locked(list));
+        table_size_.store(0, std::memory_order_relaxed);
+        retries = take_retries_locked();
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).
     for (reactor_op* op = list.head; op != nullptr;) {
         reactor_op* next = op->next_ready_;
         op->destroy();
         op = next;
+    }
+    // Queues whose drain could not be posted: nothing will run them now. (A posted drain is
+    // destroyed by its executor's shutdown, which abandons its queue the same way.)
+    while (retries != nullptr) {
+        completion_queue* q = std::exchange(retries, retries->next_schedule_);
+        q->next_schedule_ = nullptr;
+        q->abandon();
     }
 }
 
@@ -248,7 +351,8 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     }
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
-    if (fill_ == 0 && !table_.empty() && !thread_.joinable() && !shut_down_) start_thread_locked();
+    const bool waits = !table_.empty() || incoming_.load(std::memory_order_acquire) != nullptr;
+    if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) start_thread_locked();
 }
 
 GPU_ASYNC_DECL void reactor_service::link_locked(reactor_port* port, reactor_op* op) {
@@ -302,6 +406,7 @@ GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
         shorten_timer_slack();
         watcher_main();
     });
+    waiter_present_.store(true, std::memory_order_release);
 }
 
 GPU_ASYNC_DECL void reactor_service::stop_thread() {
@@ -311,6 +416,7 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
         if (!thread_.joinable()) return;
         stop_ = true;
         t = std::move(thread_);
+        waiter_present_.store(fill_ > 0, std::memory_order_release);
     }
     bell_->ring();
     t.join();
@@ -326,19 +432,42 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     std::unique_lock lk(mutex_);
     while (!stop_) {
         const std::uint64_t seen = bell_->count();
-        if (fill_ > 0 || table_.empty()) {
+        if (completion_queue* retries = take_retries_locked()) {
+            lk.unlock();
+            schedule(retries);
+            lk.lock();
+            // A drain that cannot be posted now is retried after one park bound.
+            if (retry_ != nullptr) {
+                lk.unlock();
+                park_on_bell(seen, park_bound());
+                lk.lock();
+            }
+            continue;
+        }
+        if (fill_ > 0) {
+            lk.unlock();
+            park_on_bell(seen, idle_bound);
+            lk.lock();
+            continue;
+        }
+        ready_list list;
+        merge_incoming_locked(list);
+        if (table_.empty() && list.head == nullptr) {
+            // Idle. table_size_ (0) was published before the incoming stack was taken, so a
+            // registration pushed after that take sees 0 and rings: it cannot be missed here.
             lk.unlock();
             park_on_bell(seen, idle_bound);
             lk.lock();
             continue;
         }
         const auto now = std::chrono::steady_clock::now();
-        ready_list list;
         collect_locked(now, list);
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        completion_queue* sched = enqueue_locked(list);
         const dur_ns bound = bound_locked(now, park_bound());
         lk.unlock();
         if (list.head != nullptr)
-            complete_all_quietly(list.head);
+            schedule(sched);
         else
             park_on_bell(seen, bound);
         lk.lock();
@@ -352,36 +481,184 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
     // A user-mode monitor on the doorbell's line sees rings (a store to word 0) and any store a
     // GPU producer makes to that line; without one, the futex sleep sees rings only.
     const word_wait& ww = word_wait::probe();
-    if (ww.path() != word_wait_path::fallback)
+    if (ww.path() != word_wait_path::fallback) {
         ww.park(bell_->line(), rang, bound);
-    else
-        bell.wait(rang, bound);
+        return;
+    }
+    // Without a monitor a ring that finds the waiter asleep costs the ringer a futex wake (a
+    // system call) and the waiter a wake-up of 4 to 90 us on a virtual machine, during which
+    // every further ring pays its system call too. While rings come densely (a busy port: a
+    // mean gap of at most busy_gap_ns over a window of a millisecond or more), the waiter spins
+    // up to max_spin_ns before it sleeps, which costs less CPU than those wakes; once the gap
+    // widens past twice that it spins doorbell::spin_ns again.
+    const std::uint64_t now = detail::wordwait_now_ns();
+    const std::uint64_t t0 = rate_t0_ns_.load(std::memory_order_relaxed);
+    if (now - t0 >= 1000000) {
+        const std::uint64_t rings = bell.count();
+        const std::uint64_t n = rings - rate_rings0_.load(std::memory_order_relaxed);
+        const std::uint64_t gap = n == 0 ? now - t0 : (now - t0) / n;
+        const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
+        if (gap <= busy_gap_ns)
+            spin_ns_.store(max_spin_ns, std::memory_order_relaxed);
+        else if (gap > 2 * busy_gap_ns && spin != doorbell::spin_ns)
+            spin_ns_.store(doorbell::spin_ns, std::memory_order_relaxed);
+        rate_t0_ns_.store(now, std::memory_order_relaxed);
+        rate_rings0_.store(rings, std::memory_order_relaxed);
+    }
+    bell.wait(rang, bound, dur_ns{spin_ns_.load(std::memory_order_relaxed)});
 }
 
-GPU_ASYNC_DECL void reactor_service::complete_all(reactor_op* list) {
-    // Every op in the list is out of the table: each must be completed even when an earlier one
-    // fails (posting can throw; that op is then destroyed), or it would hold its work for ever.
-    // The first exception propagates once the list is done.
-    std::exception_ptr failure;
-    while (list != nullptr) {
-        reactor_op* next = list->next_ready_;
-        list->next_ready_ = nullptr;
-        try {
-            list->complete();
-        } catch (...) {
-            if (!failure) failure = std::current_exception();
+GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& list) noexcept {
+    completion_queue* sched = nullptr;
+    completion_queue** tail = &sched;
+    reactor_op* op = list.head;
+    while (op != nullptr) {
+        // One push per run of consecutive ops of one queue (usually the whole list).
+        completion_queue* q = op->queue_;
+        reactor_op* last = op;
+        while (last->next_ready_ != nullptr && last->next_ready_->queue_ == q)
+            last = last->next_ready_;
+        reactor_op* next = last->next_ready_;
+        last->next_ready_ = nullptr;
+        if (q->push(op, last)) {
+            q->next_schedule_ = nullptr;
+            *tail = q;
+            tail = &q->next_schedule_;
         }
-        list = next;
+        op = next;
     }
-    if (failure) std::rethrow_exception(failure);
+    return sched;
 }
 
-GPU_ASYNC_DECL void reactor_service::complete_all_quietly(reactor_op* list) noexcept {
-    try {
-        complete_all(list);
-    } catch (...) {
-        // Posting failed (out of memory): that op was destroyed uninvoked; the rest completed.
+GPU_ASYNC_DECL void reactor_service::schedule(completion_queue* list) noexcept {
+    while (list != nullptr) {
+        completion_queue* q = std::exchange(list, list->next_schedule_);
+        q->next_schedule_ = nullptr;
+        if (q->schedule_(q)) continue; // the drain holds the reference now
+        // Posting failed: keep the queue (and its reference) for the waiter to post again.
+        std::unique_lock lk(mutex_);
+        if (shut_down_.load(std::memory_order_relaxed)) {
+            lk.unlock();
+            q->abandon();
+            continue;
+        }
+        q->next_schedule_ = retry_;
+        retry_ = q;
+        const bool no_waiter = fill_ == 0 && !thread_.joinable() && !stop_;
+        if (no_waiter) {
+            try {
+                start_thread_locked();
+            } catch (...) {
+                // No watcher either: the next registration, poll_ready() or run_fill() retries.
+            }
+        }
+        lk.unlock();
+        bell_->ring();
     }
+}
+
+GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
+    completion_queue* q = op->queue_;
+    op->next_ready_ = nullptr;
+    if (q->push(op, op)) {
+        q->next_schedule_ = nullptr;
+        schedule(q);
+    }
+}
+
+// --- completion_queue --------------------------------------------------------------------------
+
+GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) noexcept {
+    std::lock_guard lk(mutex_);
+    if (tail_ != nullptr)
+        tail_->next_ready_ = head;
+    else
+        head_ = head;
+    tail_ = tail;
+    if (posted_) return false;
+    posted_ = true;
+    add_ref(); // the drain's
+    return true;
+}
+
+GPU_ASYNC_DECL void completion_queue::run() {
+    queue_ref self(this); // the drain's reference
+    reactor_op* batch = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        batch = std::exchange(head_, nullptr);
+        tail_ = nullptr;
+    }
+    // Put back what is not delivered yet (in front of what arrived meanwhile) and decide whether
+    // a drain must be posted again; posted_ stays set while one must.
+    auto settle = [this](reactor_op* rest) {
+        std::lock_guard lk(mutex_);
+        if (rest != nullptr) {
+            reactor_op* last = rest;
+            while (last->next_ready_ != nullptr)
+                last = last->next_ready_;
+            last->next_ready_ = head_;
+            if (head_ == nullptr) tail_ = last;
+            head_ = rest;
+        }
+        if (head_ != nullptr) return true;
+        posted_ = false;
+        return false;
+    };
+    while (batch != nullptr) {
+        reactor_op* op = batch;
+        batch = op->next_ready_;
+        op->next_ready_ = nullptr;
+        try {
+            op->complete();
+        } catch (...) {
+            // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
+            // a later drain and the exception leaves run() / poll().
+            if (settle(batch)) {
+                next_schedule_ = nullptr;
+                svc_->schedule(self.release_ownership());
+            }
+            throw;
+        }
+    }
+    if (settle(nullptr)) {
+        // More arrived while this batch ran: post again, behind what is already queued (a
+        // busy port cannot hold the executor's other handlers back).
+        next_schedule_ = nullptr;
+        svc_->schedule(self.release_ownership());
+    }
+}
+
+GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
+    queue_ref self(this); // the drain's reference
+    reactor_op* list = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        list = std::exchange(head_, nullptr);
+        tail_ = nullptr;
+        posted_ = false;
+    }
+    while (list != nullptr) {
+        reactor_op* op = list;
+        list = op->next_ready_;
+        op->next_ready_ = nullptr;
+        op->destroy();
+    }
+}
+
+GPU_ASYNC_DECL void completion_queue::dropped() noexcept {
+    bool gone = false;
+    {
+        std::lock_guard lk(svc_->mutex_);
+        gone = svc_->shut_down_.load(std::memory_order_relaxed);
+    }
+    if (gone) {
+        abandon();
+        return;
+    }
+    // An executor destroyed the drain unrun although the context lives: post it again.
+    next_schedule_ = nullptr;
+    svc_->schedule(this);
 }
 
 } // namespace gpu_async::detail
