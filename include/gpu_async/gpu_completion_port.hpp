@@ -15,7 +15,9 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/detail/plan_wait_op.hpp>
@@ -216,7 +218,9 @@ public:
     /// plans: each park is a reactor wait on `source.descriptor()` bounded by the plan's park,
     /// with a status query at least every backstop, and a final query as the authority). A block
     /// plan calls `source.block()` on the thread running the operation. The outcome feeds the
-    /// port's point table at `point`.
+    /// port's point table at `point`. The plan is first resolved against what the port and the
+    /// source can run (plan_capabilities_for()); when it falls back, the report's `warning`
+    /// holds the coded errc::park_fallback.
     ///
     /// @param source any gpu_async::completion_source; must outlive the wait. Its query(),
     ///   arm(), block() and descriptor() are called from the operation's executor.
@@ -250,9 +254,33 @@ public:
     auto async_wait(Source& source, const wait_plan& plan, std::string_view point,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
         return asio::async_compose<CompletionToken, void(boost::system::error_code, wait_report)>(
-            detail::plan_wait_op<Source, Executor>(source, plan, std::string(point), state_shared(),
-                                                   *service_, executor_),
+            detail::plan_wait_op<Source, Executor>(
+                source, resolve(plan, plan_capabilities_for(source)), std::string(point),
+                state_shared(), *service_, executor_),
             token, executor_);
+    }
+
+    /// Starts a plan-driven wait with the plan of the band `rows` selects (the rows of the
+    /// step last published, read once at initiation): as async_wait(source, bands.select(rows),
+    /// point, token). Bands let one call site wait differently for small and large steps.
+    template <completion_source Source,
+              asio::completion_token_for<void(boost::system::error_code, wait_report)>
+                  CompletionToken = asio::default_completion_token_t<executor_type>>
+    auto async_wait(Source& source, const wait_bands& bands, const step_rows& rows,
+                    std::string_view point,
+                    CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
+        return async_wait(source, bands.select(rows), point, std::forward<CompletionToken>(token));
+    }
+
+    /// The plan capabilities this port offers `source`: a park is a registration with the
+    /// reactor's waiter (the watcher thread or run_fill), which sees the word within one park
+    /// bound with or without a user-mode monitor, so word_park is always available; word_store
+    /// and blocking_wait are the source's (source_plan_capabilities()). A plan-driven wait runs
+    /// resolve(plan, plan_capabilities_for(source)) and reports a fallback in its report's
+    /// `warning`.
+    template <completion_source Source>
+    plan_capabilities plan_capabilities_for(const Source& source) const {
+        return source_plan_capabilities(source);
     }
 
 private:

@@ -190,9 +190,6 @@ struct unreliable_executor {
     friend bool operator==(const unreliable_executor& a, const unreliable_executor& b) noexcept {
         return a.ctx == b.ctx && a.refuse == b.refuse;
     }
-    friend bool operator!=(const unreliable_executor& a, const unreliable_executor& b) noexcept {
-        return !(a == b);
-    }
 };
 
 unreliable_executor make_unreliable(asio::io_context& ctx, int refuse, int drop) {

@@ -27,6 +27,7 @@
 #define GPU_ASYNC_CORE_FILL_EXECUTOR_HPP
 
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/reactor.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
@@ -305,16 +306,30 @@ void yield_awaiter::await_suspend(std::coroutine_handle<P> h) const {
     h.promise().executor->post(h);
 }
 
+/// The plan capabilities of the FILL executor: a park is a registration with its reactor, a
+/// word store is the source's; the blocking wait is missing, because it would stop the one
+/// thread that runs every task.
+inline plan_capabilities fill_plan_capabilities() {
+    plan_capabilities caps;
+    caps.set_missing(plan_capability::blocking_wait,
+                     "it would block the FILL executor's only thread");
+    return caps;
+}
+
 /// The wait driver as a FILL task: runs the wait machine over `source` with the reactor doing
 /// the waiting, so other tasks run meanwhile. A predicted sleep becomes an alarm; a park becomes
 /// `ready(source.descriptor(), now + bound)`; query and arm run inline (they complete at once).
-/// A block plan runs the blocking wait inline and so blocks the executor's thread: give FILL
-/// waits flag or poll plans. `clk` must be the clock the executor's idle reads. A query that
-/// follows a pending answer without the task having suspended since (a poll, or a flag wait
-/// whose word arrived while the status query still says pending) first yields to ready work.
+/// The plan is first resolved (resolve(), <gpu_async/core/park_fallback.hpp>) against
+/// fill_plan_capabilities() and the source's own: a block plan runs as poll, and the report's
+/// `warning` says so. `clk` must be the clock the executor's idle reads. A query that follows a
+/// pending answer without the task having suspended since (a poll, or a flag wait whose word
+/// arrived while the status query still says pending) first yields to ready work.
 template <completion_source Source, clock Clock>
-fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan plan,
+fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan requested,
                                  std::optional<std::uint64_t> sleep_ns, const Clock& clk) {
+    resolved_plan resolved =
+        resolve(requested, combine(fill_plan_capabilities(), source_plan_capabilities(source)));
+    const wait_plan plan = std::move(resolved.plan);
     wait_machine m;
     wait_action a = m.start(plan, sleep_ns, clk.now());
     // Set when a query says pending, cleared when the task next suspends: a query asked while it
@@ -361,7 +376,9 @@ fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan plan,
         }
         a = m.on_event(ev);
     }
-    co_return detail::wait_action_result(a);
+    wait_result out = detail::wait_action_result(a);
+    if (out.has_value()) out.value().warning = std::move(resolved.warning);
+    co_return out;
 }
 
 } // namespace gpu_async

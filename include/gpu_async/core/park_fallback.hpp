@@ -17,6 +17,7 @@
 #include <gpu_async/core/wait_plan.hpp>
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -89,6 +90,28 @@ private:
     }
     std::array<std::optional<std::string>, plan_capability_count> why_{};
 };
+
+/// What both `a` and `b` can run: a capability missing from either is missing (with `a`'s
+/// reason when both lack it).
+inline plan_capabilities combine(const plan_capabilities& a, const plan_capabilities& b) {
+    plan_capabilities out = a;
+    for (plan_capability c :
+         {plan_capability::word_park, plan_capability::word_store, plan_capability::blocking_wait})
+        if (a.has(c) && !b.has(c)) out.set_missing(c, b.why_missing(c));
+    return out;
+}
+
+/// The plan capabilities a completion source declares: `source.plan_capabilities()` when it has
+/// that member (a source that cannot enqueue a word store, say), else everything.
+template <class Source>
+plan_capabilities source_plan_capabilities(const Source& source) {
+    if constexpr (requires {
+                      { source.plan_capabilities() } -> std::convertible_to<plan_capabilities>;
+                  })
+        return source.plan_capabilities();
+    else
+        return plan_capabilities{};
+}
 
 /// One row of the fallback table: a plan of kind `requested` needs `needs`; without it, the
 /// plan runs as kind `runs` (its prediction, if any, kept).

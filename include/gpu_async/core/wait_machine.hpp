@@ -78,6 +78,9 @@ struct wait_report {
     dur_ns slept;                       ///< time spent in the predicted sleep
     std::uint32_t parks = 0;            ///< parks executed (flag plans)
     std::uint32_t backstop_queries = 0; ///< status queries made because a backstop fell due
+    /// Set by the host when the plan that ran is not the one asked for (errc::park_fallback:
+    /// the requested plan, the capability the host or the source lacks, why, the plan that ran).
+    std::optional<coded_error> warning;
 
     friend bool operator==(const wait_report&, const wait_report&) = default;
 };
@@ -371,8 +374,8 @@ private:
 /// or a registry code) with, for registry codes, the coded error that says more.
 class wait_result {
 public:
-    wait_result(const wait_report& r) noexcept
-        : report_(r) {}
+    wait_result(wait_report r) noexcept
+        : report_(std::move(r)) {}
     wait_result(std::error_code ec) noexcept
         : error_(ec) {}
     wait_result(coded_error e)
@@ -384,6 +387,8 @@ public:
 
     /// The report; meaningful only when has_value().
     const wait_report& value() const noexcept { return report_; }
+    /// The report, for the host to complete (its `warning`); meaningful only when has_value().
+    wait_report& value() noexcept { return report_; }
     /// The error; empty on success.
     std::error_code error() const noexcept { return error_; }
     /// The coded error with its arguments, when the driver itself made the error.

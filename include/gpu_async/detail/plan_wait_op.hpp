@@ -10,6 +10,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/detail/port_wait_op.hpp>
@@ -71,10 +72,12 @@ inline mono_ns steady_now() noexcept {
 template <class Source, class Executor>
 class plan_wait_op {
 public:
-    plan_wait_op(Source& source, const wait_plan& plan, std::string point,
+    /// `resolved`: the plan to run (resolved against the port's capabilities) and the warning
+    /// that says why it differs from the one asked, reported in the wait's report.
+    plan_wait_op(Source& source, resolved_plan resolved, std::string point,
                  std::shared_ptr<port_state> state, reactor_service& svc, const Executor& ex)
-        : impl_(std::make_unique<impl>(source, plan, std::move(point), std::move(state), svc, ex)) {
-    }
+        : impl_(std::make_unique<impl>(source, std::move(resolved), std::move(point),
+                                       std::move(state), svc, ex)) {}
 
     template <class Self>
     void operator()(Self& self, boost::system::error_code ec = {}) {
@@ -121,10 +124,11 @@ private:
     /// its next step and never calls the source again; a retirement waits for a source call in
     /// progress.
     struct impl final : line_watcher {
-        impl(Source& s, const wait_plan& p, std::string pt, std::shared_ptr<port_state> st,
+        impl(Source& s, resolved_plan r, std::string pt, std::shared_ptr<port_state> st,
              reactor_service& sv, const Executor& e)
             : source(&s)
-            , plan(p)
+            , plan(std::move(r.plan))
+            , warning(std::move(r.warning))
             , point(std::move(pt))
             , state(std::move(st))
             , svc(&sv)
@@ -162,6 +166,7 @@ private:
         }
         Source* source;
         wait_plan plan;
+        std::optional<coded_error> warning; // the plan's park fallback, if any
         std::string point;
         std::shared_ptr<port_state> state;
         reactor_service* svc;
@@ -245,7 +250,8 @@ private:
                 return;
             }
             case wait_action::type::done: {
-                const wait_report report = m.action.report;
+                wait_report report = m.action.report;
+                report.warning = std::move(m.warning);
                 if (report.outcome) {
                     std::lock_guard lk(m.state->points_mutex);
                     m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);

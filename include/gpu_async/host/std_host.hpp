@@ -130,11 +130,17 @@ static_assert(reactor_idle<std_idle>);
 /// machine over `source` with the inline driver (run_wait: real time always moves, so no
 /// pended-inline check), on the std clock and timer, with the sleep estimate of `point` in
 /// `table` (plans with a prediction); then feeds `table` the outcome (plans with a prediction,
-/// waits that end with one). Returns the report, or the error that ended the wait
-/// (a source's error unchanged). The table is not synchronised: one per thread, or lock it.
+/// waits that end with one). The plan is first resolved against std_plan_capabilities() and the
+/// source's own (resolve(), <gpu_async/core/park_fallback.hpp>): without a user-mode monitor a
+/// flag plan runs as poll, and the report's `warning` says so. Returns the report, or the error
+/// that ended the wait (a source's error unchanged). The table is not synchronised: one per
+/// thread, or lock it.
 template <completion_source Source, class Key>
-wait_result wait_blocking(Source& source, const wait_plan& plan, point_table<Key>& table,
+wait_result wait_blocking(Source& source, const wait_plan& requested, point_table<Key>& table,
                           const Key& point) {
+    resolved_plan resolved =
+        resolve(requested, combine(std_plan_capabilities(), source_plan_capabilities(source)));
+    const wait_plan& plan = resolved.plan;
     std::optional<std::uint64_t> sleep;
     if (plan.predict()) sleep = table.sleep_ns(point, *plan.predict());
     const std_clock clk;
@@ -142,6 +148,7 @@ wait_result wait_blocking(Source& source, const wait_plan& plan, point_table<Key
     wait_result r = run_wait(source, plan, sleep, clk, tmr);
     if (r.has_value() && plan.predict() && r.value().outcome)
         table.observe(point, *plan.predict(), *r.value().outcome);
+    if (r.has_value()) r.value().warning = std::move(resolved.warning);
     return r;
 }
 
