@@ -226,6 +226,7 @@ mapped_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
         made->driver = &d;
         made->bell = bell;
         made->device = device_;
+        reg.live.reserve(reg.live.size() + 1); // no allocation may fail once registered
         // The registration's own domain reference: it must outlive the registration, which may
         // outlive this line.
         if (const driver_status st = d.retain_domain(d.self, device_, &made->domain); !st.ok())
