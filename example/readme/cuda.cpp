@@ -20,8 +20,9 @@ asio::awaitable<void> step(gpu_async::gpu_completion_port& port,
                            gpu_async::cuda::event_t event) {
     //! [cuda-event]
     auto line = gpu_async::cuda_line::create(driver).value(); // on the current context's device
-    if (auto e = line.attach_doorbell(port.shared_bell())) // optional: each store also signals
-        std::printf("no doorbell stores: %s\n", e->message().c_str()); // the port's doorbell
+    // Optional: each store then also signals the port's doorbell.
+    if (auto e = line.attach_doorbell(port.shared_bell()))
+        std::printf("no doorbell stores: %s\n", e->message().c_str());
     auto waiter = gpu_async::cuda_event_waiter::create(line, *gpu_async::slot_id::at(0)).value();
     // Launch work on your stream (kernels, copies, cuGraphLaunch), then record your event:
     driver.api().event_record(event, stream);
