@@ -8,7 +8,10 @@
 #   gpu-check.log   what this script did, with timings
 #   machine.txt     GPU, driver, CPU and toolkit of the run
 #   build.log       configure and build output
-#   gpu-tests.log   output of gpu_async_gpu_tests
+#   gpu-tests.log   output of gpu_async_gpu_tests (every case of test/gpu/main.cpp: stores seen by
+#                   the line and the port, each wait plan, close after stores, the doorbell's
+#                   device signal, an event the user records awaited through the port, a device
+#                   error reaching the waiter)
 #   bench-gpu.log   output of the GPU benchmark (when built)
 #   results.md      the results table (wait per plan: kind, wait time, sleep, parks, backstops)
 #

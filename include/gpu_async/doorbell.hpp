@@ -14,6 +14,18 @@
 // GPU producers may store to the doorbell's line as well; a hardware park on it sees those
 // stores, a futex sleeper does not.
 //
+// Device signals. A GPU backend with a doorbell attached (mapped_line::attach_doorbell) follows
+// each completion store, in the same stream, by a store of `device_signal` into word
+// `device_word` (1). Not word 0: that is the host ring counter, which ringers fetch_add and
+// futex sleepers compare, and a device store into it would overwrite counts and break the
+// futex protocol above. The value carries nothing but "some device stored": the store's only
+// purpose is the write to the line, which ends a user-mode monitor (UMWAIT, MWAITX, WFE) armed
+// on it. A waiter that wants to return on such a store, not merely wake and re-check, consumes
+// the signal: `take_device_signal()` (exchange to 0) before it scans its lines, and
+// `device_signaled()` in its park's predicate. The device's completion store precedes its signal
+// store (the driver fences before each 64-bit stream write), so a signal taken before a scan
+// never hides a completion from that scan, and one stored after it ends the next park.
+//
 // Memory ordering (the lost-wake argument). Ringer: increment W (word 0), seq_cst fence, load S
 // (sleepers). Waiter: increment S, seq_cst fence, then re-check `done()` and hand the last W it
 // saw to FUTEX_WAIT, which compares again in the kernel. Both fences are in the single total
@@ -32,6 +44,7 @@
 
 #include <atomic>
 #include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <thread>
 
@@ -64,6 +77,23 @@ public:
             detail::futex_wake_all(futex_word());
 #endif
         }
+    }
+
+    /// The word of the line that device producers store `device_signal` into (word 0 is the
+    /// host ring counter).
+    static constexpr std::size_t device_word = 1;
+    /// The value a device producer stores into `device_word`: non-zero, a signal only.
+    static constexpr std::uint64_t device_signal = 1;
+
+    /// True when a device producer has stored its signal since it was last taken (acquire).
+    bool device_signaled() const noexcept {
+        return line_.words[device_word].load(std::memory_order_acquire) != 0;
+    }
+
+    /// Takes the device signal: resets `device_word` to 0 and returns whether it was set.
+    /// Call it before scanning the lines whose stores the signal announces. Thread-safe.
+    bool take_device_signal() noexcept {
+        return line_.words[device_word].exchange(0, std::memory_order_acq_rel) != 0;
     }
 
     /// Acquire load of word 0: how many times the bell has rung.

@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <type_traits>
 
 namespace c = gpu_async::cuda;
@@ -36,6 +37,9 @@ static_assert(c::attribute_can_use_64_bit_stream_mem_ops ==
               CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
 static_assert(c::memhostalloc_portable == CU_MEMHOSTALLOC_PORTABLE);
 static_assert(c::memhostalloc_devicemap == CU_MEMHOSTALLOC_DEVICEMAP);
+static_assert(c::memhostregister_portable == CU_MEMHOSTREGISTER_PORTABLE);
+static_assert(c::memhostregister_devicemap == CU_MEMHOSTREGISTER_DEVICEMAP);
+static_assert(c::stream_mem_op_write_value_64 == CU_STREAM_MEM_OP_WRITE_VALUE_64);
 static_assert(c::stream_write_value_default == CU_STREAM_WRITE_VALUE_DEFAULT);
 static_assert(c::stream_non_blocking == CU_STREAM_NON_BLOCKING);
 static_assert(c::ctx_sched_spin == CU_CTX_SCHED_SPIN);
@@ -84,6 +88,42 @@ GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_record, cuEventRecord);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_query, cuEventQuery);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, event_destroy, cuEventDestroy);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, launch_host_func, cuLaunchHostFunc);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, mem_host_register, cuMemHostRegister);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, mem_host_unregister, cuMemHostUnregister);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, stream_wait_event, cuStreamWaitEvent);
+
+// cuStreamBatchMemOp (cuStreamBatchMemOp_v2 at API version 12000) takes the backend's own
+// declaration of CUstreamBatchMemOpParams: the same signature with that type, and the same
+// layout of the union and of its writeValue member.
+static_assert(
+    std::is_same_v<decltype(&cuStreamBatchMemOp),
+                   CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned)>);
+static_assert(
+    std::is_same_v<decltype(ep::stream_batch_mem_op),
+                   c::status_t (*)(CUstream, unsigned, c::stream_batch_mem_op_params*, unsigned)>);
+using params = c::stream_batch_mem_op_params;
+using write_params = params::write_value_params;
+static_assert(sizeof(params) == sizeof(CUstreamBatchMemOpParams));
+static_assert(alignof(params) == alignof(CUstreamBatchMemOpParams));
+static_assert(sizeof(CUstreamBatchMemOpType) == sizeof(int));
+static_assert(offsetof(params, write_value) == offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(offsetof(write_params, operation) ==
+              offsetof(CUstreamBatchMemOpParams, writeValue.operation) -
+                  offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(offsetof(write_params, address) ==
+              offsetof(CUstreamBatchMemOpParams, writeValue.address) -
+                  offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(offsetof(write_params, value64) ==
+              offsetof(CUstreamBatchMemOpParams, writeValue.value64) -
+                  offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(offsetof(write_params, flags) ==
+              offsetof(CUstreamBatchMemOpParams, writeValue.flags) -
+                  offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(offsetof(write_params, alias) ==
+              offsetof(CUstreamBatchMemOpParams, writeValue.alias) -
+                  offsetof(CUstreamBatchMemOpParams, writeValue));
+static_assert(std::is_same_v<decltype(write_params::address), CUdeviceptr>);
+static_assert(std::is_same_v<decltype(write_params::value64), cuuint64_t>);
 
 int main() {
     return 0;

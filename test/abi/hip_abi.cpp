@@ -20,6 +20,7 @@ static_assert(std::is_same_v<h::stream_t, hipStream_t>);
 static_assert(std::is_same_v<h::context_t, hipCtx_t>);
 static_assert(std::is_same_v<h::device_t, hipDevice_t>);
 static_assert(std::is_same_v<h::deviceptr_t, hipDeviceptr_t>);
+static_assert(std::is_same_v<h::event_t, hipEvent_t>);
 static_assert(sizeof(h::status_t) == sizeof(hipError_t));
 
 static_assert(h::success == hipSuccess);
@@ -31,6 +32,8 @@ static_assert(h::error_not_ready == hipErrorNotReady);
 static_assert(h::error_launch_failure == hipErrorLaunchFailure);
 static_assert(h::host_malloc_mapped == hipHostMallocMapped);
 static_assert(h::host_malloc_coherent == hipHostMallocCoherent);
+static_assert(h::host_register_portable == hipHostRegisterPortable);
+static_assert(h::host_register_mapped == hipHostRegisterMapped);
 
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, init, hipInit);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, driver_get_version, hipDriverGetVersion);
@@ -50,6 +53,9 @@ GPU_ASYNC_ABI_SAME_SIGNATURE(ep, stream_create, hipStreamCreate);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, stream_destroy, hipStreamDestroy);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, device_free, hipFree);
 GPU_ASYNC_ABI_SAME_SIGNATURE(ep, memset_d8_async, hipMemsetD8Async);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, host_register, hipHostRegister);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, host_unregister, hipHostUnregister);
+GPU_ASYNC_ABI_SAME_SIGNATURE(ep, stream_wait_event, hipStreamWaitEvent);
 // hipHostMalloc and hipMalloc have C++ template overloads in the header: pick the C function.
 static_assert(
     std::is_same_v<decltype(ep::host_malloc),

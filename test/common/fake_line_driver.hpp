@@ -4,7 +4,8 @@
 // ownership rules of mapped_line (and anything built on it) with no GPU.
 //
 // Devices 0..3 each have one domain; a stream is a fake_stream naming its domain. Stores land in
-// the page at once, so a descriptor a store returns is complete right away.
+// the page at once, so a descriptor a store returns is complete right away. Host registration
+// (a doorbell's line) is recorded per address; batches of stores are recorded as one call.
 //
 #ifndef GPU_ASYNC_TEST_COMMON_FAKE_LINE_DRIVER_HPP
 #define GPU_ASYNC_TEST_COMMON_FAKE_LINE_DRIVER_HPP
@@ -40,10 +41,13 @@ public:
     }
 
     // --- configuration -------------------------------------------------------------------
-    int current = 0;               ///< the current device; -1: no current context
-    std::map<driver_op, int> fail; ///< hooks that fail, with the status they return
-    bool misaligned_page = false;  ///< alloc_page returns a page off by 8 bytes
-    bool hold_writes = false;      ///< stores are enqueued but land only at land()
+    int current = 0;                ///< the current device; -1: no current context
+    std::map<driver_op, int> fail;  ///< hooks that fail, with the status they return
+    bool misaligned_page = false;   ///< alloc_page returns a page off by 8 bytes
+    bool hold_writes = false;       ///< stores are enqueued but land only at land()
+    bool batches = true;            ///< the table has batch_write64 (else a null hook)
+    bool registers = true;          ///< the table has register_host/unregister_host
+    std::uint64_t fail_address = 0; ///< write_value64 to this device address fails with status 5
 
     // --- what happened ---------------------------------------------------------------------
     std::vector<std::string> calls; ///< every call, in order, e.g. "retain 0"
@@ -53,11 +57,20 @@ public:
         void* stream;
         std::uint64_t address;
         std::uint64_t value;
+        std::size_t batch = 0; ///< 0: its own write_value64 call; n: in the n-th batch call
     };
-    std::vector<write> writes; ///< every store enqueued
+    std::vector<write> writes;        ///< every store enqueued
+    std::size_t batch_calls = 0;      ///< batch_write64 calls that enqueued
+    std::map<void*, int> registered;  ///< host address -> device it was registered on
+    std::vector<int> pointer_devices; ///< the device of each device_pointer call
 
     void* domain_of(int device) noexcept { return &domains_[static_cast<std::size_t>(device)]; }
     fake_stream stream_on(int device) noexcept { return fake_stream{domain_of(device)}; }
+    int device_of(void* domain) const noexcept {
+        for (std::size_t i = 0; i < domains_.size(); ++i)
+            if (domain == &domains_[i]) return static_cast<int>(i);
+        return -1;
+    }
 
     /// The table; valid while this object lives.
     const line_driver& table() noexcept {
@@ -94,9 +107,10 @@ public:
             *host = f.misaligned_page ? static_cast<char*>(p) + 8 : p;
             return driver_status{};
         };
-        table_.device_pointer = [](void* s, void*, void* host, std::uint64_t* address) {
+        table_.device_pointer = [](void* s, void* domain, void* host, std::uint64_t* address) {
             auto& f = self(s);
             f.calls.emplace_back("device_pointer");
+            f.pointer_devices.push_back(f.device_of(domain));
             if (auto st = f.failed(driver_op::device_pointer)) return *st;
             *address = reinterpret_cast<std::uintptr_t>(host) + device_offset;
             return driver_status{};
@@ -133,6 +147,7 @@ public:
             auto& f = self(s);
             f.calls.push_back("write " + std::to_string(value));
             if (auto st = f.failed(driver_op::write_value64)) return *st;
+            if (address == f.fail_address) return driver_status{5};
             f.writes.push_back({stream, address, value});
             // The "device" stores at once, through the mapping, unless told to hold them.
             if (f.hold_writes)
@@ -141,12 +156,63 @@ public:
                 f.deliver(f.writes.back());
             return driver_status{};
         };
+        table_.register_host = nullptr;
+        table_.unregister_host = nullptr;
+        if (registers) {
+            table_.register_host = [](void* s, void* domain, void* host, std::size_t bytes) {
+                auto& f = self(s);
+                f.calls.push_back("register " + std::to_string(f.device_of(domain)) + " " +
+                                  std::to_string(bytes));
+                if (auto st = f.failed(driver_op::register_host)) return *st;
+                if (!f.registered.emplace(host, f.device_of(domain)).second) {
+                    f.calls.emplace_back("BAD register twice");
+                    return driver_status{712};
+                }
+                return driver_status{};
+            };
+            table_.unregister_host = [](void* s, void* domain, void* host) {
+                auto& f = self(s);
+                f.calls.push_back("unregister " + std::to_string(f.device_of(domain)));
+                if (auto st = f.failed(driver_op::unregister_host)) return *st;
+                auto it = f.registered.find(host);
+                if (it == f.registered.end()) {
+                    f.calls.emplace_back("BAD unregister");
+                    return driver_status{713};
+                }
+                if (it->second != f.device_of(domain))
+                    f.calls.emplace_back("BAD unregister domain");
+                f.registered.erase(it);
+                return driver_status{};
+            };
+        }
+        table_.batch_write64 = nullptr;
+        if (batches)
+            table_.batch_write64 = [](void* s, void* stream, const batch_store* stores,
+                                      std::size_t count) {
+                auto& f = self(s);
+                std::string call = "batch";
+                for (std::size_t i = 0; i < count; ++i)
+                    call += " " + std::to_string(stores[i].value);
+                f.calls.push_back(call);
+                if (auto st = f.failed(driver_op::batch_write64)) return *st;
+                ++f.batch_calls;
+                for (std::size_t i = 0; i < count; ++i) {
+                    f.writes.push_back(
+                        {stream, stores[i].device_address, stores[i].value, f.batch_calls});
+                    if (f.hold_writes)
+                        f.held_.push_back(f.writes.back());
+                    else
+                        f.deliver(f.writes.back());
+                }
+                return driver_status{};
+            };
         table_.status_name = [](void*, int status) -> const char* {
             return status == 0 ? "FAKE_SUCCESS" : "FAKE_ERROR";
         };
         table_.call_names = {"fakeCurrentDevice", "fakeRetain",       "fakeRelease",
                              "fakeAlloc",         "fakeDevPtr",       "fakeFree",
-                             "fakeSettle",        "fakeStreamDomain", "fakeWrite64"};
+                             "fakeSettle",        "fakeStreamDomain", "fakeWrite64",
+                             "fakeRegister",      "fakeUnregister",   "fakeBatch64"};
         table_.backend = "fake";
         return table_;
     }

@@ -14,6 +14,13 @@
 //                                 the same through gpu_completion_port::async_wait(source, plan)
 //   destruction_waits_for_stores  closing a line right after enqueuing work and a store returns
 //                                 only once the work and the store have finished
+//   doorbell_signalled_by_device  a line with the port's doorbell attached: a store behind a
+//                                 memset reaches the port, and the device stored its signal into
+//                                 the doorbell's device word (word 1)
+//   event_awaited_through_port    the user records an event after a memset on their own stream;
+//                                 a cuda_event_waiter awaits it (cuStreamWaitEvent on its own
+//                                 stream, then the store and the doorbell's); the port's wait
+//                                 completes only once the memset is done; the event stays ours
 //   device_error_reaches_waiter   a kernel that traps while the host parks: the backstop query
 //                                 reports errc::device_fault (needs nvcc; last, since a trap
 //                                 poisons the context), and the line then leaks on purpose
@@ -263,6 +270,110 @@ void destruction_waits_for_stores(const gpu& g) {
     g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
 }
 
+void doorbell_signalled_by_device(const gpu& g) {
+    std::printf("doorbell_signalled_by_device\n");
+    constexpr std::size_t bytes = std::size_t{64} << 20;
+    asio::io_context io;
+    gpu_completion_port port(io);
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    const auto bell = port.shared_bell();
+    if (auto e = line.value().attach_doorbell(bell))
+        return check(false, "attach_doorbell", e->message());
+    cuda::stream_t stream = make_stream(g);
+    if (stream == nullptr) return;
+    cuda::deviceptr_t buffer = 0;
+    if (!g.ok(g.api().mem_alloc(&buffer, bytes), "cuMemAlloc")) return;
+    static_cast<void>(bell->take_device_signal());
+    g.ok(g.api().memset_d8_async(buffer, 1, bytes, stream), "cuMemsetD8Async");
+    auto stored = line.value().store(*slot_id::at(0), stream);
+    if (!stored.has_value()) return check(false, "store", stored.error().message());
+    std::optional<boost::system::error_code> result;
+    port.async_wait(stored.value(), [&](boost::system::error_code ec) { result = ec; });
+    io.run_for(std::chrono::seconds(10));
+    check(result.has_value() && !*result, "the port saw the store behind the memset",
+          result ? result->message() : "timed out after 10 s");
+    // The batch stored the completion word first, then the signal: both have landed by now.
+    bool signalled = false;
+    for (int i = 0; i < 50000 && !signalled; ++i)
+        signalled = word_wait::probe().park(
+            bell->line(), [&] { return bell->device_signaled(); }, dur_ns::from_us(100));
+    check(signalled, "the device stored its signal into the doorbell's device word");
+    g.ok(g.api().stream_synchronize(stream), "cuStreamSynchronize");
+    g.ok(g.api().mem_free(buffer), "cuMemFree");
+    g.ok(g.api().stream_destroy(stream), "cuStreamDestroy");
+    const auto closed = line.value().close(); // the last use: unregisters the doorbell's line
+    check(!closed.has_value(), "close unregistered the doorbell", closed ? closed->message() : "");
+}
+
+void event_awaited_through_port(const gpu& g) {
+    std::printf("event_awaited_through_port\n");
+    constexpr std::size_t bytes = std::size_t{256} << 20;
+    const auto& a = g.api();
+    asio::io_context io;
+    gpu_completion_port port(io);
+    auto line = cuda_line::create(*g.driver);
+    if (!line.has_value()) return check(false, "cuda_line::create", line.error().message());
+    if (auto e = line.value().attach_doorbell(port.shared_bell()))
+        return check(false, "attach_doorbell", e->message());
+    auto waiter = cuda_event_waiter::create(line.value(), *slot_id::at(2));
+    if (!waiter.has_value())
+        return check(false, "cuda_event_waiter::create", waiter.error().message());
+    cuda::stream_t user = make_stream(g); // the user's stream, not the waiter's
+    if (user == nullptr) return;
+    cuda::deviceptr_t buffer = 0;
+    if (!g.ok(a.mem_alloc(&buffer, bytes), "cuMemAlloc")) return;
+    cuda::event_t event = nullptr;
+    if (!g.ok(a.event_create(&event, cuda::event_disable_timing), "cuEventCreate")) return;
+
+    bool all_ok = true;
+    for (int round = 1; round <= 3; ++round) {
+        g.ok(a.memset_d8_async(buffer, static_cast<unsigned char>(round), bytes, user),
+             "cuMemsetD8Async");
+        if (!g.ok(a.event_record(event, user), "cuEventRecord")) return;
+        auto done = waiter.value().await_event(event);
+        if (!done.has_value()) return check(false, "await_event", done.error().message());
+        std::optional<boost::system::error_code> result;
+        bool work_done = false;
+        port.async_wait(done.value(), [&](boost::system::error_code ec) {
+            result = ec;
+            work_done = a.event_query(event) == cuda::success; // the event's work had finished
+        });
+        io.restart();
+        io.run_for(std::chrono::seconds(10));
+        if (!result || *result || !work_done) {
+            all_ok = false;
+            check(false, "the port's wait on the event",
+                  !result   ? "no completion within 10 s"
+                  : *result ? result->message()
+                            : "completed before the event's work");
+            break;
+        }
+    }
+    check(all_ok, "three events recorded after a memset on the user's stream, each awaited");
+
+    // Another context current: refused with the coded error, nothing enqueued.
+    cuda::context_t previous = nullptr;
+    g.ok(a.ctx_pop_current(&previous), "cuCtxPopCurrent");
+    auto none = waiter.value().await_event(event);
+    check(!none.has_value() && none.error().code() == errc::no_domain,
+          "with no current context await_event is refused (no_domain)",
+          none.has_value() ? "it was accepted" : none.error().message());
+    g.ok(a.ctx_push_current(previous), "cuCtxPushCurrent");
+
+    const auto closed_waiter = waiter.value().close();
+    check(!closed_waiter.has_value(), "the waiter destroyed its stream",
+          closed_waiter ? closed_waiter->message() : "");
+    // The event is still the user's: it is alive, and the user destroys it.
+    check(a.event_query(event) == cuda::success, "the user's event outlived the waiter");
+    g.ok(a.event_destroy(event), "cuEventDestroy");
+    g.ok(a.stream_synchronize(user), "cuStreamSynchronize");
+    g.ok(a.mem_free(buffer), "cuMemFree");
+    g.ok(a.stream_destroy(user), "cuStreamDestroy");
+    const auto closed = line.value().close();
+    check(!closed.has_value(), "close", closed ? closed->message() : "");
+}
+
 void device_error_reaches_waiter(const gpu& g) {
     std::printf("device_error_reaches_waiter\n");
 #if GPU_ASYNC_GPU_TESTS_HAVE_KERNELS
@@ -313,7 +424,8 @@ int main() {
     }
     const auto& a = g.api();
     if (a.stream_create == nullptr || a.stream_destroy == nullptr || a.mem_alloc == nullptr ||
-        a.mem_free == nullptr || a.memset_d8_async == nullptr) {
+        a.mem_free == nullptr || a.memset_d8_async == nullptr || a.event_create == nullptr ||
+        a.event_record == nullptr || a.event_query == nullptr || a.event_destroy == nullptr) {
         std::printf("FAIL: the driver lacks a stream or memory entry point the tests need\n");
         return 1;
     }
@@ -332,6 +444,8 @@ int main() {
     memset_then_wait_each_plan(g);
     memset_then_port_wait_each_plan(g);
     destruction_waits_for_stores(g);
+    doorbell_signalled_by_device(g);
+    event_awaited_through_port(g);
     device_error_reaches_waiter(g); // last: a trap poisons the context
 
     std::printf("%s: %d failure(s)\n", failures == 0 ? "passed" : "FAILED", failures);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/cuda.hpp>
+#include <gpu_async/doorbell.hpp>
 
 #include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
@@ -50,9 +51,34 @@ struct fake_cuda {
     int pending_queries = 0; // cuStreamQuery answers NOT_READY this many times first
     std::array<char, 2> ctx_storage{};
     std::array<char, 3> stream_storage{};
+    std::array<char, 2> event_storage{};
+    struct store {
+        cuda::stream_t stream;
+        std::uint64_t address;
+        std::uint64_t value;
+        int batch; // 0: a cuStreamWriteValue64; n: the n-th cuStreamBatchMemOp
+    };
+    std::vector<store> stores;               // every store enqueued, in order
+    int batches = 0;                         // cuStreamBatchMemOp calls that enqueued
+    std::map<void*, std::size_t> registered; // host address -> bytes (cuMemHostRegister)
+    unsigned register_flags = 0;
+    std::vector<int> pointer_contexts; // the current context of each device pointer call
 
     cuda::context_t ctx(int i) { return reinterpret_cast<cuda::context_t>(&ctx_storage.at(i)); }
     cuda::stream_t stream(int i) { return reinterpret_cast<cuda::stream_t>(&stream_storage.at(i)); }
+    cuda::event_t event(int i) { return reinterpret_cast<cuda::event_t>(&event_storage.at(i)); }
+    int stream_index(cuda::stream_t s) {
+        for (int i = 0; i < 3; ++i)
+            if (s == stream(i)) return i;
+        return -1;
+    }
+    void land(cuda::stream_t s, std::uint64_t address, std::uint64_t value, int batch) {
+        stores.push_back({s, address, value, batch});
+        if (land_stores)
+            reinterpret_cast<std::atomic<std::uint64_t>*>(
+                static_cast<std::uintptr_t>(address - device_offset))
+                ->store(value, std::memory_order_release);
+    }
     int ctx_index(cuda::context_t c) {
         for (int i = 0; i < 2; ++i)
             if (c == ctx(i)) return i;
@@ -165,7 +191,59 @@ int f_cuMemHostAlloc(void** p, std::size_t bytes, unsigned flags) {
 }
 int f_cuMemHostGetDevicePointer(cuda::deviceptr_t* d, void* host, unsigned) {
     *d = reinterpret_cast<std::uintptr_t>(host) + device_offset;
+    fake->pointer_contexts.push_back(fake->current);
     return fake->failed("cuMemHostGetDevicePointer");
+}
+int f_cuMemHostRegister(void* host, std::size_t bytes, unsigned flags) {
+    if (int st = fake->failed("cuMemHostRegister")) return st;
+    fake->calls.back() += " " + std::to_string(bytes) + " flags " + std::to_string(flags) + " in " +
+                          std::to_string(fake->current);
+    fake->register_flags = flags;
+    if (!fake->registered.emplace(host, bytes).second) return 712; // ALREADY_REGISTERED
+    return 0;
+}
+int f_cuMemHostUnregister(void* host) {
+    if (int st = fake->failed("cuMemHostUnregister")) return st;
+    fake->calls.back() += " in " + std::to_string(fake->current);
+    return fake->registered.erase(host) == 1 ? 0 : 713; // NOT_REGISTERED
+}
+int f_cuStreamBatchMemOp(cuda::stream_t s, unsigned count, cuda::stream_batch_mem_op_params* p,
+                         unsigned flags) {
+    if (int st = fake->failed("cuStreamBatchMemOp")) return st;
+    std::string& call = fake->calls.back();
+    call += " " + std::to_string(count) + " flags " + std::to_string(flags) + ":";
+    ++fake->batches;
+    for (unsigned i = 0; i < count; ++i) {
+        const auto& w = p[i].write_value;
+        call += " op " + std::to_string(w.operation) + " value " + std::to_string(w.value64) +
+                " flags " + std::to_string(w.flags) + ";";
+        fake->land(s, w.address, w.value64, fake->batches);
+    }
+    return 0;
+}
+int f_cuStreamWaitEvent(cuda::stream_t s, cuda::event_t e, unsigned flags) {
+    if (int st = fake->failed("cuStreamWaitEvent")) return st;
+    fake->calls.back() += " stream " + std::to_string(fake->stream_index(s)) + " event " +
+                          std::to_string(e == fake->event(0)   ? 0
+                                         : e == fake->event(1) ? 1
+                                                               : -1) +
+                          " flags " + std::to_string(flags);
+    return 0;
+}
+int f_cuStreamCreate(cuda::stream_t* s, unsigned flags) {
+    if (int st = fake->failed("cuStreamCreate")) return st;
+    fake->calls.back() +=
+        " flags " + std::to_string(flags) + " in " + std::to_string(fake->current);
+    *s = fake->stream(2); // of context 0
+    return 0;
+}
+int f_cuStreamDestroy(cuda::stream_t s) {
+    if (int st = fake->failed("cuStreamDestroy")) return st;
+    fake->calls.back() += " " + std::to_string(fake->stream_index(s));
+    return 0;
+}
+int f_cuEventDestroy(cuda::event_t) {
+    return fake->failed("cuEventDestroy");
 }
 int f_cuMemFreeHost(void* p) {
     if (int st = fake->failed("cuMemFreeHost")) return st;
@@ -190,14 +268,11 @@ int f_cuStreamSynchronize(cuda::stream_t) {
     fake->calls.emplace_back("cuStreamSynchronize");
     return fake->stream_status;
 }
-int f_cuStreamWriteValue64(cuda::stream_t, cuda::deviceptr_t address, std::uint64_t value,
+int f_cuStreamWriteValue64(cuda::stream_t s, cuda::deviceptr_t address, std::uint64_t value,
                            unsigned flags) {
     if (int st = fake->failed("cuStreamWriteValue64")) return st;
     fake->calls.back() += " " + std::to_string(value) + " flags " + std::to_string(flags);
-    if (fake->land_stores)
-        reinterpret_cast<std::atomic<std::uint64_t>*>(
-            static_cast<std::uintptr_t>(address - device_offset))
-            ->store(value, std::memory_order_release);
+    fake->land(s, address, value, 0);
     return 0;
 }
 
@@ -225,6 +300,13 @@ int f_get_proc_address(const char* symbol, void** pfn, int version, std::uint64_
         {"cuStreamQuery", reinterpret_cast<void*>(&f_cuStreamQuery)},
         {"cuStreamSynchronize", reinterpret_cast<void*>(&f_cuStreamSynchronize)},
         {"cuStreamWriteValue64", reinterpret_cast<void*>(&f_cuStreamWriteValue64)},
+        {"cuStreamBatchMemOp", reinterpret_cast<void*>(&f_cuStreamBatchMemOp)},
+        {"cuMemHostRegister", reinterpret_cast<void*>(&f_cuMemHostRegister)},
+        {"cuMemHostUnregister", reinterpret_cast<void*>(&f_cuMemHostUnregister)},
+        {"cuStreamWaitEvent", reinterpret_cast<void*>(&f_cuStreamWaitEvent)},
+        {"cuStreamCreate", reinterpret_cast<void*>(&f_cuStreamCreate)},
+        {"cuStreamDestroy", reinterpret_cast<void*>(&f_cuStreamDestroy)},
+        {"cuEventDestroy", reinterpret_cast<void*>(&f_cuEventDestroy)},
     };
     fake->versions.push_back(version);
     fake->version_of[symbol] = version;
@@ -610,6 +692,323 @@ BOOST_FIXTURE_TEST_CASE(the_port_runs_a_plan_over_a_cuda_source, fixture) {
     BOOST_TEST((*failed == errc::device_fault));
     BOOST_TEST_REQUIRE(made.value().last_error().has_value());
     BOOST_TEST(made.value().last_error()->args().at(1) == "CUDA_ERROR_LAUNCH_FAILED");
+}
+
+// --- doorbell stores --------------------------------------------------------------------------
+
+BOOST_FIXTURE_TEST_CASE(a_doorbell_is_registered_mapped_and_signalled_in_one_batch, fixture) {
+    auto d = driver();
+    state.current = 0;
+    auto bell = std::make_shared<doorbell>();
+    {
+        auto line = cuda_line::create(*d);
+        BOOST_TEST_REQUIRE(line.has_value());
+        state.calls.clear();
+        BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+        // Registered in the line's context: the 64-byte line, PORTABLE | DEVICEMAP (not
+        // write-combined: no such flag exists for a registration), then its device pointer.
+        BOOST_TEST((state.calls == calls_t{"cuDevicePrimaryCtxRetain 0", "cuCtxPushCurrent 0",
+                                           "cuMemHostRegister 64 flags 3 in 0", "cuCtxPopCurrent",
+                                           "cuCtxPushCurrent 0", "cuMemHostGetDevicePointer",
+                                           "cuCtxPopCurrent"}));
+        BOOST_TEST(state.register_flags ==
+                   (cuda::memhostregister_portable | cuda::memhostregister_devicemap));
+        BOOST_TEST(state.registered.count(&bell->line()) == 1u);
+        BOOST_TEST(state.refs[0] == 2);
+
+        state.calls.clear();
+        auto stored = line.value().store(slot(2), state.stream(0));
+        BOOST_TEST_REQUIRE(stored.has_value());
+        BOOST_TEST((state.calls == calls_t{"cuStreamGetCtx",
+                                           "cuStreamBatchMemOp 2 flags 0: op 5 value 1 flags 0; "
+                                           "op 5 value 1 flags 0;"}));
+        BOOST_TEST_REQUIRE(state.stores.size() == 2u);
+        BOOST_TEST(state.stores[0].address == line.value().mapped().device_address(slot(2)));
+        BOOST_TEST(state.stores[1].address ==
+                   reinterpret_cast<std::uintptr_t>(&bell->line().words[doorbell::device_word]) +
+                       device_offset);
+        BOOST_TEST(state.stores[0].stream == state.stream(0));
+        BOOST_TEST(state.stores[1].stream == state.stream(0));
+        BOOST_TEST(state.stores[0].batch == 1);
+        BOOST_TEST(state.stores[1].batch == 1);
+        BOOST_TEST(stored.value().is_complete());
+        BOOST_TEST(bell->device_signaled());
+        BOOST_TEST(bell->count() == 0u);
+        state.calls.clear();
+    }
+    // Synchronize, unregister in the registering context, release its reference, then the page.
+    BOOST_TEST((state.calls == calls_t{"cuCtxPushCurrent 0", "cuCtxSynchronize", "cuCtxPopCurrent",
+                                       "cuCtxPushCurrent 0", "cuMemHostUnregister in 0",
+                                       "cuCtxPopCurrent", "cuDevicePrimaryCtxRelease 0",
+                                       "cuCtxPushCurrent 0", "cuMemFreeHost", "cuCtxPopCurrent",
+                                       "cuDevicePrimaryCtxRelease 0"}));
+    BOOST_TEST(state.registered.empty());
+    BOOST_TEST(state.refs[0] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(without_batch_mem_op_the_doorbell_is_a_second_write_value, fixture) {
+    state.missing = {"cuStreamBatchMemOp"};
+    auto d = driver();
+    BOOST_TEST(d->api().stream_batch_mem_op == nullptr);
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+    state.calls.clear();
+    BOOST_TEST(line.value().store(slot(0), state.stream(0)).has_value());
+    BOOST_TEST((state.calls == calls_t{"cuStreamGetCtx", "cuStreamWriteValue64 1 flags 0",
+                                       "cuStreamWriteValue64 1 flags 0"}));
+    BOOST_TEST_REQUIRE(state.stores.size() == 2u);
+    BOOST_TEST(state.stores[0].address == line.value().mapped().device_address(slot(0)));
+    BOOST_TEST(state.stores[1].address == line.value().mapped().doorbell_address());
+    BOOST_TEST(state.stores[0].batch == 0);
+    BOOST_TEST(state.stores[1].stream == state.stream(0));
+    BOOST_TEST(bell->device_signaled());
+}
+
+BOOST_FIXTURE_TEST_CASE(two_contexts_share_one_registration_with_a_pointer_each, fixture) {
+    auto d = driver();
+    auto bell = std::make_shared<doorbell>();
+    auto a = cuda_line::create_on(*d, 0);
+    auto b = cuda_line::create_on(*d, 1);
+    BOOST_TEST_REQUIRE(a.has_value());
+    BOOST_TEST_REQUIRE(b.has_value());
+    state.calls.clear();
+    state.pointer_contexts.clear();
+    BOOST_TEST(!a.value().attach_doorbell(bell).has_value());
+    BOOST_TEST(!b.value().attach_doorbell(bell).has_value());
+    BOOST_TEST(state.count_prefix("cuMemHostRegister") == 1u);
+    BOOST_TEST((state.pointer_contexts == std::vector<int>{0, 1})); // one per context
+    BOOST_TEST(state.refs[0] == 2);                                 // line a + registration
+    BOOST_TEST(state.refs[1] == 1);
+    BOOST_TEST(!a.value().close().has_value());
+    BOOST_TEST(state.count_prefix("cuMemHostUnregister") == 0u); // b still uses it
+    BOOST_TEST(state.refs[0] == 1);
+    state.calls.clear();
+    BOOST_TEST(!b.value().close().has_value());
+    BOOST_TEST(state.count_prefix("cuMemHostUnregister in 0") == 1u);
+    BOOST_TEST(state.registered.empty());
+    BOOST_TEST(state.refs[0] == 0);
+    BOOST_TEST(state.refs[1] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(doorbell_failures_are_coded, fixture) {
+    {
+        state.missing = {"cuMemHostUnregister"};
+        auto d = driver();
+        auto line = cuda_line::create_on(*d, 0);
+        BOOST_TEST_REQUIRE(line.has_value());
+        const auto e = line.value().attach_doorbell(std::make_shared<doorbell>());
+        BOOST_TEST_REQUIRE(e.has_value());
+        BOOST_TEST(e->code() == errc::unavailable);
+        BOOST_TEST(e->message().find("cuMemHostRegister") != std::string::npos);
+        state.missing.clear();
+    }
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto bell = std::make_shared<doorbell>();
+    state.fail["cuMemHostRegister"] = 712;
+    const auto reg = line.value().attach_doorbell(bell);
+    BOOST_TEST_REQUIRE(reg.has_value());
+    BOOST_TEST(reg->code() == errc::driver_status);
+    BOOST_TEST(reg->args().at(0) == "cuMemHostRegister");
+    BOOST_TEST(state.refs[0] == 1);
+    state.fail.clear();
+
+    BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+    state.fail["cuStreamBatchMemOp"] = 1;
+    auto stored = line.value().store(slot(0), state.stream(0));
+    BOOST_TEST_REQUIRE(!stored.has_value());
+    BOOST_TEST(stored.error().args().at(0) == "cuStreamBatchMemOp");
+    BOOST_TEST(line.value().mapped().sequence(slot(0)) == 0u);
+    state.fail.clear();
+
+    state.fail["cuMemHostUnregister"] = 713;
+    const auto closed = line.value().close();
+    BOOST_TEST_REQUIRE(closed.has_value());
+    BOOST_TEST(closed->args().at(0) == "cuMemHostUnregister");
+    BOOST_TEST(state.pages.empty()); // the line's page still went
+    BOOST_TEST(state.refs[0] == 1);  // the registration's reference is leaked with it
+    BOOST_TEST(state.registered.size() == 1u);
+}
+
+// --- awaiting events --------------------------------------------------------------------------
+
+BOOST_FIXTURE_TEST_CASE(await_event_waits_on_its_own_stream_then_stores, fixture) {
+    auto d = driver();
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.calls.clear();
+    {
+        auto made = cuda_event_waiter::create(line.value(), slot(5));
+        BOOST_TEST_REQUIRE(made.has_value());
+        cuda_event_waiter& waiter = made.value();
+        BOOST_TEST((state.calls == calls_t{"cuCtxPushCurrent 0", "cuStreamCreate flags 1 in 0",
+                                           "cuCtxPopCurrent"}));
+        BOOST_TEST(waiter.stream() == state.stream(2));
+        BOOST_TEST(waiter.slot().index() == 5u);
+
+        state.calls.clear();
+        auto done = waiter.await_event(state.event(0));
+        BOOST_TEST_REQUIRE(done.has_value());
+        BOOST_TEST(
+            (state.calls == calls_t{"cuCtxGetCurrent", "cuStreamWaitEvent stream 2 event 0 flags 0",
+                                    "cuStreamGetCtx", "cuStreamWriteValue64 1 flags 0"}));
+        BOOST_TEST(done.value().target() == 1u);
+        BOOST_TEST(&done.value().line() == &line.value().line());
+        BOOST_TEST(done.value().slot().index() == 5u);
+        BOOST_TEST_REQUIRE(state.stores.size() == 1u);
+        BOOST_TEST(state.stores[0].stream == state.stream(2));
+        BOOST_TEST(done.value().is_complete());
+
+        auto again = waiter.await_event(state.event(0)); // the same event, recorded again
+        BOOST_TEST_REQUIRE(again.has_value());
+        BOOST_TEST(again.value().target() == 2u);
+        state.calls.clear();
+    }
+    // The stream is destroyed (in the line's context); the user's event never is.
+    BOOST_TEST(
+        (state.calls == calls_t{"cuCtxPushCurrent 0", "cuStreamDestroy 2", "cuCtxPopCurrent"}));
+    BOOST_TEST(state.count_prefix("cuEventDestroy") == 0u);
+}
+
+BOOST_FIXTURE_TEST_CASE(await_event_with_a_doorbell_batches_after_the_wait, fixture) {
+    auto d = driver();
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+    auto waiter = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(waiter.has_value());
+    state.calls.clear();
+    auto done = waiter.value().await_event(state.event(1));
+    BOOST_TEST_REQUIRE(done.has_value());
+    BOOST_TEST(
+        (state.calls == calls_t{"cuCtxGetCurrent", "cuStreamWaitEvent stream 2 event 1 flags 0",
+                                "cuStreamGetCtx",
+                                "cuStreamBatchMemOp 2 flags 0: op 5 value 1 flags 0; "
+                                "op 5 value 1 flags 0;"}));
+    BOOST_TEST_REQUIRE(state.stores.size() == 2u);
+    BOOST_TEST(state.stores[0].stream == state.stream(2));
+    BOOST_TEST(state.stores[1].stream == state.stream(2));
+    BOOST_TEST(bell->device_signaled());
+}
+
+BOOST_FIXTURE_TEST_CASE(await_event_refuses_a_foreign_or_missing_context, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto waiter = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(waiter.has_value());
+
+    state.current = 1; // the event's context is another device's
+    state.calls.clear();
+    auto foreign = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!foreign.has_value());
+    BOOST_TEST(foreign.error().code() == errc::foreign_stream);
+    BOOST_TEST(foreign.error().message().find("CUDA event") != std::string::npos);
+    BOOST_TEST((state.calls == calls_t{"cuCtxGetCurrent"})); // nothing enqueued
+
+    state.current = -1;
+    auto none = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!none.has_value());
+    BOOST_TEST(none.error().code() == errc::no_domain);
+
+    state.current = 0;
+    state.fail["cuCtxGetCurrent"] = 201;
+    auto failed = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST(failed.error().args().at(0) == "cuCtxGetCurrent");
+    BOOST_TEST(line.value().mapped().sequence(slot(0)) == 0u);
+    BOOST_TEST(state.stores.empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(await_event_reports_driver_errors, fixture) {
+    auto d = driver();
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto waiter = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(waiter.has_value());
+
+    state.fail["cuStreamWaitEvent"] = 400;
+    state.calls.clear();
+    auto failed = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST(failed.error().code() == errc::driver_status);
+    BOOST_TEST((failed.error().args() ==
+                std::vector<std::string>{"cuStreamWaitEvent", "CUDA_ERROR_400", "400"}));
+    BOOST_TEST(state.count_prefix("cuStreamWriteValue64") == 0u); // no store behind it
+    BOOST_TEST(line.value().mapped().sequence(slot(0)) == 0u);
+    state.fail.clear();
+
+    state.fail["cuStreamWriteValue64"] = 1;
+    auto store_failed = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!store_failed.has_value());
+    BOOST_TEST(store_failed.error().args().at(0) == "cuStreamWriteValue64");
+    state.fail.clear();
+
+    state.fail["cuStreamDestroy"] = 201;
+    const auto closed = waiter.value().close();
+    BOOST_TEST_REQUIRE(closed.has_value());
+    BOOST_TEST(closed->args().at(0) == "cuStreamDestroy");
+    BOOST_TEST(waiter.value().stream() == nullptr);
+    BOOST_TEST(!waiter.value().close().has_value()); // closed: nothing more
+    auto after = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(!after.has_value());
+    BOOST_TEST(after.error().code() == errc::backend);
+}
+
+BOOST_FIXTURE_TEST_CASE(an_event_waiter_needs_its_entry_points_and_a_stream, fixture) {
+    for (const char* absent : {"cuStreamWaitEvent", "cuStreamCreate", "cuStreamDestroy"}) {
+        state.missing = {absent};
+        auto d = driver();
+        auto line = cuda_line::create_on(*d, 0);
+        BOOST_TEST_REQUIRE(line.has_value());
+        state.calls.clear();
+        auto waiter = cuda_event_waiter::create(line.value(), slot(0));
+        BOOST_TEST_REQUIRE(!waiter.has_value());
+        BOOST_TEST(waiter.error().code() == errc::unavailable);
+        BOOST_TEST(waiter.error().message().find("cuStreamWaitEvent") != std::string::npos);
+        BOOST_TEST(state.calls.empty());
+    }
+    state.missing.clear();
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.fail["cuStreamCreate"] = 2;
+    state.calls.clear();
+    auto failed = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST(failed.error().args().at(0) == "cuStreamCreate");
+    BOOST_TEST(state.calls.back() == "cuCtxPopCurrent"); // the push was undone
+    state.fail.clear();
+    BOOST_TEST(!line.value().close().has_value());
+    auto closed = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(!closed.has_value());
+    BOOST_TEST(closed.error().code() == errc::backend);
+}
+
+BOOST_FIXTURE_TEST_CASE(the_port_awaits_an_event, fixture) {
+    auto d = driver();
+    state.current = 0;
+    auto line = cuda_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    boost::asio::io_context io;
+    gpu_completion_port port(io);
+    BOOST_TEST(!line.value().attach_doorbell(port.shared_bell()).has_value());
+    auto waiter = cuda_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(waiter.has_value());
+    auto done = waiter.value().await_event(state.event(0));
+    BOOST_TEST_REQUIRE(done.has_value());
+    std::optional<boost::system::error_code> result;
+    port.async_wait(done.value(), [&](boost::system::error_code ec) { result = ec; });
+    gpu_async::test::run_to_completion(io);
+    BOOST_TEST_REQUIRE(result.has_value());
+    BOOST_TEST(!*result);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

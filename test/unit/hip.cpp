@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/hip.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -33,8 +35,22 @@ struct fake_hip {
     unsigned alloc_flags = 0;
     int stream_status = 0;
     std::array<char, 3> stream_storage{};
+    std::array<char, 1> event_storage{};
+    struct store {
+        hip::stream_t stream;
+        std::uintptr_t address;
+        std::uint64_t value;
+    };
+    std::vector<store> stores;               // every store enqueued, in order
+    std::map<void*, std::size_t> registered; // host address -> bytes (hipHostRegister)
 
     hip::stream_t stream(int i) { return reinterpret_cast<hip::stream_t>(&stream_storage.at(i)); }
+    hip::event_t event() { return reinterpret_cast<hip::event_t>(&event_storage.at(0)); }
+    int stream_index(hip::stream_t s) {
+        for (int i = 0; i < 3; ++i)
+            if (s == stream(i)) return i;
+        return -1;
+    }
     int failed(std::string call) {
         calls.push_back(call);
         auto it = fail.find(call);
@@ -121,14 +137,42 @@ int f_hipStreamGetDevice(hip::stream_t s, int* d) {
     *d = s == fake->stream(1) ? 1 : 0; // stream 1 is on device 1, others on device 0
     return fake->failed("hipStreamGetDevice");
 }
-int f_hipStreamWriteValue64(hip::stream_t, void* address, std::uint64_t value, unsigned flags) {
+int f_hipStreamWriteValue64(hip::stream_t s, void* address, std::uint64_t value, unsigned flags) {
     if (int st = fake->failed("hipStreamWriteValue64 " + std::to_string(value) + " flags " +
                               std::to_string(flags)))
         return st;
+    fake->stores.push_back({s, reinterpret_cast<std::uintptr_t>(address), value});
     reinterpret_cast<std::atomic<std::uint64_t>*>(reinterpret_cast<std::uintptr_t>(address) -
                                                   device_offset)
         ->store(value, std::memory_order_release);
     return 0;
+}
+
+int f_hipHostRegister(void* host, std::size_t bytes, unsigned flags) {
+    if (int st = fake->failed("hipHostRegister " + std::to_string(bytes) + " flags " +
+                              std::to_string(flags) + " on " + std::to_string(fake->current)))
+        return st;
+    return fake->registered.emplace(host, bytes).second ? 0 : 1;
+}
+int f_hipHostUnregister(void* host) {
+    if (int st = fake->failed("hipHostUnregister on " + std::to_string(fake->current))) return st;
+    return fake->registered.erase(host) == 1 ? 0 : 1;
+}
+int f_hipStreamWaitEvent(hip::stream_t s, hip::event_t e, unsigned flags) {
+    return fake->failed("hipStreamWaitEvent stream " + std::to_string(fake->stream_index(s)) +
+                        (e == fake->event() ? " event" : " other") + " flags " +
+                        std::to_string(flags));
+}
+int f_hipStreamCreate(hip::stream_t* s) {
+    if (int st = fake->failed("hipStreamCreate on " + std::to_string(fake->current))) return st;
+    *s = fake->stream(2); // of device 0
+    return 0;
+}
+int f_hipStreamDestroy(hip::stream_t s) {
+    return fake->failed("hipStreamDestroy " + std::to_string(fake->stream_index(s)));
+}
+int f_hipEventDestroy(hip::event_t) {
+    return fake->failed("hipEventDestroy");
 }
 
 void* f_dlsym(void* context, const char* symbol) {
@@ -149,6 +193,12 @@ void* f_dlsym(void* context, const char* symbol) {
         {"hipStreamSynchronize", reinterpret_cast<void*>(&f_hipStreamSynchronize)},
         {"hipStreamGetDevice", reinterpret_cast<void*>(&f_hipStreamGetDevice)},
         {"hipStreamWriteValue64", reinterpret_cast<void*>(&f_hipStreamWriteValue64)},
+        {"hipHostRegister", reinterpret_cast<void*>(&f_hipHostRegister)},
+        {"hipHostUnregister", reinterpret_cast<void*>(&f_hipHostUnregister)},
+        {"hipStreamWaitEvent", reinterpret_cast<void*>(&f_hipStreamWaitEvent)},
+        {"hipStreamCreate", reinterpret_cast<void*>(&f_hipStreamCreate)},
+        {"hipStreamDestroy", reinterpret_cast<void*>(&f_hipStreamDestroy)},
+        {"hipEventDestroy", reinterpret_cast<void*>(&f_hipEventDestroy)},
     };
     BOOST_TEST(context == static_cast<void*>(fake));
     auto it = symbols.find(symbol);
@@ -365,6 +415,166 @@ BOOST_FIXTURE_TEST_CASE(a_source_maps_query_block_and_arm, fixture) {
     state.fail["hipStreamWriteValue64 2 flags 0"] = 1;
     BOOST_TEST(source.arm() == errc::driver_status);
     BOOST_TEST(source.descriptor().target() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_doorbell_is_registered_and_signalled_by_a_second_write, fixture) {
+    auto d = driver();
+    BOOST_TEST(d->line_table().batch_write64 == nullptr); // no hipStreamBatchMemOp, by design
+    auto bell = std::make_shared<doorbell>();
+    {
+        auto line = hip_line::create_on(*d, 1);
+        BOOST_TEST_REQUIRE(line.has_value());
+        state.calls.clear();
+        BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+        // Registered with device 1 current (Mapped | Portable), then its device pointer there.
+        BOOST_TEST((state.calls == calls_t{"hipDevicePrimaryCtxRetain 1", "hipGetDevice",
+                                           "hipSetDevice 1", "hipHostRegister 64 flags 3 on 1",
+                                           "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1",
+                                           "hipHostGetDevicePointer", "hipSetDevice 0"}));
+        BOOST_TEST(state.registered.count(&bell->line()) == 1u);
+        BOOST_TEST(state.refs[1] == 2);
+
+        state.calls.clear();
+        BOOST_TEST(line.value().store(slot(4), state.stream(1)).has_value());
+        BOOST_TEST((state.calls == calls_t{"hipStreamGetDevice", "hipStreamWriteValue64 1 flags 0",
+                                           "hipStreamWriteValue64 1 flags 0"}));
+        BOOST_TEST_REQUIRE(state.stores.size() == 2u);
+        // The completion word first, then the doorbell's device word, on the same stream.
+        BOOST_TEST(state.stores[0].address == line.value().mapped().device_address(slot(4)));
+        BOOST_TEST(state.stores[1].address ==
+                   reinterpret_cast<std::uintptr_t>(&bell->line().words[doorbell::device_word]) +
+                       device_offset);
+        BOOST_TEST(state.stores[0].stream == state.stream(1));
+        BOOST_TEST(state.stores[1].stream == state.stream(1));
+        BOOST_TEST(bell->device_signaled());
+        state.calls.clear();
+    }
+    BOOST_TEST(
+        (state.calls == calls_t{"hipGetDevice", "hipSetDevice 1", "hipDeviceSynchronize on 1",
+                                "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1",
+                                "hipHostUnregister on 1", "hipSetDevice 0",
+                                "hipDevicePrimaryCtxRelease 1", "hipGetDevice", "hipSetDevice 1",
+                                "hipHostFree", "hipSetDevice 0", "hipDevicePrimaryCtxRelease 1"}));
+    BOOST_TEST(state.registered.empty());
+    BOOST_TEST(state.refs[1] == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(hip_doorbell_failures_are_coded, fixture) {
+    {
+        state.missing = {"hipHostRegister"};
+        auto d = driver();
+        auto line = hip_line::create(*d);
+        BOOST_TEST_REQUIRE(line.has_value());
+        const auto e = line.value().attach_doorbell(std::make_shared<doorbell>());
+        BOOST_TEST_REQUIRE(e.has_value());
+        BOOST_TEST(e->code() == errc::unavailable);
+        BOOST_TEST(e->message().find("hipHostRegister") != std::string::npos);
+        state.missing.clear();
+    }
+    auto d = driver();
+    auto line = hip_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto bell = std::make_shared<doorbell>();
+    state.fail["hipHostRegister 64 flags 3 on 0"] = 1;
+    const auto reg = line.value().attach_doorbell(bell);
+    BOOST_TEST_REQUIRE(reg.has_value());
+    BOOST_TEST(reg->args().at(0) == "hipHostRegister");
+    BOOST_TEST(state.refs[0] == 1);
+    state.fail.clear();
+    BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+    state.fail["hipHostUnregister on 0"] = 1;
+    const auto closed = line.value().close();
+    BOOST_TEST_REQUIRE(closed.has_value());
+    BOOST_TEST(closed->args().at(0) == "hipHostUnregister");
+    BOOST_TEST(state.pages.empty());
+    BOOST_TEST(state.registered.size() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(hip_await_event_waits_on_its_own_stream_then_stores, fixture) {
+    auto d = driver();
+    auto line = hip_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST(!line.value().attach_doorbell(bell).has_value());
+    state.calls.clear();
+    {
+        auto made = hip_event_waiter::create(line.value(), slot(1));
+        BOOST_TEST_REQUIRE(made.has_value());
+        BOOST_TEST((state.calls == calls_t{"hipGetDevice", "hipStreamCreate on 0"}));
+        BOOST_TEST(made.value().stream() == state.stream(2));
+        state.calls.clear();
+        auto done = made.value().await_event(state.event());
+        BOOST_TEST_REQUIRE(done.has_value());
+        BOOST_TEST(
+            (state.calls == calls_t{"hipGetDevice", "hipStreamWaitEvent stream 2 event flags 0",
+                                    "hipStreamGetDevice", "hipStreamWriteValue64 1 flags 0",
+                                    "hipStreamWriteValue64 1 flags 0"}));
+        BOOST_TEST(done.value().target() == 1u);
+        BOOST_TEST(done.value().is_complete());
+        BOOST_TEST_REQUIRE(state.stores.size() == 2u);
+        BOOST_TEST(state.stores[0].stream == state.stream(2));
+        BOOST_TEST(state.stores[1].stream == state.stream(2));
+        BOOST_TEST(bell->device_signaled());
+        state.calls.clear();
+    }
+    BOOST_TEST((state.calls == calls_t{"hipStreamDestroy 2"}));
+    BOOST_TEST(std::count(state.calls.begin(), state.calls.end(), "hipEventDestroy") == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(hip_await_event_refuses_another_device_and_reports_errors, fixture) {
+    auto d = driver();
+    auto line = hip_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto waiter = hip_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(waiter.has_value());
+
+    state.current = 1;
+    state.calls.clear();
+    auto foreign = waiter.value().await_event(state.event());
+    BOOST_TEST_REQUIRE(!foreign.has_value());
+    BOOST_TEST(foreign.error().code() == errc::foreign_stream);
+    BOOST_TEST(foreign.error().message().find("HIP event") != std::string::npos);
+    BOOST_TEST((state.calls == calls_t{"hipGetDevice"}));
+
+    state.current = 0;
+    state.fail["hipStreamWaitEvent stream 2 event flags 0"] = 101;
+    auto failed = waiter.value().await_event(state.event());
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST((failed.error().args() ==
+                std::vector<std::string>{"hipStreamWaitEvent", "hipErrorInvalidDevice", "101"}));
+    BOOST_TEST(state.stores.empty());
+    BOOST_TEST(line.value().mapped().sequence(slot(0)) == 0u);
+    state.fail.clear();
+
+    state.fail["hipStreamDestroy 2"] = 101;
+    const auto closed = waiter.value().close();
+    BOOST_TEST_REQUIRE(closed.has_value());
+    BOOST_TEST(closed->args().at(0) == "hipStreamDestroy");
+    auto after = waiter.value().await_event(state.event());
+    BOOST_TEST_REQUIRE(!after.has_value());
+    BOOST_TEST(after.error().code() == errc::backend);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_hip_event_waiter_needs_its_entry_points, fixture) {
+    for (const char* absent : {"hipStreamWaitEvent", "hipStreamCreate", "hipStreamDestroy"}) {
+        state.missing = {absent};
+        auto d = driver();
+        auto line = hip_line::create(*d);
+        BOOST_TEST_REQUIRE(line.has_value());
+        state.calls.clear();
+        auto waiter = hip_event_waiter::create(line.value(), slot(0));
+        BOOST_TEST_REQUIRE(!waiter.has_value());
+        BOOST_TEST(waiter.error().code() == errc::unavailable);
+        BOOST_TEST(state.calls.empty());
+    }
+    state.missing.clear();
+    auto d = driver();
+    auto line = hip_line::create(*d);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.fail["hipStreamCreate on 0"] = 2;
+    auto failed = hip_event_waiter::create(line.value(), slot(0));
+    BOOST_TEST_REQUIRE(!failed.has_value());
+    BOOST_TEST(failed.error().args().at(0) == "hipStreamCreate");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -20,6 +20,19 @@
 // releases it only after the page is freed; it accepts stores only from streams of that context; it
 // synchronizes the context before freeing, and leaks rather than free when that fails.
 //
+// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
+// (cuMemHostRegister, PORTABLE | DEVICEMAP: write-back heap memory, pinned and mapped, not
+// write-combined) and takes its device pointer in the line's context (cuMemHostGetDevicePointer);
+// each later store is then one cuStreamBatchMemOp of two CU_STREAM_MEM_OP_WRITE_VALUE_64
+// operations, the completion word first and the doorbell's device word second (two
+// cuStreamWriteValue64 calls on a driver without cuStreamBatchMemOp). See mapped_line.
+//
+// Events and graphs: a cuda_event_waiter owns a stream of its own on one slot of a line;
+// `await_event(ev)` enqueues there cuStreamWaitEvent(ev) and the slot's next store, and returns
+// the descriptor the port awaits. The event stays the caller's (never destroyed here). A graph
+// is awaited the same way: cuGraphLaunch(graph, stream), cuEventRecord(ev, stream), then
+// await_event(ev).
+//
 #ifndef GPU_ASYNC_DEVICE_CUDA_HPP
 #define GPU_ASYNC_DEVICE_CUDA_HPP
 
@@ -75,9 +88,12 @@ inline constexpr int attribute_can_map_host_memory =
 /// CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS
 inline constexpr int attribute_can_use_64_bit_stream_mem_ops = 122;
 
-inline constexpr unsigned memhostalloc_portable = 0x01;   ///< CU_MEMHOSTALLOC_PORTABLE
-inline constexpr unsigned memhostalloc_devicemap = 0x02;  ///< CU_MEMHOSTALLOC_DEVICEMAP
-inline constexpr unsigned stream_write_value_default = 0; ///< CU_STREAM_WRITE_VALUE_DEFAULT
+inline constexpr unsigned memhostalloc_portable = 0x01;     ///< CU_MEMHOSTALLOC_PORTABLE
+inline constexpr unsigned memhostalloc_devicemap = 0x02;    ///< CU_MEMHOSTALLOC_DEVICEMAP
+inline constexpr unsigned memhostregister_portable = 0x01;  ///< CU_MEMHOSTREGISTER_PORTABLE
+inline constexpr unsigned memhostregister_devicemap = 0x02; ///< CU_MEMHOSTREGISTER_DEVICEMAP
+inline constexpr int stream_mem_op_write_value_64 = 5;      ///< CU_STREAM_MEM_OP_WRITE_VALUE_64
+inline constexpr unsigned stream_write_value_default = 0;   ///< CU_STREAM_WRITE_VALUE_DEFAULT
 inline constexpr unsigned stream_non_blocking = 0x1;
 inline constexpr unsigned ctx_sched_spin = 0x01;          ///< CU_CTX_SCHED_SPIN
 inline constexpr unsigned ctx_sched_blocking_sync = 0x04; ///< CU_CTX_SCHED_BLOCKING_SYNC
@@ -88,6 +104,20 @@ inline constexpr std::uint64_t get_proc_address_default = 0; ///< CU_GET_PROC_AD
 inline constexpr int proc_address_success = 0;               ///< CU_GET_PROC_ADDRESS_SUCCESS
 inline constexpr int proc_address_symbol_not_found = 1; ///< CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
 inline constexpr int proc_address_version_not_sufficient = 2;
+
+/// CUstreamBatchMemOpParams (a 48-byte union); only its writeValue member is used. The value
+/// sits in a union of cuuint32_t and cuuint64_t in cuda.h: here its 64-bit member alone.
+union stream_batch_mem_op_params {
+    int operation; ///< CUstreamBatchMemOpType, the tag of every member
+    struct write_value_params {
+        int operation;         ///< stream_mem_op_write_value_64
+        deviceptr_t address;   ///< the word's device address
+        std::uint64_t value64; ///< the value stored
+        unsigned flags;        ///< CUstreamWriteValue_flags (stream_write_value_default)
+        deviceptr_t alias;     ///< for the driver's use
+    } write_value;
+    std::uint64_t pad[6];
+};
 
 /// The API version asked of cuGetProcAddress: the CUDA 12.0 ABI of every entry point (so
 /// cuStreamWriteValue64 resolves to cuStreamWriteValue64_v2), served by 12.x and 13.x drivers.
@@ -129,6 +159,14 @@ struct entry_points {
     // Optional: a driver without it fails only line creation.
     status_t (*stream_write_value64)(stream_t stream, deviceptr_t address, std::uint64_t value,
                                      unsigned flags) = nullptr;
+    // Optional: a driver without it enqueues a doorbell's store as a second write-value.
+    status_t (*stream_batch_mem_op)(stream_t stream, unsigned count,
+                                    stream_batch_mem_op_params* params, unsigned flags) = nullptr;
+    // Optional: a driver without them fails only attach_doorbell.
+    status_t (*mem_host_register)(void* host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*mem_host_unregister)(void* host) = nullptr;
+    // Optional: a driver without it fails only cuda_event_waiter creation.
+    status_t (*stream_wait_event)(stream_t stream, event_t event, unsigned flags) = nullptr;
     // Optional: for programs and tests that make their own streams and work.
     status_t (*stream_create)(stream_t* stream, unsigned flags) = nullptr;
     status_t (*stream_destroy)(stream_t stream) = nullptr;
@@ -261,6 +299,72 @@ private:
 };
 
 static_assert(completion_source<cuda_source>);
+
+/// Awaits CUDA events (and, through an event recorded behind them, graphs and any stream work):
+/// owns a non-blocking stream of its own in the line's context and one slot of the line.
+/// `await_event(ev)` enqueues on that stream cuStreamWaitEvent(ev) and then the slot's next
+/// store (with the doorbell's signal when the line has a doorbell), and returns the descriptor
+/// that completes once the work captured in the event is done.
+///
+/// Ownership: the event is the caller's and is never destroyed here; cuStreamWaitEvent captures
+/// its work at the call, so the caller may record it again or destroy it once await_event has
+/// returned. The stream is the waiter's: created with the line's context pushed, destroyed by
+/// close() or the destructor (cuStreamDestroy returns at once; the stream's pending wait and
+/// store still run, and the line's close synchronizes the context before its page goes). The
+/// line must outlive the waiter. Move-only; one thread at a time.
+class cuda_event_waiter {
+public:
+    /// A waiter with its own stream on `slot` of `line` (no other stream may store to that
+    /// slot). Errors: errc::unavailable (the driver lacks cuStreamCreate, cuStreamDestroy or
+    /// cuStreamWaitEvent), errc::backend (the line is closed), errc::driver_status.
+    GPU_ASYNC_DECL static result<cuda_event_waiter> create(cuda_line& line, slot_id slot);
+
+    cuda_event_waiter(cuda_event_waiter&& other) noexcept
+        : line_(other.line_)
+        , stream_(std::exchange(other.stream_, nullptr))
+        , slot_(other.slot_) {}
+    cuda_event_waiter& operator=(cuda_event_waiter&& other) noexcept {
+        if (this != &other) {
+            static_cast<void>(close());
+            line_ = other.line_;
+            stream_ = std::exchange(other.stream_, nullptr);
+            slot_ = other.slot_;
+        }
+        return *this;
+    }
+    cuda_event_waiter(const cuda_event_waiter&) = delete;
+    cuda_event_waiter& operator=(const cuda_event_waiter&) = delete;
+    ~cuda_event_waiter() { static_cast<void>(close()); }
+
+    /// Enqueues on the waiter's stream a wait for `event` (cuStreamWaitEvent, flags 0) and then
+    /// the slot's next store; returns its descriptor, for gpu_completion_port::async_wait.
+    ///
+    /// The driver names no event's context, so the event's context is taken to be the calling
+    /// thread's current one (where the caller recorded it): it must be the line's. Errors:
+    /// errc::no_domain (no current context), errc::foreign_stream (the current context is not the
+    /// line's; nothing is enqueued), errc::driver_status (cuCtxGetCurrent, cuStreamWaitEvent:
+    /// nothing is enqueued; or the store, behind an enqueued wait: see mapped_line::store),
+    /// errc::backend (the waiter or the line is closed).
+    GPU_ASYNC_DECL result<memory_descriptor> await_event(cuda::event_t event);
+
+    /// Destroys the waiter's stream (with the line's context pushed). Errors:
+    /// errc::driver_status. Closing a closed waiter does nothing.
+    GPU_ASYNC_DECL std::optional<coded_error> close();
+
+    /// The waiter's own stream (null once closed).
+    cuda::stream_t stream() const noexcept { return stream_; }
+    slot_id slot() const noexcept { return slot_; }
+
+private:
+    cuda_event_waiter(cuda_line& line, cuda::stream_t stream, slot_id slot) noexcept
+        : line_(&line)
+        , stream_(stream)
+        , slot_(slot) {}
+
+    cuda_line* line_;
+    cuda::stream_t stream_;
+    slot_id slot_;
+};
 
 } // namespace gpu_async
 

@@ -18,6 +18,16 @@
 // it fails line creation, since the rule could not be checked); it synchronizes the device before
 // freeing, and leaks rather than free when that fails.
 //
+// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
+// (hipHostRegister, Mapped | Portable; ordinary write-back heap memory) and takes its device
+// pointer on the line's device; each later store is then two hipStreamWriteValue64 calls on the
+// same stream, the completion word first and the doorbell's device word second. Never one
+// hipStreamBatchMemOp: it is newer than the ROCm headers this backend's declarations are checked
+// against (scripts/ci/backends.sh), so its parameter layout could not be checked.
+//
+// Events: a hip_event_waiter owns a stream of its own on one slot of a line; `await_event(ev)`
+// enqueues there hipStreamWaitEvent(ev) and the slot's next store. The event stays the caller's.
+//
 #ifndef GPU_ASYNC_DEVICE_HIP_HPP
 #define GPU_ASYNC_DEVICE_HIP_HPP
 
@@ -41,6 +51,7 @@
 
 // The runtime's own handle types (hip_runtime_api.h declares them the same way).
 struct ihipCtx_t;
+struct ihipEvent_t;
 struct ihipStream_t;
 
 namespace gpu_async {
@@ -52,6 +63,7 @@ using status_t = int;             ///< hipError_t
 using device_t = int;             ///< hipDevice_t
 using context_t = ::ihipCtx_t*;   ///< hipCtx_t
 using stream_t = ::ihipStream_t*; ///< hipStream_t
+using event_t = ::ihipEvent_t*;   ///< hipEvent_t
 using deviceptr_t = void*;        ///< hipDeviceptr_t (AMD platform)
 
 inline constexpr status_t success = 0;                ///< hipSuccess
@@ -64,6 +76,8 @@ inline constexpr status_t error_launch_failure = 719; ///< hipErrorLaunchFailure
 
 inline constexpr unsigned host_malloc_mapped = 0x2;          ///< hipHostMallocMapped
 inline constexpr unsigned host_malloc_coherent = 0x40000000; ///< hipHostMallocCoherent
+inline constexpr unsigned host_register_portable = 0x1;      ///< hipHostRegisterPortable
+inline constexpr unsigned host_register_mapped = 0x2;        ///< hipHostRegisterMapped
 
 /// The runtime entry points the backend uses, resolved by name at run time: each member is the
 /// runtime function of the same name in camel case with the "hip" prefix (host_malloc is
@@ -95,6 +109,11 @@ struct entry_points {
     status_t (*device_free)(void* device) = nullptr;
     status_t (*memset_d8_async)(deviceptr_t device, unsigned char value, std::size_t count,
                                 stream_t stream) = nullptr;
+    // Optional: a runtime without them fails only attach_doorbell.
+    status_t (*host_register)(void* host, std::size_t bytes, unsigned flags) = nullptr;
+    status_t (*host_unregister)(void* host) = nullptr;
+    // Optional: a runtime without it fails only hip_event_waiter creation.
+    status_t (*stream_wait_event)(stream_t stream, event_t event, unsigned flags) = nullptr;
 };
 
 /// A symbol resolver: dlsym itself fits (`context` is the library handle).
@@ -214,6 +233,62 @@ private:
 };
 
 static_assert(completion_source<hip_source>);
+
+/// Awaits HIP events: owns a stream of its own on the line's device and one slot of the line.
+/// `await_event(ev)` enqueues on that stream hipStreamWaitEvent(ev) and then the slot's next
+/// store (with the doorbell's signal when the line has a doorbell), and returns the descriptor
+/// that completes once the work captured in the event is done. The event is the caller's and is
+/// never destroyed here; the stream is the waiter's (hipStreamCreate on the line's device,
+/// hipStreamDestroy at close). The line must outlive the waiter. Move-only; one thread at a time.
+class hip_event_waiter {
+public:
+    /// A waiter with its own stream on `slot` of `line` (no other stream may store to that
+    /// slot). Errors: errc::unavailable (the runtime lacks hipStreamCreate, hipStreamDestroy or
+    /// hipStreamWaitEvent), errc::backend (the line is closed), errc::driver_status.
+    GPU_ASYNC_DECL static result<hip_event_waiter> create(hip_line& line, slot_id slot);
+
+    hip_event_waiter(hip_event_waiter&& other) noexcept
+        : line_(other.line_)
+        , stream_(std::exchange(other.stream_, nullptr))
+        , slot_(other.slot_) {}
+    hip_event_waiter& operator=(hip_event_waiter&& other) noexcept {
+        if (this != &other) {
+            static_cast<void>(close());
+            line_ = other.line_;
+            stream_ = std::exchange(other.stream_, nullptr);
+            slot_ = other.slot_;
+        }
+        return *this;
+    }
+    hip_event_waiter(const hip_event_waiter&) = delete;
+    hip_event_waiter& operator=(const hip_event_waiter&) = delete;
+    ~hip_event_waiter() { static_cast<void>(close()); }
+
+    /// Enqueues on the waiter's stream a wait for `event` (hipStreamWaitEvent, flags 0) and then
+    /// the slot's next store; returns its descriptor. The runtime names no event's device, so
+    /// the event's device is taken to be the calling thread's current one (hipGetDevice): it must
+    /// be the line's. Errors: errc::foreign_stream (another device is current; nothing is
+    /// enqueued), errc::driver_status (hipGetDevice, hipStreamWaitEvent: nothing is enqueued; or
+    /// the store, behind an enqueued wait), errc::backend (the waiter or the line is closed).
+    GPU_ASYNC_DECL result<memory_descriptor> await_event(hip::event_t event);
+
+    /// Destroys the waiter's stream. Errors: errc::driver_status. Closing twice does nothing.
+    GPU_ASYNC_DECL std::optional<coded_error> close();
+
+    /// The waiter's own stream (null once closed).
+    hip::stream_t stream() const noexcept { return stream_; }
+    slot_id slot() const noexcept { return slot_; }
+
+private:
+    hip_event_waiter(hip_line& line, hip::stream_t stream, slot_id slot) noexcept
+        : line_(&line)
+        , stream_(stream)
+        , slot_(slot) {}
+
+    hip_line* line_;
+    hip::stream_t stream_;
+    slot_id slot_;
+};
 
 } // namespace gpu_async
 

@@ -16,7 +16,21 @@
 // (waits for every pending store), frees the page, then releases the domain; if settling fails it
 // leaks the page and the reference rather than free memory a device may still write.
 //
-// Uses the core and the standard library only; the vendor APIs live behind the table.
+// A line may also carry a doorbell (`attach_doorbell`, normally the port's `shared_bell()`): every
+// completion store is then followed, in the same stream, by a store of doorbell::device_signal
+// into word doorbell::device_word of the doorbell's line, in one batch of stream memory
+// operations where the backend has one (else as two stores, in order). The doorbell's line is
+// ordinary write-back heap memory (a user-mode monitor is not armed on write-combined pages): it
+// is registered with the driver (pinned, device-mapped, portable) once per driver table and
+// doorbell, by the first line that attaches it, and unregistered when the last such line closes.
+// The registration holds its own reference on the registering device's domain and keeps the
+// doorbell alive; each line asks the device address of the doorbell in its own domain. A line
+// settles its domain before it drops its use (no store of it is pending when the last use goes);
+// a line whose settle fails leaks its use with its page, and a failed unregistration leaks the
+// registration (the doorbell stays alive and pinned) rather than free registered memory.
+//
+// Uses the core, the doorbell and the standard library only; the vendor APIs live behind the
+// table.
 //
 #ifndef GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
 #define GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
@@ -25,12 +39,14 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/line_retirement.hpp>
 
 #include <array>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,18 +78,31 @@ struct driver_status {
 
 /// The hooks of a `line_driver`, in the order the table names their calls.
 enum class driver_op : std::uint8_t {
-    current_device, ///< the device of the calling thread's current context
-    retain_domain,  ///< take a reference on a device's domain (its primary context)
-    release_domain, ///< drop that reference
-    alloc_page,     ///< allocate pinned, device-mapped host memory in the domain
-    device_pointer, ///< the device address of that memory
-    free_page,      ///< free it
-    settle,         ///< wait for every pending store in the domain
-    stream_domain,  ///< the domain a stream belongs to
-    write_value64,  ///< enqueue a 64-bit store on a stream
+    current_device,  ///< the device of the calling thread's current context
+    retain_domain,   ///< take a reference on a device's domain (its primary context)
+    release_domain,  ///< drop that reference
+    alloc_page,      ///< allocate pinned, device-mapped host memory in the domain
+    device_pointer,  ///< the device address of that memory
+    free_page,       ///< free it
+    settle,          ///< wait for every pending store in the domain
+    stream_domain,   ///< the domain a stream belongs to
+    write_value64,   ///< enqueue a 64-bit store on a stream
+    register_host,   ///< register (pin and map for devices) host memory the driver did not allocate
+    unregister_host, ///< undo that registration
+    batch_write64,   ///< enqueue several 64-bit stores on a stream as one batch, in order
 };
 
-inline constexpr std::size_t driver_op_count = 9;
+inline constexpr std::size_t driver_op_count = 12;
+
+/// One store of a batch (line_driver::batch_write64).
+struct batch_store {
+    std::uint64_t device_address = 0;
+    std::uint64_t value = 0;
+};
+
+namespace detail {
+struct doorbell_registration;
+} // namespace detail
 
 /// A backend's table of hooks. Every hook receives `self` first. Domains are opaque handles the
 /// backend defines (a CUDA context, a tagged HIP device); the line only compares them for
@@ -96,6 +125,19 @@ struct line_driver {
     /// work (whose writes become visible first).
     driver_status (*write_value64)(void* self, void* stream, std::uint64_t device_address,
                                    std::uint64_t value) = nullptr;
+    /// Registers `bytes` of host memory at `host`, which the driver did not allocate, with the
+    /// domain current: pinned, mapped for devices, visible to the backend's other domains, its
+    /// caching unchanged. Optional (with unregister_host): without them a line takes no doorbell.
+    driver_status (*register_host)(void* self, void* domain, void* host,
+                                   std::size_t bytes) = nullptr;
+    /// Unregisters what register_host registered at `host`, with the domain current.
+    driver_status (*unregister_host)(void* self, void* domain, void* host) = nullptr;
+    /// Enqueues on `stream`, as one batch of stream memory operations, `count` stores in array
+    /// order, each behind the stream's earlier work and the batch's earlier stores (whose writes
+    /// become visible first). Optional: without it a line enqueues them with write_value64, one
+    /// call each.
+    driver_status (*batch_write64)(void* self, void* stream, const batch_store* stores,
+                                   std::size_t count) = nullptr;
     /// The vendor's name of a status (never null; "unknown" when the vendor has none).
     const char* (*status_name)(void* self, int status) = nullptr;
 
@@ -170,8 +212,12 @@ public:
 
     /// Enqueues on `stream`, behind its work, a store of the slot's next sequence number
     /// (the last one plus one, wrapping) and returns the descriptor that completes with it.
+    /// With a doorbell attached, the store is followed in the same stream by the doorbell's
+    /// device signal: both in one batch_write64 where the table has it, else two write_value64.
     /// Errors: errc::foreign_stream when the stream is not of the line's domain (nothing is
-    /// enqueued, the sequence does not move); errc::driver_status when a call fails;
+    /// enqueued, the sequence does not move); errc::driver_status when a call fails (nothing
+    /// was enqueued, except when the doorbell's write_value64 fails after the completion's: the
+    /// completion store is then enqueued, the sequence has moved and last(slot) names it);
     /// errc::backend when the line is closed, or when another stream's store on this slot has
     /// not landed yet.
     ///
@@ -182,6 +228,22 @@ public:
     /// other stream is pending on it); otherwise it is refused and nothing is enqueued.
     GPU_ASYNC_DECL result<memory_descriptor> store(slot_id slot, void* stream);
 
+    /// Attaches `bell` (normally a port's shared_bell()): maps the doorbell's line for this
+    /// line's domain (registering it with the driver when no other line of the same table has)
+    /// and keeps the doorbell alive until the line closes. From then on every store is followed
+    /// by the doorbell's device signal (see store()). Attaching the doorbell already attached
+    /// does nothing. Errors: errc::backend (the line is closed, `bell` is null, or another
+    /// doorbell is attached); errc::unavailable (the table cannot register host memory);
+    /// errc::driver_status (retain, register, device pointer; whatever was taken is given back).
+    GPU_ASYNC_DECL std::optional<coded_error> attach_doorbell(std::shared_ptr<doorbell> bell);
+
+    /// The attached doorbell, or null.
+    GPU_ASYNC_DECL std::shared_ptr<doorbell> attached_doorbell() const noexcept;
+
+    /// The device address, in this line's domain, of the attached doorbell's device word (0
+    /// without a doorbell).
+    std::uint64_t doorbell_address() const noexcept { return bell_address_; }
+
     /// True while the line owns its page (not closed, not moved from).
     bool is_open() const noexcept { return line_ != nullptr; }
 
@@ -190,10 +252,13 @@ public:
     bool leaked() const noexcept { return leaked_; }
 
     /// Retires the line (gpu_async::retire_line: every reactor ends its waits on it with
-    /// operation_aborted and stops reading it), settles the domain, frees the page, then
-    /// releases the domain. When settling fails, leaks
-    /// the page and the reference (never frees under a pending store); when freeing fails, leaks
-    /// the reference. Returns the first failure, or nothing. Closing a closed line does nothing.
+    /// operation_aborted and stops reading it), settles the domain, drops the line's use of its
+    /// doorbell (the last use unregisters the doorbell's line and releases the registration's
+    /// domain reference), frees the page, then releases the domain. When settling fails, leaks
+    /// the page, the reference and the doorbell use (never frees or unregisters under a pending
+    /// store); when unregistering fails, leaks the registration (the doorbell stays alive);
+    /// when freeing fails, leaks the reference. Returns the first failure, or nothing. Closing a
+    /// closed line does nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
 private:
@@ -205,8 +270,12 @@ private:
     mapped_line() = default;
 
     GPU_ASYNC_DECL std::optional<close_failure> close_quietly() noexcept;
+    GPU_ASYNC_DECL result<memory_descriptor> enqueue(slot_id slot, void* stream,
+                                                     std::uint64_t next);
 
     const line_driver* driver_ = nullptr;
+    detail::doorbell_registration* bell_ = nullptr; ///< the doorbell's registration, one use
+    std::uint64_t bell_address_ = 0;
     completion_line* line_ = nullptr;
     void* page_ = nullptr;
     void* domain_ = nullptr;
@@ -219,6 +288,8 @@ private:
 
 inline mapped_line::mapped_line(mapped_line&& other) noexcept
     : driver_(other.driver_)
+    , bell_(other.bell_)
+    , bell_address_(other.bell_address_)
     , line_(other.line_)
     , page_(other.page_)
     , domain_(other.domain_)
@@ -230,12 +301,16 @@ inline mapped_line::mapped_line(mapped_line&& other) noexcept
     other.line_ = nullptr;
     other.page_ = nullptr;
     other.domain_ = nullptr;
+    other.bell_ = nullptr;
+    other.bell_address_ = 0;
 }
 
 inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
     if (this != &other) {
         static_cast<void>(close_quietly());
         driver_ = other.driver_;
+        bell_ = other.bell_;
+        bell_address_ = other.bell_address_;
         line_ = other.line_;
         page_ = other.page_;
         domain_ = other.domain_;
@@ -247,6 +322,8 @@ inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
         other.line_ = nullptr;
         other.page_ = nullptr;
         other.domain_ = nullptr;
+        other.bell_ = nullptr;
+        other.bell_address_ = 0;
     }
     return *this;
 }

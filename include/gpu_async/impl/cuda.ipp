@@ -110,6 +110,40 @@ inline driver_status write_value64(void* self, void* stream, std::uint64_t addre
                                                 stream_write_value_default)};
 }
 
+inline driver_status register_host(void* self, void* domain, void* host,
+                                   std::size_t bytes) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuMemHostRegister", [&] {
+        return d.api().mem_host_register(host, bytes,
+                                         memhostregister_portable | memhostregister_devicemap);
+    });
+}
+
+inline driver_status unregister_host(void* self, void* domain, void* host) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuMemHostUnregister",
+                        [&] { return d.api().mem_host_unregister(host); });
+}
+
+/// The most stores one batch_write64 takes (a line's store and its doorbell's need two).
+inline constexpr std::size_t max_batch = 8;
+
+inline driver_status batch_write64(void* self, void* stream, const batch_store* stores,
+                                   std::size_t count) noexcept {
+    if (count == 0 || count > max_batch) return driver_status{error_invalid_value};
+    stream_batch_mem_op_params params[max_batch] = {};
+    for (std::size_t i = 0; i < count; ++i) {
+        auto& w = params[i].write_value;
+        w.operation = stream_mem_op_write_value_64;
+        w.address = stores[i].device_address;
+        w.value64 = stores[i].value;
+        w.flags = stream_write_value_default; // each write is preceded by a memory fence
+        w.alias = 0;
+    }
+    return driver_status{drv(self).api().stream_batch_mem_op(
+        static_cast<stream_t>(stream), static_cast<unsigned>(count), params, 0)};
+}
+
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
     const char* name = nullptr;
@@ -163,6 +197,10 @@ cuda_driver::resolve(cuda::get_proc_address_fn get_proc_address) {
     get("cuStreamQuery", a.stream_query, true);
     get("cuStreamSynchronize", a.stream_synchronize, true);
     get("cuStreamWriteValue64", a.stream_write_value64, false);
+    get("cuStreamBatchMemOp", a.stream_batch_mem_op, false);
+    get("cuMemHostRegister", a.mem_host_register, false);
+    get("cuMemHostUnregister", a.mem_host_unregister, false);
+    get("cuStreamWaitEvent", a.stream_wait_event, false);
     get("cuStreamCreate", a.stream_create, false);
     get("cuStreamDestroy", a.stream_destroy, false);
     get("cuMemAlloc", a.mem_alloc, false);
@@ -200,11 +238,19 @@ GPU_ASYNC_DECL void cuda_driver::fill_table() noexcept {
     table_.stream_domain = &impl::stream_domain;
     table_.write_value64 = &impl::write_value64;
     table_.status_name = &impl::status_name;
+    // Optional hooks, present only with their entry points: without host registration a line
+    // takes no doorbell; without batches a doorbell's store is a second write-value.
+    const bool can_register =
+        api_.mem_host_register != nullptr && api_.mem_host_unregister != nullptr;
+    table_.register_host = can_register ? &impl::register_host : nullptr;
+    table_.unregister_host = can_register ? &impl::unregister_host : nullptr;
+    table_.batch_write64 = api_.stream_batch_mem_op != nullptr ? &impl::batch_write64 : nullptr;
     table_.call_names = {"cuCtxGetCurrent",           "cuDevicePrimaryCtxRetain",
                          "cuDevicePrimaryCtxRelease", "cuMemHostAlloc",
                          "cuMemHostGetDevicePointer", "cuMemFreeHost",
                          "cuCtxSynchronize",          "cuStreamGetCtx",
-                         "cuStreamWriteValue64"};
+                         "cuStreamWriteValue64",      "cuMemHostRegister",
+                         "cuMemHostUnregister",       "cuStreamBatchMemOp"};
     table_.backend = "CUDA";
 }
 
@@ -315,6 +361,64 @@ GPU_ASYNC_DECL result<cuda_source> cuda_source::create(cuda_line& line, slot_id 
                            {"CUDA stream " + detail::hex(stream) + " (the line is of device " +
                             std::to_string(line.device()) + ")"});
     return cuda_source(line, slot, stream);
+}
+
+GPU_ASYNC_DECL result<cuda_event_waiter> cuda_event_waiter::create(cuda_line& line, slot_id slot) {
+    const cuda_driver& d = line.driver();
+    const auto& a = d.api();
+    if (a.stream_create == nullptr || a.stream_destroy == nullptr || a.stream_wait_event == nullptr)
+        return detail::cuda_impl::unavailable(
+            "cuStreamCreate, cuStreamDestroy and cuStreamWaitEvent",
+            "the CUDA driver (" + std::to_string(d.version()) + ") lacks one of them");
+    if (!line.mapped().is_open())
+        return coded_error(errc::backend, {"cuda_event_waiter on a closed or moved-from line"});
+    cuda::stream_t stream = nullptr;
+    const driver_status st =
+        detail::cuda_impl::with_context(d, line.context(), "cuStreamCreate", [&] {
+            return a.stream_create(&stream, cuda::stream_non_blocking);
+        });
+    if (!st.ok()) return d.error(st.call, st.status);
+    return cuda_event_waiter(line, stream, slot);
+}
+
+GPU_ASYNC_DECL result<memory_descriptor> cuda_event_waiter::await_event(cuda::event_t event) {
+    if (stream_ == nullptr)
+        return coded_error(errc::backend,
+                           {"await_event on a closed or moved-from cuda_event_waiter"});
+    if (!line_->mapped().is_open())
+        return coded_error(errc::backend, {"await_event on a waiter whose line is closed"});
+    const cuda_driver& d = line_->driver();
+    cuda::context_t current = nullptr;
+    if (cuda::status_t st = d.api().ctx_get_current(&current); st != cuda::success)
+        return d.error("cuCtxGetCurrent", st);
+    if (current == nullptr)
+        return coded_error(errc::no_domain,
+                           {"CUDA: await_event needs the event's context current on the calling "
+                            "thread, and none is"});
+    if (current != line_->context())
+        return coded_error(errc::foreign_stream,
+                           {"CUDA event " + detail::hex(event) + " of the current context " +
+                            detail::hex(current) + " (the line is of device " +
+                            std::to_string(line_->device()) + ", context " +
+                            detail::hex(line_->context()) + ")"});
+    if (cuda::status_t st = d.api().stream_wait_event(stream_, event, 0); st != cuda::success)
+        return d.error("cuStreamWaitEvent", st);
+    return line_->store(slot_, stream_);
+}
+
+GPU_ASYNC_DECL std::optional<coded_error> cuda_event_waiter::close() {
+    if (stream_ == nullptr) return std::nullopt;
+    const cuda_driver& d = line_->driver();
+    const cuda::stream_t stream = std::exchange(stream_, nullptr);
+    // The line's context pushed while it holds it (a line closed first, against the rule that it
+    // outlives the waiter, has released it: the stream is then destroyed as it is).
+    const driver_status st =
+        line_->mapped().is_open()
+            ? detail::cuda_impl::with_context(d, line_->context(), "cuStreamDestroy",
+                                              [&] { return d.api().stream_destroy(stream); })
+            : driver_status{d.api().stream_destroy(stream), "cuStreamDestroy"};
+    if (!st.ok()) return d.error(st.call, st.status);
+    return std::nullopt;
 }
 
 } // namespace gpu_async

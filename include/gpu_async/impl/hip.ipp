@@ -113,6 +113,20 @@ inline driver_status write_value64(void* self, void* stream, std::uint64_t addre
         reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), value, 0)};
 }
 
+inline driver_status register_host(void* self, void* domain, void* host,
+                                   std::size_t bytes) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipHostRegister", [&] {
+        return d.api().host_register(host, bytes, host_register_mapped | host_register_portable);
+    });
+}
+
+inline driver_status unregister_host(void* self, void* domain, void* host) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipHostUnregister",
+                       [&] { return d.api().host_unregister(host); });
+}
+
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
     return a.get_error_name != nullptr ? a.get_error_name(status) : nullptr;
@@ -156,6 +170,9 @@ GPU_ASYNC_DECL std::optional<coded_error> hip_driver::resolve(hip::resolve_fn lo
     get("hipMalloc", a.device_malloc, false);
     get("hipFree", a.device_free, false);
     get("hipMemsetD8Async", a.memset_d8_async, false);
+    get("hipHostRegister", a.host_register, false);
+    get("hipHostUnregister", a.host_unregister, false);
+    get("hipStreamWaitEvent", a.stream_wait_event, false);
     if (!missing.empty())
         return unavailable("the HIP runtime's entry point(s) " + missing, "no such symbol");
 
@@ -185,10 +202,17 @@ GPU_ASYNC_DECL void hip_driver::fill_table() noexcept {
     table_.stream_domain = &impl::stream_domain;
     table_.write_value64 = &impl::write_value64;
     table_.status_name = &impl::status_name;
+    // Without host registration a line takes no doorbell. No batch hook: a doorbell's store is
+    // a second hipStreamWriteValue64 (see hip.hpp).
+    const bool can_register = api_.host_register != nullptr && api_.host_unregister != nullptr;
+    table_.register_host = can_register ? &impl::register_host : nullptr;
+    table_.unregister_host = can_register ? &impl::unregister_host : nullptr;
+    table_.batch_write64 = nullptr;
     table_.call_names = {
         "hipGetDevice",         "hipDevicePrimaryCtxRetain", "hipDevicePrimaryCtxRelease",
         "hipHostMalloc",        "hipHostGetDevicePointer",   "hipHostFree",
-        "hipDeviceSynchronize", "hipStreamGetDevice",        "hipStreamWriteValue64"};
+        "hipDeviceSynchronize", "hipStreamGetDevice",        "hipStreamWriteValue64",
+        "hipHostRegister",      "hipHostUnregister",         "hipStreamBatchMemOp"};
     table_.backend = "HIP";
 }
 
@@ -283,6 +307,51 @@ GPU_ASYNC_DECL result<hip_source> hip_source::create(hip_line& line, slot_id slo
                            {"HIP stream " + detail::hex(stream) + " (the line is of device " +
                             std::to_string(line.device()) + ")"});
     return hip_source(line, slot, stream);
+}
+
+GPU_ASYNC_DECL result<hip_event_waiter> hip_event_waiter::create(hip_line& line, slot_id slot) {
+    const hip_driver& d = line.driver();
+    const auto& a = d.api();
+    if (a.stream_create == nullptr || a.stream_destroy == nullptr || a.stream_wait_event == nullptr)
+        return detail::hip_impl::unavailable(
+            "hipStreamCreate, hipStreamDestroy and hipStreamWaitEvent",
+            "the HIP runtime (" + std::to_string(d.version()) + ") lacks one of them");
+    if (!line.mapped().is_open())
+        return coded_error(errc::backend, {"hip_event_waiter on a closed or moved-from line"});
+    hip::stream_t stream = nullptr;
+    const driver_status st = detail::hip_impl::with_device(
+        d, line.device(), "hipStreamCreate", [&] { return a.stream_create(&stream); });
+    if (!st.ok()) return d.error(st.call, st.status);
+    return hip_event_waiter(line, stream, slot);
+}
+
+GPU_ASYNC_DECL result<memory_descriptor> hip_event_waiter::await_event(hip::event_t event) {
+    if (stream_ == nullptr)
+        return coded_error(errc::backend,
+                           {"await_event on a closed or moved-from hip_event_waiter"});
+    if (!line_->mapped().is_open())
+        return coded_error(errc::backend, {"await_event on a waiter whose line is closed"});
+    const hip_driver& d = line_->driver();
+    hip::device_t current = 0;
+    if (hip::status_t st = d.api().get_device(&current); st != hip::success)
+        return d.error("hipGetDevice", st);
+    if (current != line_->device())
+        return coded_error(errc::foreign_stream,
+                           {"HIP event " + detail::hex(event) + " of the current device " +
+                            std::to_string(current) + " (the line is of device " +
+                            std::to_string(line_->device()) + ")"});
+    if (hip::status_t st = d.api().stream_wait_event(stream_, event, 0); st != hip::success)
+        return d.error("hipStreamWaitEvent", st);
+    return line_->store(slot_, stream_);
+}
+
+GPU_ASYNC_DECL std::optional<coded_error> hip_event_waiter::close() {
+    if (stream_ == nullptr) return std::nullopt;
+    const hip_driver& d = line_->driver();
+    const hip::stream_t stream = std::exchange(stream_, nullptr);
+    if (hip::status_t st = d.api().stream_destroy(stream); st != hip::success)
+        return d.error("hipStreamDestroy", st);
+    return std::nullopt;
 }
 
 } // namespace gpu_async

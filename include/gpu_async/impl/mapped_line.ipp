@@ -7,10 +7,69 @@
 
 #include <gpu_async/device/mapped_line.hpp>
 
+#include <algorithm>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace gpu_async {
+
+namespace detail {
+
+/// One doorbell's registration with one driver table: made by the first line that attaches the
+/// doorbell, undone when the last one closes.
+struct doorbell_registration {
+    const line_driver* driver = nullptr;
+    std::shared_ptr<doorbell> bell; ///< kept alive while registered
+    int device = -1;                ///< the registering device, whose domain is retained
+    void* domain = nullptr;
+    std::size_t users = 0;
+};
+
+/// Every live registration, and those whose unregistration failed (kept, never freed).
+struct doorbell_registry {
+    std::mutex mutex;
+    std::vector<std::unique_ptr<doorbell_registration>> live;
+    std::vector<std::unique_ptr<doorbell_registration>> leaked;
+};
+
+inline doorbell_registry& doorbells() noexcept {
+    static doorbell_registry registry;
+    return registry;
+}
+
+inline void* doorbell_host(const doorbell_registration& r) noexcept {
+    return static_cast<void*>(&r.bell->line());
+}
+
+/// Unregisters and releases the registration's domain once it has no user; returns the first
+/// failure. A failed unregistration moves the registration to the leaked list (the memory may
+/// still be registered: the doorbell is never freed then). Holds the registry's lock.
+inline std::optional<std::pair<driver_op, driver_status>>
+end_registration_locked(doorbell_registry& reg, doorbell_registration* r) noexcept {
+    auto it =
+        std::find_if(reg.live.begin(), reg.live.end(), [r](const auto& p) { return p.get() == r; });
+    std::unique_ptr<doorbell_registration> owned = std::move(*it);
+    reg.live.erase(it);
+    const line_driver& d = *r->driver;
+    if (const driver_status st = d.unregister_host(d.self, r->domain, doorbell_host(*r));
+        !st.ok()) {
+        try {
+            reg.leaked.push_back(std::move(owned));
+        } catch (...) {
+            static_cast<void>(owned.release()); // leak it outright: never free registered memory
+        }
+        return std::pair{driver_op::unregister_host, st};
+    }
+    if (const driver_status st = d.release_domain(d.self, r->device, r->domain); !st.ok())
+        return std::pair{driver_op::release_domain, st};
+    return std::nullopt;
+}
+
+} // namespace detail
 
 GPU_ASYNC_DECL coded_error driver_error(const line_driver& driver, driver_op op,
                                         driver_status status) {
@@ -100,14 +159,103 @@ GPU_ASYNC_DECL result<memory_descriptor> mapped_line::store(slot_id slot, void* 
                             detail::hex(stream_[i]) + "'s store of " +
                             std::to_string(sequence_[i]) +
                             " has not landed (one stream per slot; nothing was enqueued)"});
-    const std::uint64_t next = sequence_[i] + 1; // wraps modulo 2^64
+    return enqueue(slot, stream, sequence_[i] + 1); // wraps modulo 2^64
+}
+
+GPU_ASYNC_DECL result<memory_descriptor> mapped_line::enqueue(slot_id slot, void* stream,
+                                                              std::uint64_t next) {
+    const std::size_t i = slot.index();
+    const line_driver& d = *driver_;
+    auto commit = [&] {
+        sequence_[i] = next;
+        stream_[i] = stream;
+        return memory_descriptor(*line_, slot, next);
+    };
+    if (bell_ == nullptr) {
+        if (const driver_status st = d.write_value64(d.self, stream, device_address(slot), next);
+            !st.ok())
+            return driver_error(d, driver_op::write_value64, st);
+        return commit();
+    }
+    // The completion store, then the doorbell's device signal, in the same stream.
+    const batch_store stores[2] = {{device_address(slot), next},
+                                   {bell_address_, doorbell::device_signal}};
+    if (d.batch_write64 != nullptr) {
+        if (const driver_status st = d.batch_write64(d.self, stream, stores, 2); !st.ok())
+            return driver_error(d, driver_op::batch_write64, st);
+        return commit();
+    }
     if (const driver_status st =
-            driver_->write_value64(driver_->self, stream, device_address(slot), next);
+            d.write_value64(d.self, stream, stores[0].device_address, stores[0].value);
         !st.ok())
-        return driver_error(*driver_, driver_op::write_value64, st);
-    sequence_[i] = next;
-    stream_[i] = stream;
-    return memory_descriptor(*line_, slot, next);
+        return driver_error(d, driver_op::write_value64, st);
+    const memory_descriptor done = commit(); // enqueued: the number is spent whatever follows
+    if (const driver_status st =
+            d.write_value64(d.self, stream, stores[1].device_address, stores[1].value);
+        !st.ok())
+        return driver_error(d, driver_op::write_value64, st);
+    return done;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+mapped_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
+    if (line_ == nullptr)
+        return coded_error(errc::backend,
+                           {"attach_doorbell on a closed or moved-from mapped_line"});
+    if (bell == nullptr)
+        return coded_error(errc::backend, {"attach_doorbell was given no doorbell"});
+    if (bell_ != nullptr) {
+        if (bell_->bell == bell) return std::nullopt;
+        return coded_error(errc::backend,
+                           {std::string(driver_->backend) + " line of device " +
+                            std::to_string(device_) + " already has another doorbell attached"});
+    }
+    const line_driver& d = *driver_;
+    if (d.register_host == nullptr || d.unregister_host == nullptr)
+        return coded_error(errc::unavailable,
+                           {std::string(d.call_name(driver_op::register_host)) + " and " +
+                                d.call_name(driver_op::unregister_host),
+                            std::string("the ") + d.backend + " driver lacks them"});
+    detail::doorbell_registry& reg = detail::doorbells();
+    std::lock_guard lk(reg.mutex);
+    detail::doorbell_registration* r = nullptr;
+    for (const auto& p : reg.live)
+        if (p->driver == &d && p->bell == bell) r = p.get();
+    if (r == nullptr) {
+        auto made = std::make_unique<detail::doorbell_registration>();
+        made->driver = &d;
+        made->bell = bell;
+        made->device = device_;
+        reg.live.reserve(reg.live.size() + 1); // no allocation may fail once registered
+        // The registration's own domain reference: it must outlive the registration, which may
+        // outlive this line.
+        if (const driver_status st = d.retain_domain(d.self, device_, &made->domain); !st.ok())
+            return driver_error(d, driver_op::retain_domain, st);
+        if (const driver_status st = d.register_host(
+                d.self, made->domain, detail::doorbell_host(*made), sizeof(completion_line));
+            !st.ok()) {
+            static_cast<void>(d.release_domain(d.self, device_, made->domain));
+            return driver_error(d, driver_op::register_host, st);
+        }
+        reg.live.push_back(std::move(made));
+        r = reg.live.back().get();
+    }
+    std::uint64_t address = 0;
+    if (const driver_status st =
+            d.device_pointer(d.self, domain_, detail::doorbell_host(*r), &address);
+        !st.ok()) {
+        // Nothing of this line was enqueued against the registration: give a new one back.
+        if (r->users == 0) static_cast<void>(detail::end_registration_locked(reg, r));
+        return driver_error(d, driver_op::device_pointer, st);
+    }
+    ++r->users;
+    bell_ = r;
+    bell_address_ = address + doorbell::device_word * sizeof(std::uint64_t);
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL std::shared_ptr<doorbell> mapped_line::attached_doorbell() const noexcept {
+    return bell_ != nullptr ? bell_->bell : nullptr;
 }
 
 GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quietly() noexcept {
@@ -117,16 +265,33 @@ GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quie
     retire_line(*line_);
     const line_driver& d = *driver_;
     std::optional<close_failure> failure;
+    bool page_leaked = false;
     if (const driver_status st = d.settle(d.self, domain_); !st.ok()) {
-        // A store may still be pending: never free under it. Leak the page and the reference.
+        // A store may still be pending: never free or unregister under it. Leak the page, the
+        // reference and the doorbell use.
         failure = close_failure{driver_op::settle, st};
-    } else if (const driver_status fst = d.free_page(d.self, domain_, page_); !fst.ok()) {
-        // The page may still be live in the domain: keep the domain alive with it.
-        failure = close_failure{driver_op::free_page, fst};
-    } else if (const driver_status rst = d.release_domain(d.self, device_, domain_); !rst.ok()) {
-        failure = close_failure{driver_op::release_domain, rst};
+        page_leaked = true;
+    } else {
+        if (bell_ != nullptr) {
+            // No store of this line is pending (settled): drop its use of the doorbell.
+            detail::doorbell_registry& reg = detail::doorbells();
+            std::lock_guard lk(reg.mutex);
+            if (--bell_->users == 0)
+                if (auto f = detail::end_registration_locked(reg, bell_))
+                    failure = close_failure{f->first, f->second};
+        }
+        if (const driver_status fst = d.free_page(d.self, domain_, page_); !fst.ok()) {
+            // The page may still be live in the domain: keep the domain alive with it.
+            if (!failure) failure = close_failure{driver_op::free_page, fst};
+            page_leaked = true;
+        } else if (const driver_status rst = d.release_domain(d.self, device_, domain_);
+                   !rst.ok()) {
+            if (!failure) failure = close_failure{driver_op::release_domain, rst};
+        }
     }
-    leaked_ = failure.has_value() && failure->op != driver_op::release_domain;
+    leaked_ = page_leaked;
+    bell_ = nullptr;
+    bell_address_ = 0;
     line_ = nullptr;
     page_ = nullptr;
     domain_ = nullptr;

@@ -30,9 +30,11 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -62,6 +64,12 @@ public:
     /// another context or device is refused with errc::foreign_stream and nothing is enqueued.
     result<memory_descriptor> store(slot_id slot, Stream stream) {
         return mapped_.store(slot, stream);
+    }
+
+    /// Attaches `bell` (a port's shared_bell()): each later store is followed, in the same
+    /// stream, by the doorbell's device signal (see mapped_line::attach_doorbell).
+    std::optional<coded_error> attach_doorbell(std::shared_ptr<doorbell> bell) {
+        return mapped_.attach_doorbell(std::move(bell));
     }
 
     /// Synchronizes the context or device, frees the page, releases the context (see
