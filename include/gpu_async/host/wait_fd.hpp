@@ -155,8 +155,8 @@ public:
     GPU_ASYNC_DECL std::error_code error() const;
 
     /// Ends every pending wait without an entry, drops the queued entries and closes the fd.
-    /// Idempotent. After it returns no callback of this notifier runs (except one that is running
-    /// the call itself, on the watcher thread).
+    /// Idempotent. After it returns no watcher callback of this notifier queues an entry or
+    /// touches the fd, and the watcher holds none of its registrations.
     GPU_ASYNC_DECL void close() noexcept;
 
 private:
