@@ -27,6 +27,7 @@
 #include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
+#include <gpu_async/host/wait_fd.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/version.hpp>
 #include <gpu_async/wordwait.hpp>

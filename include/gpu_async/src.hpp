@@ -21,6 +21,7 @@
 #include <gpu_async/impl/reactor_service.ipp>
 #include <gpu_async/impl/run_fill.ipp>
 #include <gpu_async/impl/sim_device.ipp>
+#include <gpu_async/impl/wait_fd.ipp>
 #include <gpu_async/impl/wordwait.ipp>
 
 #endif // GPU_ASYNC_SRC_HPP

@@ -13,6 +13,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -267,6 +268,130 @@ BOOST_AUTO_TEST_CASE(sleeps_while_nothing_is_watched) {
     const std::uint64_t scans = w.scans();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     BOOST_TEST(w.scans() == scans);
+}
+
+// on_end: the empty code when the descriptor completes, on the watcher thread.
+BOOST_AUTO_TEST_CASE(on_end_reports_completion) {
+    std_watcher w;
+    completion_line line;
+    std::mutex m;
+    std::vector<std::error_code> codes;
+    std::thread::id ran_on{};
+    watch_handle h = w.on_end(memory_descriptor(line, slot(5), 3), [&](std::error_code ec) {
+        std::lock_guard lk(m);
+        codes.push_back(ec);
+        ran_on = std::this_thread::get_id();
+    });
+    BOOST_TEST(h.valid());
+    BOOST_TEST(w.pending() == 1u);
+    line.words[5].store(3, std::memory_order_release);
+    BOOST_TEST(h.wait_for(long_wait));
+    std::lock_guard lk(m);
+    BOOST_TEST_REQUIRE(codes.size() == 1u);
+    BOOST_TEST(!codes[0]);
+    BOOST_TEST((ran_on != std::this_thread::get_id()));
+    BOOST_TEST(w.pending() == 0u);
+}
+
+// shutdown(): pending on_end registrations end with errc::shut_down, stop listeners run, both on
+// the watcher thread before shutdown() returns; the other forms stay pending and droppable.
+BOOST_AUTO_TEST_CASE(shutdown_ends_on_end_registrations_and_runs_stop_listeners) {
+    std_watcher w;
+    completion_line line;
+    std::vector<std::error_code> codes;
+    std::vector<std::thread::id> threads;
+    std::mutex m;
+    const auto record = [&](std::error_code ec) {
+        std::lock_guard lk(m);
+        codes.push_back(ec);
+        threads.push_back(std::this_thread::get_id());
+    };
+    watch_handle e1 = w.on_end(memory_descriptor(line, slot(0), 1), record);
+    watch_handle e2 = w.on_end(memory_descriptor(line, slot(2), 1), record);
+    int stops = 0;
+    watch_handle stop = w.on_stop([&] {
+        std::lock_guard lk(m);
+        ++stops;
+        threads.push_back(std::this_thread::get_id());
+    });
+    int dropped_stops = 0;
+    watch_handle dropped_stop = w.on_stop([&] { ++dropped_stops; });
+    dropped_stop.reset();
+    watch_handle fut = w.watch(line, slot(3), 1);
+    std::atomic<int> plain{0};
+    watch_handle cb = w.on_complete(memory_descriptor(line, slot(4), 1), [&] { ++plain; });
+    BOOST_TEST(!w.stopped());
+    BOOST_TEST(w.pending() == 4u);
+    w.shutdown();
+    BOOST_TEST(w.stopped());
+    {
+        std::lock_guard lk(m);
+        BOOST_TEST_REQUIRE(codes.size() == 2u);
+        for (const std::error_code& ec : codes)
+            BOOST_TEST((ec == errc::shut_down));
+        BOOST_TEST(stops == 1);
+        for (const std::thread::id t : threads)
+            BOOST_TEST((t != std::this_thread::get_id()));
+    }
+    BOOST_TEST(dropped_stops == 0);
+    BOOST_TEST(e1.ready());
+    BOOST_TEST(e2.ready());
+    BOOST_TEST(stop.ready());
+    // The future and on_complete forms never resolve, and are still counted and droppable.
+    BOOST_TEST(!fut.ready());
+    BOOST_TEST(!cb.ready());
+    BOOST_TEST(w.pending() == 2u);
+    line.words[3].store(1);
+    line.words[4].store(1);
+    BOOST_TEST(!fut.wait_for(std::chrono::milliseconds(5)));
+    BOOST_TEST(plain.load() == 0);
+    fut.reset();
+    cb.reset();
+    BOOST_TEST(w.pending() == 0u);
+    // After the stop: on_end and on_stop give an empty handle and never run; shutdown() again is
+    // harmless.
+    bool ran = false;
+    watch_handle late =
+        w.on_end(memory_descriptor(line, slot(0), 1), [&](std::error_code) { ran = true; });
+    watch_handle late_stop = w.on_stop([&] { ran = true; });
+    BOOST_TEST(!late.valid());
+    BOOST_TEST(!late_stop.valid());
+    w.shutdown();
+    BOOST_TEST(!ran);
+    e1.reset();
+    stop.reset();
+}
+
+// The destructor stops as shutdown() does: the callbacks run before it returns. Each drops its
+// own handle (allowed on the watcher thread), so no handle outlives the watcher.
+BOOST_AUTO_TEST_CASE(destructor_ends_on_end_registrations) {
+    completion_line line;
+    std::atomic<int> shut{0};
+    std::atomic<int> stops{0};
+    std::mutex m;
+    std::vector<watch_handle> hs; // declared before the watcher: destroyed after it
+    watch_handle stop;
+    {
+        std_watcher w;
+        for (std::size_t i = 0; i < 3; ++i) {
+            std::lock_guard lk(m);
+            hs.push_back(w.on_end(memory_descriptor(line, slot(i), 1), [&, i](std::error_code ec) {
+                if (ec == errc::shut_down) ++shut;
+                std::lock_guard lk2(m);
+                hs[i].reset();
+            }));
+        }
+        stop = w.on_stop([&] {
+            ++stops;
+            stop.reset();
+        });
+        BOOST_TEST(shut.load() == 0);
+    }
+    BOOST_TEST(shut.load() == 3);
+    BOOST_TEST(stops.load() == 1);
+    for (const watch_handle& h : hs)
+        BOOST_TEST(!h.valid());
+    BOOST_TEST(!stop.valid());
 }
 
 BOOST_AUTO_TEST_SUITE_END()

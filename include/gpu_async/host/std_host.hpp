@@ -12,6 +12,8 @@
 //     std_watcher w;                          // one background thread
 //     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
 //     watch_handle c = w.on_complete(descriptor, [] { ... });   // callback form
+//     watch_handle e = w.on_end(descriptor, [](std::error_code ec) { ... });  // told of a stop
+//     w.shutdown();                           // stops the thread (the destructor does too)
 //
 // Host layer: std threads and the word wait; no Boost, no Asio.
 //
@@ -20,6 +22,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/error.hpp>
 #include <gpu_async/core/estimator.hpp>
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/reactor.hpp>
@@ -29,6 +32,7 @@
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/wordwait.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -43,6 +47,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -160,10 +165,11 @@ namespace detail {
 struct watch_state : std::enable_shared_from_this<watch_state> {
     enum class phase : std::uint8_t { registered, firing, done, dropped };
 
-    const completion_line* line = nullptr;
+    const completion_line* line = nullptr; // null for a stop listener (on_stop)
     std::size_t slot = 0;
     std::uint64_t target = 0;
-    std::function<void()> callback;                       // empty for the future form
+    std::function<void()> callback;           // on_complete's, on_stop's; empty for the future form
+    std::function<void(std::error_code)> end; // on_end's: also run when the watcher stops
     std::optional<watch_table<watch_state*>::handle> pos; // in the watcher's table, if there
     phase state = phase::registered;                      // guarded by the watcher's mutex
 
@@ -250,6 +256,12 @@ private:
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
 /// - A line must outlive its registrations (drop the handles before freeing the line), and
 ///   the watcher must outlive every handle. Callbacks must not throw.
+/// - Stopping (`shutdown()`, or the destructor): the thread ends every pending `on_end`
+///   registration with errc::shut_down and runs every `on_stop` callback (on the watcher
+///   thread, no lock held) before it exits; registrations of the other forms never resolve. After
+///   the stop, `on_end` and `on_stop` return an empty handle and never run their function, so a
+///   client that registers only those holds no handle once the thread has exited (the std-host
+///   fd notifier, <gpu_async/host/wait_fd.hpp>, relies on it).
 class std_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
@@ -262,15 +274,30 @@ public:
     std_watcher(const std_watcher&) = delete;
     std_watcher& operator=(const std_watcher&) = delete;
 
-    /// Stops and joins the thread. Registrations still pending never resolve; their handles
-    /// must be destroyed before the watcher.
-    ~std_watcher() {
+    /// Stops the thread as shutdown() does. Handles of the future and on_complete forms still
+    /// registered never resolve and must be destroyed before the watcher.
+    ~std_watcher() { shutdown(); }
+
+    /// Stops and joins the thread (idempotent, thread-safe; not from a callback of this
+    /// watcher). Before it exits, the thread ends each pending `on_end` registration with
+    /// errc::shut_down and runs each `on_stop` callback; the future and on_complete forms never
+    /// resolve. The watcher stays usable as an object: handles may still be dropped, and new
+    /// `on_end` and `on_stop` registrations return an empty handle.
+    void shutdown() {
         {
             std::lock_guard lk(m_);
             stop_ = true;
+            generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
         }
         cv_.notify_all();
-        thread_.join();
+        std::lock_guard jl(join_m_);
+        if (thread_.joinable()) thread_.join();
+    }
+
+    /// True once shutdown() (or the destructor) has begun.
+    bool stopped() const {
+        std::lock_guard lk(m_);
+        return stop_;
     }
 
     /// Watches `d`; the handle resolves once `d` is complete.
@@ -287,10 +314,33 @@ public:
         return add(d, std::move(fn));
     }
 
-    /// Registrations not yet resolved.
+    /// Runs `fn(ec)` once, on the watcher thread with no lock held: `ec` empty once `d` is
+    /// complete, errc::shut_down when the watcher stops first. The handle becomes ready after
+    /// `fn` returned. Never invoked from within this function. Returns an empty handle, and
+    /// never runs `fn`, when the watcher has stopped. Dropping the handle first: `fn` never runs
+    /// (as on_complete).
+    watch_handle on_end(const memory_descriptor& d, std::function<void(std::error_code)> fn) {
+        return add(d, {}, std::move(fn));
+    }
+
+    /// Runs `fn` once, on the watcher thread with no lock held, when the watcher stops (after
+    /// the on_end registrations were ended). Returns an empty handle, and never runs `fn`, when
+    /// the watcher has stopped. Dropping the handle first: `fn` never runs.
+    watch_handle on_stop(std::function<void()> fn) {
+        auto s = std::make_shared<detail::watch_state>();
+        s->callback = std::move(fn);
+        {
+            std::lock_guard lk(m_);
+            if (stop_) return watch_handle();
+            stop_listeners_.push_back(s);
+        }
+        return watch_handle(*this, std::move(s));
+    }
+
+    /// Registrations not yet resolved (stop listeners are not counted).
     std::size_t pending() const {
         std::lock_guard lk(m_);
-        return table_.size() + ready_.size();
+        return table_.size() + ready_.size() + stranded_.size();
     }
 
     /// Lines with at least one registration.
@@ -322,14 +372,17 @@ private:
 
     bool use_park() const noexcept { return ww_->path() != word_wait_path::fallback; }
 
-    watch_handle add(const memory_descriptor& d, std::function<void()> fn) {
+    watch_handle add(const memory_descriptor& d, std::function<void()> fn,
+                     std::function<void(std::error_code)> end = {}) {
         auto s = std::make_shared<detail::watch_state>();
         s->line = &d.line();
         s->slot = d.slot().index();
         s->target = d.target();
         s->callback = std::move(fn);
+        s->end = std::move(end);
         {
             std::lock_guard lk(m_);
+            if (stop_ && s->end) return watch_handle(); // nothing would ever end it
             // One read of the word: complete now (fired at the next scan), or registered.
             ready_.reserve(ready_.size() + 1);
             s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
@@ -348,7 +401,9 @@ private:
             s->state = detail::watch_state::phase::dropped;
             generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
             // The thread may be parked on this line: the caller may free it once we return.
-            idle_cv_.wait(lk, [&] { return parked_on_ != s->line || table_.watches(*s->line); });
+            if (s->line != nullptr)
+                idle_cv_.wait(lk,
+                              [&] { return parked_on_ != s->line || table_.watches(*s->line); });
             return;
         }
         // A callback of this registration is running: wait for it, unless we are inside it.
@@ -362,9 +417,14 @@ private:
             s.pos.reset();
             return;
         }
-        const auto it = std::find_if(ready_.begin(), ready_.end(),
-                                     [&](const state_ptr& p) { return p.get() == &s; });
-        if (it != ready_.end()) ready_.erase(it);
+        for (std::vector<state_ptr>* list : {&ready_, &stranded_, &stop_listeners_}) {
+            const auto it = std::find_if(list->begin(), list->end(),
+                                         [&](const state_ptr& p) { return p.get() == &s; });
+            if (it != list->end()) {
+                list->erase(it);
+                return;
+            }
+        }
     }
 
     // Moves every registration whose word reached its target into `out`. Lock held.
@@ -390,7 +450,10 @@ private:
             if (!fired.empty()) {
                 lk.unlock();
                 for (auto& s : fired) {
-                    if (s->callback) {
+                    if (s->end) {
+                        auto fn = std::move(s->end);
+                        fn(std::error_code());
+                    } else if (s->callback) {
                         auto fn = std::move(s->callback);
                         fn();
                     }
@@ -434,6 +497,52 @@ private:
                 });
             }
         }
+        stop_pass(lk);
+    }
+
+    // The thread's last act (lock held, stop_ set): ends the on_end registrations with
+    // errc::shut_down and runs the stop listeners, with the lock released; the other forms stay
+    // registered (stranded_: never resolved, still dropped by their handles).
+    void stop_pass(std::unique_lock<std::mutex>& lk) {
+        std::vector<state_ptr> ending;
+        const std::size_t all = table_.size() + ready_.size() + stop_listeners_.size();
+        ending.reserve(all); // so that the sink below never throws
+        stranded_.reserve(stranded_.size() + all);
+        const auto sort = [&](state_ptr p) {
+            (p->end ? ending : stranded_).push_back(std::move(p));
+        };
+        table_.clear([&](detail::watch_state* p, watch_end) {
+            p->pos.reset();
+            sort(p->shared_from_this());
+        });
+        for (state_ptr& p : ready_)
+            sort(std::move(p));
+        ready_.clear();
+        for (state_ptr& p : stop_listeners_)
+            ending.push_back(std::move(p));
+        stop_listeners_.clear();
+        if (ending.empty()) return;
+        for (const state_ptr& p : ending)
+            p->state = detail::watch_state::phase::firing;
+        lk.unlock();
+        for (const state_ptr& s : ending) {
+            if (s->end) {
+                auto fn = std::move(s->end);
+                fn(make_error_code(errc::shut_down));
+            } else if (s->callback) {
+                auto fn = std::move(s->callback);
+                fn();
+            }
+            {
+                std::lock_guard sl(s->m);
+                s->done = true;
+            }
+            s->cv.notify_all();
+        }
+        lk.lock();
+        for (const state_ptr& s : ending)
+            s->state = detail::watch_state::phase::done;
+        idle_cv_.notify_all();
     }
 
     dur_ns park_bound_;
@@ -442,11 +551,14 @@ private:
     std::condition_variable cv_;              // registrations and stop
     std::condition_variable idle_cv_;         // the thread left a park, or finished firing
     watch_table<detail::watch_state*> table_; // registrations not yet reached
-    std::vector<state_ptr> ready_; // found reached when registered, fired at the next scan
+    std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
+    std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass
+    std::vector<state_ptr> stranded_;       // future/on_complete forms pending at the stop
     std::atomic<std::uint64_t> generation_{0}; // registrations made (ends a park or sleep)
     const completion_line* parked_on_ = nullptr;
     bool stop_ = false;
     std::atomic<std::uint64_t> scans_{0};
+    std::mutex join_m_; // one shutdown() joins
     std::thread thread_;
 };
 
