@@ -96,6 +96,22 @@ public:
         return line_.words[device_word].exchange(0, std::memory_order_acq_rel) != 0;
     }
 
+    /// Counts a device producer that stores its signal into `device_word` (a GPU line with this
+    /// doorbell attached). While there is one, a waiter without a user-mode monitor sleeps in
+    /// short steps and looks at `device_word` after each (a futex sleep does not see a device's
+    /// store). Thread-safe.
+    void add_device_producer() noexcept {
+        device_producers_.fetch_add(1, std::memory_order_relaxed);
+    }
+    /// Ends a count made with `add_device_producer()`.
+    void remove_device_producer() noexcept {
+        device_producers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    /// Device producers counted now.
+    std::uint32_t device_producers() const noexcept {
+        return device_producers_.load(std::memory_order_relaxed);
+    }
+
     /// Acquire load of word 0: how many times the bell has rung.
     std::uint64_t count() const noexcept {
         return line_.words[0].load(std::memory_order_acquire);
@@ -184,6 +200,7 @@ private:
     completion_line line_;
     mutable std::atomic<std::uint32_t> sleepers_{0};
     std::atomic<std::uint64_t> wakes_{0};
+    std::atomic<std::uint32_t> device_producers_{0};
 };
 
 } // namespace gpu_async

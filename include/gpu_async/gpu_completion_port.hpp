@@ -133,6 +133,20 @@ public:
         park_bound(dur_ns::from(bound));
     }
 
+    /// The knob between latency and CPU for GPU lines that store the doorbell's device word
+    /// (mapped_line::attach_doorbell) on a CPU without a user-mode monitor: the waiter sleeps in
+    /// steps of this interval and reads the device word after each, so such a store is seen
+    /// within about one interval, for one wake-up of the waiter per interval while waits are
+    /// pending (default_device_poll, 20 us). With a monitor the store wakes the waiter at once
+    /// and this does not apply. The execution context's, shared by every port on it.
+    dur_ns device_poll() const noexcept { return service_->device_poll(); }
+    /// Sets the device poll interval (zero is taken as 1 ns); from the next park on.
+    void device_poll(dur_ns interval) noexcept { service_->device_poll(interval); }
+    template <class Rep, class Period>
+    void device_poll(std::chrono::duration<Rep, Period> interval) noexcept {
+        device_poll(dur_ns::from(interval));
+    }
+
     /// Cancels every pending wait of this port. Their handlers are invoked (never from within
     /// this function) with asio::error::operation_aborted. Waits that completed before this
     /// call are not affected. May be called from any thread.

@@ -189,6 +189,9 @@ BOOST_AUTO_TEST_CASE(lines_share_one_registration_with_a_device_pointer_each) {
     BOOST_TEST((fake.pointer_devices == std::vector<int>{0, 1, 1}));
     BOOST_TEST(fake.refs[0] == 2);
     BOOST_TEST(fake.refs[1] == 2);
+    // Each attached line counts as a device producer of the doorbell (the waiter without a
+    // monitor then polls the device word); each close ends its count.
+    BOOST_TEST(bell->device_producers() == 3u);
     bell.reset();
 
     // Stores of both devices signal the same word.
@@ -205,10 +208,12 @@ BOOST_AUTO_TEST_CASE(lines_share_one_registration_with_a_device_pointer_each) {
     BOOST_TEST((fake.calls == calls_t{"settle", "free", "release 0"}));
     BOOST_TEST(fake.refs[0] == 1); // the registration's reference on device 0
     BOOST_TEST(!watch.expired());
+    BOOST_TEST(watch.lock()->device_producers() == 2u);
     fake.calls.clear();
     BOOST_TEST(!b.close().has_value());
     BOOST_TEST((fake.calls == calls_t{"settle", "free", "release 1"}));
     BOOST_TEST(fake.registered.size() == 1u);
+    BOOST_TEST(watch.lock()->device_producers() == 1u);
     fake.calls.clear();
     BOOST_TEST(!c.close().has_value());
     BOOST_TEST((fake.calls == calls_t{"settle", "unregister 0", "release 0", "free", "release 1"}));

@@ -74,6 +74,11 @@ namespace asio = boost::asio;
 /// service's doorbell (GPU streams) are seen within one bound.
 inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
 
+/// The default device poll interval of the reactor's waiter without a user-mode monitor: 20 us,
+/// near the knee where a shorter sleep of a virtual CPU buys little latency and costs a wake-up
+/// each time (see the port's device_poll()).
+inline constexpr dur_ns default_device_poll = dur_ns::from_us(20);
+
 namespace detail {
 
 class reactor_service;
@@ -259,6 +264,16 @@ public:
     /// Sets the park bound; zero is taken as 1 ns. Applies from the waiter's next park.
     GPU_ASYNC_DECL void park_bound(dur_ns bound) noexcept;
 
+    /// Without a user-mode monitor, while the doorbell counts device producers (GPU lines that
+    /// store its device word: doorbell::add_device_producer), the waiter sleeps in steps of this
+    /// interval and reads the device word after each: the longest a device's store waits to be
+    /// seen, against one wake-up of the waiter per interval (the CPU it costs). Default
+    /// default_device_poll; zero is taken as 1 ns.
+    dur_ns device_poll() const noexcept {
+        return {device_poll_ns_.load(std::memory_order_relaxed)};
+    }
+    GPU_ASYNC_DECL void device_poll(dur_ns interval) noexcept;
+
     /// Ends every wait on `line` (operation_aborted, through their executors); after it returns
     /// the service does not read `line` until a new wait on it is started. Line owners call the
     /// process-wide gpu_async::retire_line(), which calls this on every service.
@@ -374,7 +389,9 @@ private:
     void start_thread_locked();
     void stop_thread();
     void watcher_main();
-    void park_on_bell(std::uint64_t seen, dur_ns bound);
+    /// Parks until a ring or a device's signal, at most `bound`. `watching`: waits are pending
+    /// (with device producers and no monitor, the park then sleeps in device-poll steps).
+    void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true);
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
@@ -389,6 +406,7 @@ private:
     static constexpr std::uint64_t max_spin_ns = 100000;
     static constexpr std::uint64_t busy_gap_ns = 25000;
     std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
+    std::atomic<std::uint64_t> device_poll_ns_{default_device_poll.ns};
     std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
     std::atomic<std::uint64_t> rate_rings0_{0}; // the ring count then
     std::atomic<bool> shut_down_{false};

@@ -249,6 +249,7 @@ mapped_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
         return driver_error(d, driver_op::device_pointer, st);
     }
     ++r->users;
+    r->bell->add_device_producer();
     bell_ = r;
     bell_address_ = address + doorbell::device_word * sizeof(std::uint64_t);
     return std::nullopt;
@@ -276,6 +277,7 @@ GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quie
             // No store of this line is pending (settled): drop its use of the doorbell.
             detail::doorbell_registry& reg = detail::doorbells();
             std::lock_guard lk(reg.mutex);
+            bell_->bell->remove_device_producer();
             if (--bell_->users == 0)
                 if (auto f = detail::end_registration_locked(reg, bell_))
                     failure = close_failure{f->first, f->second};

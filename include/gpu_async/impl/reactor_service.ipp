@@ -290,6 +290,7 @@ GPU_ASYNC_DECL void reactor_service::end_fill() {
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
+    if (bell_->device_signaled()) bell_->take_device_signal(); // before the scan (watcher_main)
     std::size_t n = 0;
     completion_queue* sched = nullptr;
     completion_queue* retries = nullptr;
@@ -432,6 +433,9 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     std::unique_lock lk(mutex_);
     while (!stop_) {
         const std::uint64_t seen = bell_->count();
+        // A device's doorbell store ends the park below; taken before the scan it announces
+        // (the device stored its completion word first), so the scan sees that completion.
+        if (bell_->device_signaled()) bell_->take_device_signal();
         if (completion_queue* retries = take_retries_locked()) {
             lk.unlock();
             schedule(retries);
@@ -446,7 +450,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         }
         if (fill_ > 0) {
             lk.unlock();
-            park_on_bell(seen, idle_bound);
+            park_on_bell(seen, idle_bound, /*watching=*/false);
             lk.lock();
             continue;
         }
@@ -456,7 +460,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             // Idle. table_size_ (0) was published before the incoming stack was taken, so a
             // registration pushed after that take sees 0 and rings: it cannot be missed here.
             lk.unlock();
-            park_on_bell(seen, idle_bound);
+            park_on_bell(seen, idle_bound, /*watching=*/false);
             lk.lock();
             continue;
         }
@@ -474,10 +478,10 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     }
 }
 
-GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bound) {
+GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bound, bool watching) {
     if (bound.ns == 0) return;
     const doorbell& bell = *bell_;
-    auto rang = [&bell, seen] { return bell.count() != seen; };
+    auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
     // A user-mode monitor on the doorbell's line sees rings (a store to word 0) and any store a
     // GPU producer makes to that line; without one, the futex sleep sees rings only.
     const word_wait& ww = word_wait::probe();
@@ -505,7 +509,24 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
         rate_t0_ns_.store(now, std::memory_order_relaxed);
         rate_rings0_.store(rings, std::memory_order_relaxed);
     }
-    bell.wait(rang, bound, dur_ns{spin_ns_.load(std::memory_order_relaxed)});
+    const dur_ns spin{spin_ns_.load(std::memory_order_relaxed)};
+    if (!watching || bell.device_producers() == 0) {
+        bell.wait(rang, bound, spin);
+        return;
+    }
+    // A device producer stores its signal without ringing: sleep in steps of the device poll
+    // interval and look at the doorbell's device word after each (one line read).
+    const dur_ns step{std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
+    const std::uint64_t end = now + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - now);
+    for (dur_ns s = spin;; s = dur_ns{}) {
+        const std::uint64_t t = detail::wordwait_now_ns();
+        if (t >= end) return;
+        if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::device_poll(dur_ns interval) noexcept {
+    device_poll_ns_.store(interval.ns == 0 ? 1 : interval.ns, std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& list) noexcept {

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: BSL-1.0
+// A device producer that only stores (its completion word, then the doorbell's device word, as
+// a GPU line with the doorbell attached does) and never rings: the reactor's waiter sees it
+// through the device word, within about one device poll interval without a user-mode monitor
+// and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
+#include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/run_fill.hpp>
+
+#include "common/io_context_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using namespace gpu_async;
+
+namespace {
+
+/// Counts a device producer on a doorbell for its lifetime.
+class device_producer {
+public:
+    explicit device_producer(doorbell& b)
+        : bell_(b) {
+        bell_.add_device_producer();
+    }
+    device_producer(const device_producer&) = delete;
+    device_producer& operator=(const device_producer&) = delete;
+    ~device_producer() { bell_.remove_device_producer(); }
+
+private:
+    doorbell& bell_;
+};
+
+/// Stores `value` into the slot, then the device signal, as a GPU's batch does; no ring.
+void device_store(completion_line& line, std::size_t slot, std::uint64_t value, doorbell& bell) {
+    line.words[slot].store(value, std::memory_order_release);
+    bell.line().words[doorbell::device_word].store(doorbell::device_signal,
+                                                   std::memory_order_release);
+}
+
+// The park bound is far longer than the run's bound, and the run's bound shorter than the
+// longest single futex sleep of the doorbell (1 s, after which a sleeper looks again anyway): a
+// completion within the run proves the device word was seen by the device poll.
+constexpr auto long_bound = std::chrono::seconds(30);
+constexpr auto run_bound = std::chrono::milliseconds(800);
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(gpu_completion_port_device_word_tests)
+
+BOOST_AUTO_TEST_CASE(the_device_poll_knob) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    BOOST_TEST(port.device_poll().count() == default_device_poll.count());
+    port.device_poll(std::chrono::microseconds(50));
+    BOOST_TEST(port.device_poll().count() == 50000u);
+    port.device_poll(dur_ns{});
+    BOOST_TEST(port.device_poll().count() == 1u);
+    gpu_completion_port other(ctx); // the context's, shared
+    BOOST_TEST(other.device_poll().count() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(the_watcher_sees_a_store_only_device_through_the_device_word) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(long_bound);
+    device_producer producer(port.bell());
+    completion_line line;
+    int done = 0;
+    for (std::uint64_t round = 1; round <= 5; ++round) {
+        port.async_wait(memory_descriptor(line, *slot_id::at(2), round), [&](error_code ec) {
+            BOOST_TEST(!ec);
+            ++done;
+        });
+        // Stored once the watcher has gone to sleep on the bell (it registered the wait).
+        std::thread device([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            device_store(line, 2, round, port.bell());
+        });
+        const auto t0 = std::chrono::steady_clock::now();
+        ctx.run_for(run_bound);
+        device.join();
+        BOOST_TEST_REQUIRE(done == static_cast<int>(round));
+        BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
+        ctx.restart();
+    }
+}
+
+BOOST_AUTO_TEST_CASE(run_fill_sees_a_store_only_device_through_the_device_word) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    device_producer producer(port.bell());
+    completion_line line;
+    asio::steady_timer guard(ctx, run_bound); // ends run_fill if the store is never seen
+    guard.async_wait([&](error_code) { ctx.stop(); });
+    bool done = false;
+    port.async_wait(memory_descriptor(line, *slot_id::at(5), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        done = true;
+        guard.cancel(); // then run_fill runs out of work and returns
+    });
+    std::thread device([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        device_store(line, 5, 1, port.bell());
+    });
+    fill_options opts;
+    opts.park_bound = long_bound;
+    const auto t0 = std::chrono::steady_clock::now();
+    run_fill(ctx, opts);
+    device.join();
+    BOOST_TEST(done);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
