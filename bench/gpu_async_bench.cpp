@@ -9,19 +9,30 @@
 // store, and the lane's handler, on the one io_context thread, records store-to-handler latency
 // and launches the lane's next item. So N waits are pending at every moment.
 //
+// Producers. The simulated device stores each item's word as a GPU stream does. For our
+// strategies it also signals the port's doorbell as a GPU line with the doorbell attached does
+// (sim_signal::device_store: the doorbell's device word, no ring, no system call): the headline
+// store-only case. The -ringing strategies have it ring the doorbell instead, as a host producer.
+//
 // Strategies (how the handler learns the store happened):
 //   ours-service          gpu_completion_port::async_wait(descriptor), io_context::run, the reactor
-//                         service's watcher thread (streams ring its doorbell)
+//                         service's watcher thread (default device poll, 20 us)
 //   ours-service+predict  the plan-driven wait, flag plan +predict, io_context::run
 //   ours-fill             async_wait(descriptor) under run_fill (no watcher thread)
 //   ours-fill+predict     the plan-driven wait under run_fill
-//   callback-post         the device thread posts the handler itself (cudaLaunchHostFunc)
+//   ours-service-dp10/50/100  ours-service with the device poll knob at 10, 50, 100 us
+//   ours-service-ringing, ours-fill-ringing  the same with a ringing (host) producer
+//   callback-post-idealized   the device thread posts the handler itself (no callback thread)
+//   callback-thread-post  the device wakes a driver-like callback thread (condition variable)
+//                         that runs the function, which posts (the shape of cuLaunchHostFunc)
 //   timer-poll-50us       an asio::steady_timer every 50 us scans the pending words (HPX, ad hoc)
 //   timer-poll-1ms        the same every 1 ms
 //   blocking-cv-thread    a waiter thread blocks (condition variable) on each wait in order and
 //                         posts the handler (BlockingSync)
 //   spin-poll-thread      a thread spins over the pending words and posts the handlers (stdexec's
 //                         stream scheduler)
+//   sleep-watcher-20us    a thread that sleeps 20 us between passes over the pending words and
+//                         posts the handlers (the naive watcher)
 //
 // CPU: the whole process's CPU time over the measured window, less the simulated device's
 // worker threads (their own CPU clocks), per second of wall time: the cost of waiting plus the
@@ -42,6 +53,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/detail/timer_slack.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
@@ -105,12 +117,22 @@ enum class strategy : std::uint8_t {
     timer_1ms,
     blocking_cv,
     spin_poll,
+    ours_service_dp10,
+    ours_service_dp50,
+    ours_service_dp100,
+    ours_service_ringing,
+    ours_fill_ringing,
+    callback_thread,
+    sleep_watcher,
 };
 
 constexpr strategy all_strategies[] = {
-    strategy::ours_service,      strategy::ours_service_predict, strategy::ours_fill,
-    strategy::ours_fill_predict, strategy::callback_post,        strategy::timer_50us,
-    strategy::timer_1ms,         strategy::blocking_cv,          strategy::spin_poll};
+    strategy::ours_service,       strategy::ours_service_predict, strategy::ours_fill,
+    strategy::ours_fill_predict,  strategy::ours_service_dp10,    strategy::ours_service_dp50,
+    strategy::ours_service_dp100, strategy::ours_service_ringing, strategy::ours_fill_ringing,
+    strategy::callback_post,      strategy::callback_thread,      strategy::timer_50us,
+    strategy::timer_1ms,          strategy::blocking_cv,          strategy::spin_poll,
+    strategy::sleep_watcher};
 
 const char* name(strategy s) {
     switch (s) {
@@ -123,7 +145,21 @@ const char* name(strategy s) {
     case strategy::ours_fill_predict:
         return "ours-fill+predict";
     case strategy::callback_post:
-        return "callback-post";
+        return "callback-post-idealized";
+    case strategy::callback_thread:
+        return "callback-thread-post";
+    case strategy::ours_service_dp10:
+        return "ours-service-dp10";
+    case strategy::ours_service_dp50:
+        return "ours-service-dp50";
+    case strategy::ours_service_dp100:
+        return "ours-service-dp100";
+    case strategy::ours_service_ringing:
+        return "ours-service-ringing";
+    case strategy::ours_fill_ringing:
+        return "ours-fill-ringing";
+    case strategy::sleep_watcher:
+        return "sleep-watcher-20us";
     case strategy::timer_50us:
         return "timer-poll-50us";
     case strategy::timer_1ms:
@@ -137,11 +173,40 @@ const char* name(strategy s) {
 }
 
 bool is_ours(strategy s) {
-    return s == strategy::ours_service || s == strategy::ours_service_predict ||
-           s == strategy::ours_fill || s == strategy::ours_fill_predict;
+    switch (s) {
+    case strategy::ours_service:
+    case strategy::ours_service_predict:
+    case strategy::ours_fill:
+    case strategy::ours_fill_predict:
+    case strategy::ours_service_dp10:
+    case strategy::ours_service_dp50:
+    case strategy::ours_service_dp100:
+    case strategy::ours_service_ringing:
+    case strategy::ours_fill_ringing:
+        return true;
+    default:
+        return false;
+    }
 }
 bool is_fill(strategy s) {
-    return s == strategy::ours_fill || s == strategy::ours_fill_predict;
+    return s == strategy::ours_fill || s == strategy::ours_fill_predict ||
+           s == strategy::ours_fill_ringing;
+}
+bool is_ringing(strategy s) {
+    return s == strategy::ours_service_ringing || s == strategy::ours_fill_ringing;
+}
+// The device poll interval of the knob's variants (0: the default).
+std::uint64_t device_poll_us(strategy s) {
+    switch (s) {
+    case strategy::ours_service_dp10:
+        return 10;
+    case strategy::ours_service_dp50:
+        return 50;
+    case strategy::ours_service_dp100:
+        return 100;
+    default:
+        return 0;
+    }
 }
 
 // The plan of the +predict strategies: the recommended flag plan with the README's example
@@ -192,12 +257,19 @@ public:
         if (!plan) throw std::runtime_error(plan.error().message());
         plan_ = *plan;
         if (is_ours(s)) port_.emplace(ctx_);
+        if (port_ && device_poll_us(s) != 0)
+            port_->device_poll(std::chrono::microseconds(device_poll_us(s)));
         gpu_async::completion_line* line = nullptr;
         for (std::size_t i = 0; i < lanes_.size(); ++i) {
             if (i % gpu_async::line_words == 0) line = &device_.make_line();
             lanes_[i].stream =
                 device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
-            if (port_) lanes_[i].stream->set_doorbell(port_->shared_bell());
+            // Store-only (a GPU line with the doorbell attached: its device word, no ring), the
+            // headline; the -ringing strategies are the host-producer case.
+            if (port_)
+                lanes_[i].stream->set_doorbell(port_->shared_bell(),
+                                               is_ringing(s) ? gpu_async::sim_signal::ring
+                                                             : gpu_async::sim_signal::device_store);
             lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
         }
         samples_.reserve(1 << 16);
@@ -211,6 +283,9 @@ public:
         end_at_ = warm_at_ + static_cast<std::uint64_t>(seconds_ * 1e9);
         if (strat_ == strategy::blocking_cv) waiter_ = std::thread([this] { cv_waiter(); });
         if (strat_ == strategy::spin_poll) waiter_ = std::thread([this] { spinner(); });
+        if (strat_ == strategy::sleep_watcher) waiter_ = std::thread([this] { sleeper(); });
+        if (strat_ == strategy::callback_thread)
+            waiter_ = std::thread([this] { callback_thread(); });
         asio::post(ctx_, [this] {
             for (auto& l : lanes_)
                 launch(l);
@@ -295,6 +370,22 @@ private:
     void launch(lane& l) {
         lane* lp = &l;
         const dur_ns d{next_duration_ns(l)};
+        if (strat_ == strategy::callback_thread) {
+            // The shape of cuLaunchHostFunc: the device wakes the driver's callback thread,
+            // which runs the function, which posts.
+            l.seq = l.stream->enqueue(
+                [this, lp] {
+                    device_cpu_.add_self();
+                    lp->store_ns.store(now_ns(), std::memory_order_relaxed);
+                    {
+                        std::lock_guard lk(mutex_);
+                        incoming_.push_back(lp);
+                    }
+                    cv_.notify_one();
+                },
+                d);
+            return;
+        }
         if (strat_ == strategy::callback_post) {
             l.seq = l.stream->enqueue(
                 [this, lp] {
@@ -314,6 +405,11 @@ private:
         switch (strat_) {
         case strategy::ours_service:
         case strategy::ours_fill:
+        case strategy::ours_service_dp10:
+        case strategy::ours_service_dp50:
+        case strategy::ours_service_dp100:
+        case strategy::ours_service_ringing:
+        case strategy::ours_fill_ringing:
             port_->async_wait(l.stream->descriptor_for(l.seq),
                               [this, lp](boost::system::error_code ec) {
                                   if (ec)
@@ -340,13 +436,15 @@ private:
             polled_.push_back(lp);
             break;
         case strategy::blocking_cv:
-        case strategy::spin_poll: {
+        case strategy::spin_poll:
+        case strategy::sleep_watcher: {
             std::lock_guard lk(mutex_);
             incoming_.push_back(lp);
             cv_.notify_one();
             break;
         }
         case strategy::callback_post:
+        case strategy::callback_thread:
             break;
         }
     }
@@ -402,6 +500,48 @@ private:
                 if (l->stream->block()) return; // the device shut down
                 asio::post(ctx_, [this, l] { complete(*l); });
             }
+        }
+    }
+
+    // The driver's callback thread of the realistic callback model: woken by the device (a
+    // condition variable), runs each function, which posts the handler.
+    void callback_thread() {
+        std::vector<lane*> mine;
+        for (;;) {
+            {
+                std::unique_lock lk(mutex_);
+                cv_.wait(lk, [&] { return stopping_.load() || !incoming_.empty(); });
+                if (stopping_) return;
+                mine.swap(incoming_);
+            }
+            for (lane* l : mine)
+                asio::post(ctx_, [this, l] { complete(*l); });
+            mine.clear();
+        }
+    }
+
+    // The naive watcher: one thread that sleeps 20 us between passes over the pending words
+    // (timer slack 1 ns, as our waiter's) and posts the handlers of those done.
+    void sleeper() {
+        gpu_async::detail::shorten_timer_slack();
+        std::vector<lane*> mine;
+        while (!stopping_) {
+            {
+                std::lock_guard lk(mutex_);
+                mine.insert(mine.end(), incoming_.begin(), incoming_.end());
+                incoming_.clear();
+            }
+            for (std::size_t i = 0; i < mine.size();) {
+                lane* l = mine[i];
+                if (l->stream->word() >= l->seq) {
+                    asio::post(ctx_, [this, l] { complete(*l); });
+                    mine[i] = mine.back();
+                    mine.pop_back();
+                } else {
+                    ++i;
+                }
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
     }
 

@@ -12,8 +12,9 @@ if (!exists("out")) out = stem.".png"
 if (!exists("cells")) cells = "1000:64"
 if (!exists("load")) load = "not recorded"
 
-strategies = "ours-service ours-service+predict ours-fill ours-fill+predict callback-post timer-poll-50us timer-poll-1ms blocking-cv-thread spin-poll-thread"
-colors = "#d62728 #ff7f0e #1f77b4 #17becf #2ca02c #9467bd #8c564b #e377c2 #7f7f7f"
+strategies = "ours-service ours-service+predict ours-fill ours-fill+predict ours-service-dp10 ours-service-dp50 ours-service-dp100 ours-service-ringing ours-fill-ringing callback-post-idealized callback-thread-post timer-poll-50us timer-poll-1ms blocking-cv-thread spin-poll-thread sleep-watcher-20us"
+colors = "#d62728 #ff7f0e #1f77b4 #17becf #ff9896 #c5b0d5 #c49c94 #aec7e8 #98df8a #2ca02c #bcbd22 #9467bd #8c564b #e377c2 #7f7f7f #17a589"
+ours_n = 9  # the first ours_n strategies are ours (solid lines)
 
 n = words(cells)
 per_row = (n < 3) ? n : 3
@@ -43,10 +44,10 @@ do for [g = 0:groups - 1] {
             set grid xtics ytics mxtics
             set key bottom right font ",8"
             in_cdf(s) = (strcol(3) eq s && $1 == wu && $2 == pp)
-            plot for [j=1:4] stem."-cdf.csv" skip 1 \
+            plot for [j=1:ours_n] stem."-cdf.csv" skip 1 \
                  using (in_cdf(word(strategies,j)) ? $5 : 1/0):4 \
                  with lines lw 3 lc rgb word(colors,j) title word(strategies,j), \
-                 for [j=5:words(strategies)] stem."-cdf.csv" skip 1 \
+                 for [j=ours_n+1:words(strategies)] stem."-cdf.csv" skip 1 \
                  using (in_cdf(word(strategies,j)) ? $5 : 1/0):4 \
                  with lines lw 2 dt 2 lc rgb word(colors,j) title word(strategies,j)
         } else {

@@ -3,6 +3,7 @@
 // a GPU line with the doorbell attached does) and never rings: the reactor's waiter sees it
 // through the device word, within about one device poll interval without a user-mode monitor
 // and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
+#include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/run_fill.hpp>
 
@@ -116,6 +117,26 @@ BOOST_AUTO_TEST_CASE(run_fill_sees_a_store_only_device_through_the_device_word) 
     device.join();
     BOOST_TEST(done);
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
+}
+
+BOOST_AUTO_TEST_CASE(a_simulated_store_only_stream_is_seen_through_the_device_word) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(long_bound);
+    sim_device dev;
+    auto s = dev.make_stream();
+    s->set_doorbell(port.shared_bell(), sim_signal::device_store);
+    int done = 0;
+    for (int round = 1; round <= 5; ++round) {
+        port.async_wait(s->descriptor_for(s->enqueue(std::chrono::microseconds(500))),
+                        [&](error_code ec) {
+                            BOOST_TEST(!ec);
+                            ++done;
+                        });
+        ctx.run_for(run_bound);
+        BOOST_TEST_REQUIRE(done == round);
+        ctx.restart();
+    }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

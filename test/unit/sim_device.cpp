@@ -678,4 +678,59 @@ BOOST_AUTO_TEST_CASE(std_chrono_durations) {
     BOOST_TEST(s->word() == f - 1);
 }
 
+BOOST_AUTO_TEST_CASE(device_store_signal_stores_the_device_word_and_never_rings) {
+    sim_device::options o;
+    o.manual = true;
+    sim_device dev(o);
+    auto bell = std::make_shared<doorbell>();
+    auto h = dev.make_stream();
+    h->set_doorbell(bell, sim_signal::device_store);
+    BOOST_TEST(bell->device_producers() == 1u);
+    h->set_doorbell(bell, sim_signal::device_store); // counted once
+    BOOST_TEST(bell->device_producers() == 1u);
+    const std::uint64_t rings = bell->count();
+    const std::uint64_t seq = h->enqueue(dur_ns{});
+    BOOST_TEST(!bell->device_signaled());
+    dev.step_all();
+    BOOST_TEST(h->word() == seq);
+    BOOST_TEST(bell->device_signaled());
+    BOOST_TEST(bell->count() == rings); // no ring, no futex wake
+    BOOST_TEST(bell->take_device_signal());
+    BOOST_TEST(!bell->device_signaled());
+
+    // Back to ringing: no longer a device producer; stores ring.
+    h->set_doorbell(bell, sim_signal::ring);
+    BOOST_TEST(bell->device_producers() == 0u);
+    h->enqueue(dur_ns{});
+    dev.step_all();
+    BOOST_TEST(bell->count() == rings + 1);
+    BOOST_TEST(!bell->device_signaled());
+
+    // A stream given back, or its device destroyed, ends its count.
+    h->set_doorbell(bell, sim_signal::device_store);
+    auto other = dev.make_stream();
+    other->set_doorbell(bell, sim_signal::device_store);
+    BOOST_TEST(bell->device_producers() == 2u);
+    h.reset();
+    BOOST_TEST(bell->device_producers() == 1u);
+    other->set_doorbell(nullptr);
+    BOOST_TEST(bell->device_producers() == 0u);
+    other->set_doorbell(bell, sim_signal::device_store);
+    BOOST_TEST(bell->device_producers() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(device_store_producers_end_with_their_device) {
+    auto bell = std::make_shared<doorbell>();
+    {
+        sim_device dev;
+        auto h = dev.make_stream();
+        h->set_doorbell(bell, sim_signal::device_store);
+        const std::uint64_t seq = h->enqueue(std::chrono::microseconds(50));
+        BOOST_TEST(h->park(dur_ns::from_ms(5000))); // the word wait, not the futex: no ring
+        BOOST_TEST(h->word() == seq);
+        BOOST_TEST(bell->device_producers() == 1u);
+    }
+    BOOST_TEST(bell->device_producers() == 0u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -29,9 +29,13 @@
 // returns false early.
 //
 // Ringing: `set_doorbell(bell)` (a std::shared_ptr, e.g. a port's shared_bell()) makes the stream
-// ring the doorbell after each store (and after a fault), and `park()` then sleeps on the
-// doorbell's futex instead of the word wait. The stream shares the doorbell's ownership, so a
-// device that outlives the reactor whose doorbell it rings stays safe (the ring reaches nobody).
+// ring the doorbell after each store (and after a fault), as a host producer does, and `park()`
+// then sleeps on the doorbell's futex instead of the word wait. `set_doorbell(bell,
+// sim_signal::device_store)` makes it behave as a GPU line with the doorbell attached instead:
+// after each store it stores the doorbell's device word and never rings (no system call), and
+// it counts as a device producer of the doorbell while set. With no doorbell at all the stream
+// only stores its word, as a GPU without doorbell stores. The stream shares the doorbell's
+// ownership, so a device that outlives the reactor whose doorbell it signals stays safe.
 //
 // Manual mode (options::manual): no worker threads; nothing runs until the caller calls
 // `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
@@ -106,6 +110,12 @@ enum class sim_shutdown : std::uint8_t {
 
 class sim_device;
 class sim_stream;
+
+/// How a simulated stream tells a doorbell about its stores (sim_stream::set_doorbell).
+enum class sim_signal : std::uint8_t {
+    ring,         ///< a host producer: rings the doorbell (futex wake when someone sleeps)
+    device_store, ///< a GPU line with the doorbell attached: stores its device word, no ring
+};
 
 namespace detail {
 
@@ -219,10 +229,14 @@ public:
         return enqueue_fault(ec, dur_ns::from(d));
     }
 
-    /// Makes the stream ring `bell` after each store (empty: stop ringing). The stream keeps every
-    /// doorbell it was given alive until it is destroyed, so a doorbell whose reactor is gone is
-    /// still safe to ring (nobody hears it).
-    GPU_ASYNC_DECL void set_doorbell(std::shared_ptr<doorbell> bell);
+    /// Makes the stream signal `bell` after each store, as `how` says (empty: stop). The stream
+    /// keeps every doorbell it was given alive until it is destroyed, so a doorbell whose
+    /// reactor is gone is still safe to signal (nobody hears it).
+    GPU_ASYNC_DECL void set_doorbell(std::shared_ptr<doorbell> bell,
+                                     sim_signal how = sim_signal::ring);
+
+    /// Ends its count as a device producer, if it has one.
+    GPU_ASYNC_DECL ~sim_stream();
 
     completion_line& line() const noexcept { return *line_; }
     slot_id slot() const noexcept { return slot_; }
@@ -286,6 +300,8 @@ private:
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};
+    std::atomic<bool> device_store_{false}; // sim_signal::device_store
+    doorbell* counted_ = nullptr; // the doorbell it counts as a device producer of (worker lock)
     // Guarded by worker_->mutex:
     std::vector<std::shared_ptr<doorbell>> bells_; // every doorbell given, kept alive
     std::deque<detail::sim_item> queue_;

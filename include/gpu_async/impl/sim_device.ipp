@@ -65,7 +65,8 @@ GPU_ASYNC_DECL bool sim_stream::park(dur_ns bound) const {
     auto ended = [&] {
         return sequence_reached(word(), t) || failed_.load(std::memory_order_acquire);
     };
-    if (doorbell* bell = bell_.load(std::memory_order_acquire))
+    doorbell* bell = bell_.load(std::memory_order_acquire);
+    if (bell != nullptr && !device_store_.load(std::memory_order_acquire))
         bell->wait(ended, bound);
     else
         word_wait::probe().park(*line_, ended, bound);
@@ -110,16 +111,37 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
     ring();
 }
 
-GPU_ASYNC_DECL void sim_stream::set_doorbell(std::shared_ptr<doorbell> bell) {
+GPU_ASYNC_DECL void sim_stream::set_doorbell(std::shared_ptr<doorbell> bell, sim_signal how) {
     std::lock_guard<std::mutex> lk(worker_->mutex);
     doorbell* raw = bell.get();
     if (bell && std::find(bells_.begin(), bells_.end(), bell) == bells_.end())
-        bells_.push_back(std::move(bell)); // a worker may be ringing the previous one now
+        bells_.push_back(std::move(bell)); // a worker may be signalling the previous one now
+    const bool device = how == sim_signal::device_store && raw != nullptr;
+    if (counted_ != nullptr && (counted_ != raw || !device)) {
+        counted_->remove_device_producer();
+        counted_ = nullptr;
+    }
+    if (device && counted_ == nullptr) {
+        raw->add_device_producer();
+        counted_ = raw;
+    }
+    device_store_.store(device, std::memory_order_release);
     bell_.store(raw, std::memory_order_release);
 }
 
+GPU_ASYNC_DECL sim_stream::~sim_stream() {
+    if (counted_ != nullptr) counted_->remove_device_producer(); // bells_ keeps it alive
+}
+
 GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
-    if (doorbell* bell = bell_.load(std::memory_order_acquire)) bell->ring();
+    doorbell* bell = bell_.load(std::memory_order_acquire);
+    if (bell == nullptr) return;
+    if (device_store_.load(std::memory_order_acquire))
+        // As a GPU's batch: the completion word was stored first (release), then this word.
+        bell->line().words[doorbell::device_word].store(doorbell::device_signal,
+                                                        std::memory_order_release);
+    else
+        bell->ring();
 }
 
 // ---------------------------------------------------------------------------------------------
