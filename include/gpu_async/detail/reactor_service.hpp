@@ -376,6 +376,9 @@ private:
     /// Posts a drain for each queue of the list; one that cannot be posted waits in the retry
     /// list (the waiter posts it again within one park bound) or, after shutdown, is abandoned.
     void schedule(completion_queue* list) noexcept;
+    /// Called by a drain after its batch, on the I/O executor: scans the lines when the bell
+    /// rang since the last scan and the lock is free (never waits for it).
+    GPU_ASYNC_DECL void scan_after_drain() noexcept;
     /// Takes the retry list (under the lock).
     completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
@@ -413,6 +416,7 @@ private:
     std::atomic<bool> waiter_present_{false};    // the watcher runs or a FILL driver is active
     std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)
     std::atomic<std::size_t> table_size_{0};     // table_.size() as last published
+    std::atomic<std::uint64_t> scanned_at_{0};   // the ring count before a drain's last scan
     completion_queue* retry_ = nullptr;          // queues whose drain could not be posted
     struct reached {
         reactor_op* op;

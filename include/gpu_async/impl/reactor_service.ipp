@@ -309,6 +309,29 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
     return n;
 }
 
+GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
+    // Only when something rang since the last scan (a handler's producer, most likely) and the
+    // waiter is not scanning now: the drain must never wait for the lock.
+    const std::uint64_t rings = bell_->count();
+    if (rings == scanned_at_.load(std::memory_order_relaxed) && !bell_->device_signaled()) return;
+    std::unique_lock lk(mutex_, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    completion_queue* sched = nullptr;
+    try {
+        if (bell_->device_signaled()) bell_->take_device_signal();
+        scanned_at_.store(rings, std::memory_order_relaxed);
+        ready_list list;
+        merge_incoming_locked(list);
+        if (!table_.empty()) collect_locked(std::chrono::steady_clock::now(), list);
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        sched = enqueue_locked(list);
+    } catch (...) {
+        return; // out of memory for the scan: the waiter's next scan finds the same
+    }
+    lk.unlock();
+    schedule(sched);
+}
+
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
     {
         std::lock_guard lk(mutex_);
@@ -642,6 +665,10 @@ GPU_ASYNC_DECL void completion_queue::run() {
             throw;
         }
     }
+    // The batch's handlers may have started waits and stored or rung: scan now, on this thread
+    // (what a scan finds joins the queues; ours is posted again below), rather than wake the
+    // waiter for each of them.
+    svc_->scan_after_drain();
     if (settle(nullptr)) {
         // More arrived while this batch ran: post again, behind what is already queued (a
         // busy port cannot hold the executor's other handlers back).
