@@ -221,6 +221,7 @@ constexpr const char* predict_plan_text =
 struct cell {
     std::uint64_t work_us;
     std::size_t pending;
+    unsigned jitter_pct = 25; // each item takes work_us x (1 +- jitter_pct / 100), uniform
 };
 
 struct cell_result {
@@ -358,12 +359,13 @@ private:
     }
 
     std::uint64_t next_duration_ns(lane& l) {
-        // xorshift32: uniform in [0.75, 1.25] x work.
+        // xorshift32: uniform in [1 - j, 1 + j] x work, j = jitter_pct / 100.
         l.rng ^= l.rng << 13;
         l.rng ^= l.rng >> 17;
         l.rng ^= l.rng << 5;
         const std::uint64_t w = cell_.work_us * 1000;
-        return w - w / 4 + (w / 2) * (l.rng % 1024) / 1024;
+        const std::uint64_t j = w * cell_.jitter_pct / 100;
+        return w - j + (2 * j) * (l.rng % 1024) / 1024;
     }
 
     // On the io thread: start lane l's next item and its wait.
@@ -844,13 +846,43 @@ struct config {
     double seconds = 0;
     std::string only;
     std::string sections = "latency,throughput,executors";
+    std::string cells;        // work_us:pending,... (default: the standard cells)
+    unsigned jitter_pct = 25; // of every cell's work
     bool section(const char* name) const { return sections.find(name) != std::string::npos; }
 };
+
+/// "work_us:pending,..." as cells; throws po::error on a malformed or empty list.
+std::vector<cell> parse_cells(const std::string& text) {
+    std::vector<cell> out;
+    std::size_t pos = 0;
+    while (pos <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', pos), text.size());
+        const std::string item = text.substr(pos, comma - pos);
+        const std::size_t colon = item.find(':');
+        unsigned long long w = 0;
+        unsigned long long n = 0;
+        const auto digits = [](const std::string& t) {
+            return !t.empty() && t.size() <= 9 &&
+                   t.find_first_not_of("0123456789") == std::string::npos;
+        };
+        if (colon == std::string::npos || !digits(item.substr(0, colon)) ||
+            !digits(item.substr(colon + 1)))
+            throw po::error("--cells: '" + item + "' is not work_us:pending");
+        w = std::stoull(item.substr(0, colon));
+        n = std::stoull(item.substr(colon + 1));
+        if (w == 0 || n == 0 || n > 65536)
+            throw po::error("--cells: '" + item + "': work_us >= 1, pending in 1..65536");
+        out.push_back({w, static_cast<std::size_t>(n)});
+        pos = comma + 1;
+    }
+    return out;
+}
 
 } // namespace
 
 int main(int argc, char** argv) {
     config cfg;
+    std::vector<cell> chosen_cells; // from --cells
     po::options_description desc("gpu-async-bench options");
     // clang-format off
     desc.add_options()
@@ -864,7 +896,11 @@ int main(int argc, char** argv) {
                                        "'none' to skip; drawn with gnuplot when installed")
         ("only", po::value(&cfg.only), "run only the strategies whose name contains this text")
         ("sections", po::value(&cfg.sections), "which tables to measure, comma-separated: latency, "
-                                               "throughput, executors (default: all three)");
+                                               "throughput, executors (default: all three)")
+        ("cells", po::value(&cfg.cells), "the latency cells, as work_us:pending,... (default "
+                                         "10:64,100:64,1000:64,10000:64,1000:4096,1000:65536)")
+        ("jitter", po::value(&cfg.jitter_pct), "each item's work varies uniformly by this many "
+                                               "percent either way (default 25; at most 90)");
     // clang-format on
     try {
         po::variables_map vm;
@@ -877,6 +913,8 @@ int main(int argc, char** argv) {
         }
         if (vm.count("seconds") != 0 && !(cfg.seconds > 0 && cfg.seconds <= 60))
             throw po::error("--seconds must be in (0, 60]");
+        if (cfg.jitter_pct > 90) throw po::error("--jitter must be at most 90");
+        if (!cfg.cells.empty()) chosen_cells = parse_cells(cfg.cells);
     } catch (const std::exception& e) {
         std::cerr << "gpu-async-bench: " << e.what() << "\n\nusage: gpu-async-bench [options]\n"
                   << desc << '\n';
@@ -899,11 +937,15 @@ int main(int argc, char** argv) {
         if (cfg.plot.empty()) cfg.plot = stem.string() + ".png";
 
         std::vector<cell> cells;
-        if (cfg.quick) {
+        if (!chosen_cells.empty()) {
+            cells = chosen_cells;
+        } else if (cfg.quick) {
             cells = {{100, 64}, {1000, 4096}};
         } else {
             cells = {{10, 64}, {100, 64}, {1000, 64}, {10000, 64}, {1000, 4096}, {1000, 65536}};
         }
+        for (cell& c : cells)
+            c.jitter_pct = cfg.jitter_pct;
         const auto& ww = gpu_async::word_wait::probe();
         std::printf("# gpu-async-bench%s: simulated device (1 worker thread), one io_context "
                     "thread\n",
@@ -912,6 +954,7 @@ int main(int argc, char** argv) {
                     "warm-up); CPU = process less the device's worker threads, per wall second\n",
                     static_cast<int>(ww.name().size()), ww.name().data(), cfg.seconds, warm);
         std::printf("+predict plan: %s\n", predict_plan_text);
+        std::printf("work jitter: +-%u %% (uniform)\n", cfg.jitter_pct);
         const std::string load_start = load_average();
         std::printf("load average at start: %s (cores: %u)\n", load_start.c_str(),
                     std::thread::hardware_concurrency());
