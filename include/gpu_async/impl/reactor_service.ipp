@@ -432,10 +432,15 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     table_.collect(sink_locked(out));
     rhythm_now_ = 0;
     const std::size_t collected = out.count - merged;
+    // Waits registered since the caller's merge: one pushed before a store that the scan above
+    // saw is on the stack now, and must leave with this scan, not after the slot's later
+    // targets (it is handed out here if complete, else taken into the table).
+    merge_incoming_locked(out);
+    const std::size_t late = out.count - merged - collected;
     table_.collect_expired(t, sink_locked(out));
-    // Two runs, each in ascending target order per slot: the waits that had completed when
-    // they were taken in, then those this scan found. One slot may have waits in both.
-    if (merged != 0 && collected != 0) order_locked(out);
+    // Up to three runs, each in ascending target order per slot (taken in complete, found by
+    // the scan, taken in complete after it): one slot may have waits in several.
+    if (int{merged != 0} + int{collected != 0} + int{late != 0} >= 2) order_locked(out);
     if (tracked)
         choose_poll_window_locked(t);
     else if (poll_to_.load(std::memory_order_relaxed) != 0)
