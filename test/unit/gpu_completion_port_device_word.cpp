@@ -139,41 +139,4 @@ BOOST_AUTO_TEST_CASE(a_simulated_store_only_stream_is_seen_through_the_device_wo
     }
 }
 
-// The predictive waiter (no monitor): after launch-then-wait cycles at a steady 10 ms the waiter
-// has learnt the slot's rhythm, and it polls for the next completion around when it is due
-// instead of finding it at its next device-poll step. The step is then made 300 ms: a cycle seen
-// within 100 ms was seen by the prediction (on a CPU with a monitor, by the monitor), since a
-// stepping waiter looks first 300 ms after the registration. A loaded machine can push some
-// completions out of the learnt window (each then costs one step): half the cycles must be seen
-// in time; with the prediction broken none would be.
-BOOST_AUTO_TEST_CASE(a_steady_store_only_stream_is_seen_at_its_predicted_time) {
-    asio::io_context ctx;
-    gpu_completion_port port(ctx);
-    port.park_bound(long_bound);
-    port.device_poll(std::chrono::microseconds(250));
-    sim_device dev;
-    auto s = dev.make_stream();
-    s->set_doorbell(port.shared_bell(), sim_signal::device_store);
-    const auto cycle = [&] {
-        bool done = false;
-        const auto t0 = std::chrono::steady_clock::now();
-        port.async_wait(s->descriptor_for(s->enqueue(std::chrono::milliseconds(10))),
-                        [&](error_code ec) {
-                            BOOST_TEST(!ec);
-                            done = true;
-                        });
-        ctx.run_for(std::chrono::seconds(5));
-        ctx.restart();
-        BOOST_TEST_REQUIRE(done);
-        return std::chrono::steady_clock::now() - t0;
-    };
-    for (int i = 0; i < 10; ++i) // learns, looking every 250 us
-        cycle();
-    port.device_poll(std::chrono::milliseconds(300));
-    int seen_soon = 0;
-    for (int i = 0; i < 10; ++i)
-        if (cycle() < std::chrono::milliseconds(100)) ++seen_soon;
-    BOOST_TEST(seen_soon >= 5);
-}
-
 BOOST_AUTO_TEST_SUITE_END()

@@ -276,20 +276,6 @@ public:
         return n;
     }
 
-    /// True when `slot` of `line` has at least one wait in the table.
-    bool watched(const completion_line& line, slot_id slot) const {
-        const auto it = lines_.find(&line);
-        return it != lines_.end() && (it->second.mask >> slot.index() & 1U) != 0;
-    }
-
-    /// How many slots have at least one wait (over every line): O(lines watched).
-    std::size_t watched_slots() const noexcept {
-        std::size_t n = 0;
-        for (const line_rec* lr : active_)
-            n += static_cast<std::size_t>(std::popcount(lr->mask));
-        return n;
-    }
-
     /// True when a scan of `line` now would hand out a wait (one acquire load per watched slot;
     /// nothing changes). The predicate of a park on the line.
     bool any_reached(const completion_line& line) const {

@@ -42,7 +42,6 @@
 #define GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/core/completion_rhythm.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/config.hpp>
@@ -64,7 +63,6 @@
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -424,36 +422,9 @@ private:
         reactor_op* op;
         std::uint64_t below; // the slot's word less its target, when sorted
     };
-    std::vector<reached> reached_scratch_; // merge_incoming_locked's
-
-    // The completion rhythms (no monitor and a device producer: see park_on_bell). Per watched
-    // line, one rhythm per slot; fed by registrations and scans, under the lock.
-    /// Orders a scan's list (ascending target order per slot) when it holds two runs.
+    std::vector<reached> reached_scratch_; // merge_incoming_locked's and order_locked's
+    /// Orders a scan's list (ascending target order per slot) when it holds several runs.
     GPU_ASYNC_DECL void order_locked(ready_list& list) noexcept;
-    GPU_ASYNC_DECL bool rhythm_tracked() const noexcept;
-    /// How long one expected completion is polled for: four device poll steps, within
-    /// poll_budget_min..poll_budget_max.
-    GPU_ASYNC_DECL dur_ns poll_budget() const noexcept;
-    GPU_ASYNC_DECL void rhythm_armed_locked(const reactor_op& op, mono_ns now) noexcept;
-    GPU_ASYNC_DECL void choose_poll_window_locked(mono_ns now) noexcept;
-    /// True while the polling of this budget window (poll_share_window_ns) stays under its
-    /// share (1 / max_poll_share_den); starts a new window when the last one is over.
-    GPU_ASYNC_DECL bool poll_allowed(std::uint64_t now) noexcept;
-    GPU_ASYNC_DECL void poll_spent(std::uint64_t ns) noexcept;
-    static constexpr dur_ns poll_budget_min = dur_ns::from_us(50);  // the shortest poll budget
-    static constexpr dur_ns poll_budget_max = dur_ns::from_ms(1);   // the longest
-    static constexpr std::uint64_t poll_share_window_ns = 10000000; // 10 ms
-    static constexpr std::uint64_t max_poll_share_den = 4;          // polls <= 1/4 of the time
-    std::unordered_map<const completion_line*, std::array<slot_rhythm, line_words>> rhythms_;
-    static constexpr std::size_t max_rhythm_lines = 4096; // beyond: forgotten, relearnt
-    std::uint64_t rhythm_now_ = 0; // a scan's time while it feeds the rhythms (0: it does not)
-    // The poll window the last scan chose (to == 0: none), and the polling's share of time.
-    std::atomic<std::uint64_t> poll_from_{0};
-    std::atomic<std::uint64_t> poll_to_{0};
-    std::atomic<bool> poll_stepped_{true};        // some watched slot has no window ahead
-    std::atomic<std::uint64_t> quiet_ns_{0};      // the waiter's last look that found no signal
-    std::atomic<std::uint64_t> poll_t0_ns_{0};    // the polling budget's window start
-    std::atomic<std::uint64_t> poll_spent_ns_{0}; // polled in that window
     std::thread thread_;
 };
 

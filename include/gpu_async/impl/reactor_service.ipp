@@ -75,15 +75,6 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
     switch (why) {
     case watch_end::reached:
         op->ec = {};
-        if (self->rhythm_now_ != 0) {
-            const memory_descriptor& d = op->descriptor();
-            const auto it = self->rhythms_.find(&d.line());
-            if (it != self->rhythms_.end())
-                it->second[d.slot().index()].advanced(
-                    mono_ns{self->rhythm_now_},
-                    mono_ns{self->quiet_ns_.load(std::memory_order_relaxed)},
-                    dur_ns{self->poll_budget().ns / 2});
-        }
         break;
     case watch_end::expired:
         op->ec = asio::error::timed_out;
@@ -153,8 +144,6 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
         list = next;
     }
     reached_scratch_.clear();
-    const bool tracked = fifo != nullptr && rhythm_tracked();
-    const mono_ns armed_at = tracked ? to_mono(std::chrono::steady_clock::now()) : mono_ns{};
     while (fifo != nullptr) {
         reactor_op* op = fifo;
         fifo = op->next_ready_;
@@ -177,7 +166,6 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             }
             op->pos_ = *pos;
             link_locked(op->port_, op);
-            if (tracked) rhythm_armed_locked(*op, armed_at);
         } catch (...) {
             // No memory for its place in the table: it ends with that error, never lost.
             op->ec = asio::error::no_memory;
@@ -265,7 +253,6 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
         ready_list list;
         merge_incoming_locked(list);
         table_.remove_line(line, sink_locked(list));
-        rhythms_.erase(&line);
         table_size_.store(table_.size(), std::memory_order_relaxed);
         sched = enqueue_locked(list);
     }
@@ -426,25 +413,17 @@ GPU_ASYNC_DECL void reactor_service::unlinked_locked(reactor_op* op) {
 GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::time_point now,
                                                     ready_list& out) {
     const std::size_t merged = out.count; // what merge_incoming_locked handed out before
-    const bool tracked = rhythm_tracked();
-    const mono_ns t = to_mono(now);
-    if (tracked) rhythm_now_ = std::max<std::uint64_t>(t.ns, 1);
     table_.collect(sink_locked(out));
-    rhythm_now_ = 0;
     const std::size_t collected = out.count - merged;
     // Waits registered since the caller's merge: one pushed before a store that the scan above
     // saw is on the stack now, and must leave with this scan, not after the slot's later
     // targets (it is handed out here if complete, else taken into the table).
     merge_incoming_locked(out);
     const std::size_t late = out.count - merged - collected;
-    table_.collect_expired(t, sink_locked(out));
+    table_.collect_expired(to_mono(now), sink_locked(out));
     // Up to three runs, each in ascending target order per slot (taken in complete, found by
     // the scan, taken in complete after it): one slot may have waits in several.
     if (int{merged != 0} + int{collected != 0} + int{late != 0} >= 2) order_locked(out);
-    if (tracked)
-        choose_poll_window_locked(t);
-    else if (poll_to_.load(std::memory_order_relaxed) != 0)
-        poll_to_.store(0, std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
@@ -462,7 +441,7 @@ GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
         }
     } catch (...) {
         reached_scratch_.clear();
-        return; // no room to order them: handed out in the two runs
+        return; // no room to order them: handed out in their runs
     }
     std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(),
                      [](const reached& a, const reached& b) {
@@ -481,59 +460,6 @@ GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
         sorted.push(r.op);
     reached_scratch_.clear();
     list = sorted;
-}
-
-GPU_ASYNC_DECL dur_ns reactor_service::poll_budget() const noexcept {
-    const std::uint64_t step = device_poll_ns_.load(std::memory_order_relaxed);
-    return min(
-        max(dur_ns{step > ~std::uint64_t{0} / 4 ? ~std::uint64_t{0} : 4 * step}, poll_budget_min),
-        poll_budget_max);
-}
-
-GPU_ASYNC_DECL bool reactor_service::rhythm_tracked() const noexcept {
-    // Only where the waiter polls for device stores: no monitor (a monitor sees them at once)
-    // and a device producer counted on the doorbell.
-    return bell_->device_producers() != 0 && word_wait::probe().path() == word_wait_path::fallback;
-}
-
-GPU_ASYNC_DECL void reactor_service::rhythm_armed_locked(const reactor_op& op,
-                                                         mono_ns now) noexcept {
-    const memory_descriptor& d = op.descriptor();
-    try {
-        if (rhythms_.size() >= max_rhythm_lines && rhythms_.find(&d.line()) == rhythms_.end())
-            rhythms_.clear(); // lines come and go without retirement: start over
-        rhythms_[&d.line()][d.slot().index()].armed(now);
-    } catch (...) {
-        // No memory for a rhythm: the slot is polled for in steps only.
-    }
-}
-
-GPU_ASYNC_DECL void reactor_service::choose_poll_window_locked(mono_ns now) noexcept {
-    // Polling costs the waiter's CPU for as long as it polls: each expected completion is
-    // polled for one budget (four device poll steps, within poll_budget_min..poll_budget_max),
-    // from a quarter budget before its earliest expected time (the sleep's wake-up comes late
-    // on a virtual CPU) to at least a quarter budget past its latest; a slot whose completions
-    // spread wider than half a budget has no rhythm worth polling for.
-    const dur_ns step{device_poll_ns_.load(std::memory_order_relaxed)};
-    const dur_ns budget = poll_budget();
-    const dur_ns half{budget.ns / 2};
-    poll_schedule ps(now, step, dur_ns{budget.ns / 4}, budget);
-    std::size_t windows = 0;
-    for (const auto& [line, slots] : rhythms_) {
-        for (std::size_t i = 0; i < line_words; ++i) {
-            if (slots[i].samples() < slot_rhythm::min_samples) continue;
-            if (!table_.watched(*line, *slot_id::at(i))) continue;
-            if (const std::optional<expected_window> w = slots[i].expected(half)) {
-                ps.add({w->earliest, mono_ns{std::max(w->latest.ns, w->earliest.ns + half.ns)}});
-                ++windows;
-            }
-        }
-    }
-    if (windows < table_.watched_slots()) ps.add_unpredicted();
-    const std::optional<expected_window> w = ps.chosen();
-    poll_from_.store(w ? w->earliest.ns : 0, std::memory_order_relaxed);
-    poll_to_.store(w ? w->latest.ns : 0, std::memory_order_relaxed);
-    poll_stepped_.store(ps.any_unpredicted(), std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
@@ -658,52 +584,14 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
         return;
     }
     // A device producer stores its signal without ringing: sleep in steps of the device poll
-    // interval and look at the doorbell's device word after each (one line read). Where the
-    // last scan expects a completion (the poll window its slots' rhythms give: see
-    // choose_poll_window_locked), poll the doorbell's line through that window (a pause loop)
-    // and, when every watched slot has a window ahead, sleep until the first opens instead of
-    // stepping. Polling takes at most 1 / max_poll_share_den of the waiter's time.
+    // interval and look at the doorbell's device word after each (one line read).
     const dur_ns step{std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
     const std::uint64_t end = now + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - now);
     for (dur_ns s = spin;; s = dur_ns{}) {
         const std::uint64_t t = detail::wordwait_now_ns();
         if (t >= end) return;
-        poll_schedule ps(mono_ns{t}, step, dur_ns{}, dur_ns::max());
-        const std::uint64_t to = poll_to_.load(std::memory_order_relaxed);
-        if (to != 0 && poll_allowed(t))
-            ps.add(
-                expected_window{mono_ns{poll_from_.load(std::memory_order_relaxed)}, mono_ns{to}});
-        if (to == 0 || poll_stepped_.load(std::memory_order_relaxed)) ps.add_unpredicted();
-        const poll_move mv = ps.move();
-        const dur_ns len{std::min(mv.until.ns, end) - t};
-        if (mv.kind == poll_move::kind_type::poll) {
-            bell.wait(rang, len, len);
-            const std::uint64_t t1 = detail::wordwait_now_ns();
-            poll_spent(t1 - t);
-            // Polling looks all the time: what it found happened just now.
-            quiet_ns_.store(t1, std::memory_order_relaxed);
-            return; // the window paid off or is over: the caller's scan chooses the next one
-        }
-        // A sleep that ends on the signal knows only that nothing had come when it began.
-        quiet_ns_.store(t, std::memory_order_relaxed);
-        if (bell.wait(rang, len, s)) return;
-        quiet_ns_.store(detail::wordwait_now_ns(), std::memory_order_relaxed);
+        if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
     }
-}
-
-GPU_ASYNC_DECL bool reactor_service::poll_allowed(std::uint64_t now) noexcept {
-    const std::uint64_t t0 = poll_t0_ns_.load(std::memory_order_relaxed);
-    if (now - t0 >= poll_share_window_ns) {
-        poll_t0_ns_.store(now, std::memory_order_relaxed);
-        poll_spent_ns_.store(0, std::memory_order_relaxed);
-        return true;
-    }
-    return poll_spent_ns_.load(std::memory_order_relaxed) * max_poll_share_den <
-           poll_share_window_ns;
-}
-
-GPU_ASYNC_DECL void reactor_service::poll_spent(std::uint64_t ns) noexcept {
-    poll_spent_ns_.fetch_add(ns, std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL void reactor_service::device_poll(dur_ns interval) noexcept {
