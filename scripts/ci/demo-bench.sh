@@ -36,4 +36,18 @@ if [ "$plot" != none ]; then
 else
     echo "(gnuplot not installed: plot not drawn)"
 fi
+# Chosen cells and jitter: exactly the cells asked for; malformed values exit 2 with the usage.
+timeout 60 "$build/bench/gpu-async-bench" --sections latency --cells 50:2,20:3 --jitter 5 \
+    --seconds 0.05 --only ours-fill --csv "$out/cells.csv" --plot none | tee "$out/cells.txt"
+grep -q "^work jitter: +-5 %" "$out/cells.txt"
+[ "$(tail -n +2 "$out/cells.csv" | cut -d, -f1,2 | sort -u | tr '\n' ' ')" = "20,3 50,2 " ]
+for bad in "--cells 5:0" "--cells x" "--cells 5:3," "--jitter 91"; do
+    set +e
+    # shellcheck disable=SC2086 # the option and its value are two words
+    "$build/bench/gpu-async-bench" $bad >"$out/bad.txt" 2>&1
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || { echo "gpu-async-bench $bad: exit $rc, expected 2" >&2; exit 1; }
+    grep -q "^usage: gpu-async-bench" "$out/bad.txt"
+done
 echo "demo-bench.sh: ok"
