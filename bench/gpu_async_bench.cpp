@@ -522,27 +522,33 @@ private:
         }
     }
 
+    // One pass of a polling thread over the pending words: takes the newly launched lanes in,
+    // then posts the handlers of those done.
+    void poll_pass(std::vector<lane*>& mine) {
+        {
+            std::lock_guard lk(mutex_);
+            mine.insert(mine.end(), incoming_.begin(), incoming_.end());
+            incoming_.clear();
+        }
+        for (std::size_t i = 0; i < mine.size();) {
+            lane* l = mine[i];
+            if (l->stream->word() >= l->seq) {
+                asio::post(ctx_, [this, l] { complete(*l); });
+                mine[i] = mine.back();
+                mine.pop_back();
+            } else {
+                ++i;
+            }
+        }
+    }
+
     // The naive watcher: one thread that sleeps 20 us between passes over the pending words
     // (timer slack 1 ns, as our waiter's) and posts the handlers of those done.
     void sleeper() {
         gpu_async::detail::shorten_timer_slack();
         std::vector<lane*> mine;
         while (!stopping_) {
-            {
-                std::lock_guard lk(mutex_);
-                mine.insert(mine.end(), incoming_.begin(), incoming_.end());
-                incoming_.clear();
-            }
-            for (std::size_t i = 0; i < mine.size();) {
-                lane* l = mine[i];
-                if (l->stream->word() >= l->seq) {
-                    asio::post(ctx_, [this, l] { complete(*l); });
-                    mine[i] = mine.back();
-                    mine.pop_back();
-                } else {
-                    ++i;
-                }
-            }
+            poll_pass(mine);
             std::this_thread::sleep_for(std::chrono::microseconds(20));
         }
     }
@@ -550,23 +556,8 @@ private:
     // The stdexec stand-in: one thread spinning over the pending words.
     void spinner() {
         std::vector<lane*> mine;
-        while (!stopping_) {
-            {
-                std::lock_guard lk(mutex_);
-                mine.insert(mine.end(), incoming_.begin(), incoming_.end());
-                incoming_.clear();
-            }
-            for (std::size_t i = 0; i < mine.size();) {
-                lane* l = mine[i];
-                if (l->stream->word() >= l->seq) {
-                    asio::post(ctx_, [this, l] { complete(*l); });
-                    mine[i] = mine.back();
-                    mine.pop_back();
-                } else {
-                    ++i;
-                }
-            }
-        }
+        while (!stopping_)
+            poll_pass(mine);
     }
 
     strategy strat_;

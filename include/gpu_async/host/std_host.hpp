@@ -437,6 +437,23 @@ private:
             p->state = detail::watch_state::phase::firing;
     }
 
+    /// Ends one registration (no lock held): its on_end callback gets `ec`, an on_complete
+    /// callback runs, then the future form's waiters are released.
+    static void fire(detail::watch_state& s, std::error_code ec) {
+        if (s.end) {
+            auto fn = std::move(s.end);
+            fn(ec);
+        } else if (s.callback) {
+            auto fn = std::move(s.callback);
+            fn();
+        }
+        {
+            std::lock_guard sl(s.m);
+            s.done = true;
+        }
+        s.cv.notify_all();
+    }
+
     void run() {
         std::vector<state_ptr> fired;
         std::unique_lock lk(m_);
@@ -449,20 +466,8 @@ private:
             collect(fired);
             if (!fired.empty()) {
                 lk.unlock();
-                for (auto& s : fired) {
-                    if (s->end) {
-                        auto fn = std::move(s->end);
-                        fn(std::error_code());
-                    } else if (s->callback) {
-                        auto fn = std::move(s->callback);
-                        fn();
-                    }
-                    {
-                        std::lock_guard sl(s->m);
-                        s->done = true;
-                    }
-                    s->cv.notify_all();
-                }
+                for (const state_ptr& s : fired)
+                    fire(*s, std::error_code());
                 lk.lock();
                 for (auto& s : fired)
                     s->state = detail::watch_state::phase::done;
@@ -525,20 +530,8 @@ private:
         for (const state_ptr& p : ending)
             p->state = detail::watch_state::phase::firing;
         lk.unlock();
-        for (const state_ptr& s : ending) {
-            if (s->end) {
-                auto fn = std::move(s->end);
-                fn(make_error_code(errc::shut_down));
-            } else if (s->callback) {
-                auto fn = std::move(s->callback);
-                fn();
-            }
-            {
-                std::lock_guard sl(s->m);
-                s->done = true;
-            }
-            s->cv.notify_all();
-        }
+        for (const state_ptr& s : ending)
+            fire(*s, make_error_code(errc::shut_down));
         lk.lock();
         for (const state_ptr& s : ending)
             s->state = detail::watch_state::phase::done;
