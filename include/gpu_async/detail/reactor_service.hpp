@@ -420,7 +420,10 @@ private:
     completion_queue* retry_ = nullptr;          // queues whose drain could not be posted
     struct reached {
         reactor_op* op;
-        std::uint64_t below; // the slot's word less its target, when sorted
+        std::uint64_t below; // the slot's word less its target, when sorted (0 for an error)
+        /// The hand-out order: by line and slot, the completed first, in ascending target order
+        /// (descending `below`).
+        GPU_ASYNC_DECL static bool before(const reached& a, const reached& b) noexcept;
     };
     std::vector<reached> reached_scratch_; // merge_incoming_locked's and order_locked's
     /// Orders a scan's list (ascending target order per slot) when it holds several runs.

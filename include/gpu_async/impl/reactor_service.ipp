@@ -179,15 +179,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             const memory_descriptor& d = r.op->descriptor();
             r.below = d.line().words[d.slot().index()].load(std::memory_order_acquire) - d.target();
         }
-        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(),
-                         [](const reached& a, const reached& b) {
-                             const memory_descriptor& x = a.op->descriptor();
-                             const memory_descriptor& y = b.op->descriptor();
-                             if (&x.line() != &y.line()) return std::less<>()(&x.line(), &y.line());
-                             if (x.slot().index() != y.slot().index())
-                                 return x.slot().index() < y.slot().index();
-                             return a.below > b.below;
-                         });
+        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
     }
     for (const reached& r : reached_scratch_)
         out.push(r.op);
@@ -426,6 +418,17 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     if (int{merged != 0} + int{collected != 0} + int{late != 0} >= 2) order_locked(out);
 }
 
+GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
+    const memory_descriptor& x = a.op->descriptor();
+    const memory_descriptor& y = b.op->descriptor();
+    if (&x.line() != &y.line()) return std::less<>()(&x.line(), &y.line());
+    if (x.slot().index() != y.slot().index()) return x.slot().index() < y.slot().index();
+    const bool xa = !a.op->ec;
+    const bool ya = !b.op->ec;
+    if (xa != ya) return xa;
+    return a.below > b.below;
+}
+
 GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
     // A stable sort by line, slot, then the completed before the rest, in ascending target
     // order (descending distance below the slot's word, read once per wait here).
@@ -443,18 +446,7 @@ GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
         reached_scratch_.clear();
         return; // no room to order them: handed out in their runs
     }
-    std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(),
-                     [](const reached& a, const reached& b) {
-                         const memory_descriptor& x = a.op->descriptor();
-                         const memory_descriptor& y = b.op->descriptor();
-                         if (&x.line() != &y.line()) return std::less<>()(&x.line(), &y.line());
-                         if (x.slot().index() != y.slot().index())
-                             return x.slot().index() < y.slot().index();
-                         const bool xa = !a.op->ec;
-                         const bool ya = !b.op->ec;
-                         if (xa != ya) return xa;
-                         return a.below > b.below;
-                     });
+    std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
     ready_list sorted;
     for (const reached& r : reached_scratch_)
         sorted.push(r.op);
