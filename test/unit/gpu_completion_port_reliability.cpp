@@ -11,6 +11,7 @@
 
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"
+#include "common/reactor_of.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -36,6 +37,7 @@
 namespace asio = boost::asio;
 using boost::system::error_code;
 using namespace gpu_async;
+using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
 
 namespace {
@@ -521,6 +523,74 @@ BOOST_AUTO_TEST_CASE(giving_a_stream_back_ends_the_waits_on_its_own_line) {
     BOOST_TEST(!*shared_end);
     BOOST_TEST(port.pending() == 0u);
     BOOST_TEST(dev.stream_count() == 1u);
+}
+
+// 7. While a drain is out the watcher leaves the scanning to it (its end scans), but a drain held
+// back on its thread (a handler that does not return) must not hold back the other ports: the
+// watcher scans again after one park bound in which no drain ran. Port a's handler waits, on
+// one of two threads, for port b's completion, which only the watcher can find.
+BOOST_AUTO_TEST_CASE(a_handler_that_keeps_its_thread_does_not_hold_back_another_ports_waits) {
+    asio::io_context ctx;
+    gpu_completion_port a(ctx), b(ctx);
+    completion_line line;
+    std::atomic<bool> b_done{false};
+    bool b_seen_inside_a = false;
+    a.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        line.words[1].store(1, std::memory_order_release); // b's word, no ring: a GPU's store
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!b_done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::microseconds(200));
+        b_seen_inside_a = b_done.load(std::memory_order_acquire);
+    });
+    b.async_wait(memory_descriptor(line, slot(1), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        b_done.store(true, std::memory_order_release);
+    });
+    line.words[0].store(1, std::memory_order_release);
+    a.bell().ring();
+    BOOST_TEST_REQUIRE(run_on_threads(ctx, 2));
+    BOOST_TEST(b_seen_inside_a);
+    BOOST_TEST(reactor_of(a).drains_out() == 0u);
+}
+
+// 8. A watcher that stands back for a drain the executor never runs (the context is not run)
+// while rings come densely sleeps until that drain ends or one park bound passes; a shutdown must
+// wake it at once, not after the bound (a minute here) nor after its next look.
+BOOST_AUTO_TEST_CASE(shutdown_wakes_a_watcher_standing_back_for_a_drain_never_run) {
+    auto ctx = std::make_unique<asio::io_context>();
+    auto port = std::make_unique<gpu_completion_port>(*ctx);
+    port->park_bound(std::chrono::seconds(60));
+    detail::reactor_service& svc = reactor_of(*port);
+    completion_line line;
+    int ran = 0;
+    port->async_wait(memory_descriptor(line, slot(2), 1), [&](error_code) { ++ran; });
+    port->async_wait(memory_descriptor(line, slot(3), 1), [&](error_code) { ++ran; });
+    // Dense rings for a while (the watcher's busy mode), then the completion whose drain is
+    // posted to the idle context.
+    std::atomic<bool> stop{false};
+    std::thread ringer([&] {
+        while (!stop.load(std::memory_order_relaxed))
+            port->bell().ring();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    line.words[2].store(1, std::memory_order_release);
+    port->bell().ring();
+    const auto posted_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (svc.drains_out() == 0 && std::chrono::steady_clock::now() < posted_by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST_REQUIRE(svc.drains_out() == 1u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    stop = true;
+    ringer.join();
+    port.reset(); // cancels the other wait: queued behind the same unrun drain
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.reset(); // shutdown: joins the watcher, destroys the unrun drain and its waits
+    const auto took = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST(ran == 0);
+    // The bound is 60 s and a stand-back sleep lasts at most 1 s before it looks again: without
+    // the wake, the join takes about a second.
+    BOOST_TEST(took < std::chrono::milliseconds(500));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

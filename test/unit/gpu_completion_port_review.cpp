@@ -5,6 +5,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/reactor_of.hpp"
 #include "common/tracking_allocator.hpp"
 
 #include <boost/asio/bind_allocator.hpp>
@@ -222,6 +223,7 @@ BOOST_AUTO_TEST_CASE(a_drain_the_executor_refuses_is_posted_again) {
     BOOST_TEST(ex.refuse->load() == 0);
     BOOST_TEST(ex.executed->load() >= 1);
     BOOST_TEST(port.pending() == 0u);
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u); // no drain counted twice
 }
 
 BOOST_AUTO_TEST_CASE(a_drain_the_executor_drops_unrun_is_posted_again) {
@@ -245,6 +247,7 @@ BOOST_AUTO_TEST_CASE(a_drain_the_executor_drops_unrun_is_posted_again) {
     BOOST_TEST(calls == 1);
     BOOST_TEST(!got);
     BOOST_TEST(ex.drop->load() == 0);
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_rest_of_its_batch_queued) {
@@ -264,9 +267,11 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_rest_of_its_batch_queued) {
     port.bell().ring();
     BOOST_CHECK_THROW(ctx.run_for(gpu_async::test::run_bound), std::runtime_error);
     BOOST_TEST(order.size() == 1u);
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 1u); // posted again
     ctx.restart();
     gpu_async::test::run_to_completion(ctx);
     BOOST_TEST((order == std::vector<std::uint64_t>{1, 2, 3}));
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

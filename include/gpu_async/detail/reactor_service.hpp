@@ -30,6 +30,13 @@
 //   with no lock held; its memory is the queue's own. Exactly one of (scan, cancellation, line
 //   retirement, shutdown) takes a wait out of the table, under the lock; whoever does queues or
 //   destroys it.
+// - While a drain is out (posted, running or awaiting a retry), its end scans the lines on the
+//   executor's thread (scan_after_drain), and the watcher stands back: it waits for the drains
+//   to end (a short spin, then, while rings come densely, a sleep on the count of drains out)
+//   instead of scanning beside them, so a busy port's thread completes, re-arms and scans alone,
+//   as under run_fill, with no lock or line traded between two threads per completion. It scans
+//   anyway once a park bound passes in which no drain ran (a handler or an executor holds one
+//   back), so the other waits are still seen within the bound.
 // - Cancellation by key, as Asio's timers do it: a cancellation handler holds the wait's
 //   descriptor, its address and its serial number, and looks the wait up under the lock; it
 //   never dereferences a wait that is not registered, so a signal racing the completion on
@@ -288,6 +295,12 @@ public:
     /// Whether the watcher thread is running (for tests and diagnostics).
     GPU_ASYNC_DECL bool watcher_running() const;
 
+    /// Number of drains posted, running or awaiting a retry (for tests and diagnostics): 0 once
+    /// every completion queue is idle.
+    std::uint32_t drains_out() const noexcept {
+        return drains_out_.load(std::memory_order_acquire);
+    }
+
     // --- used by the I/O objects -------------------------------------------------------------
 
     /// What start() did with an op, and so what its caller must do with it.
@@ -379,6 +392,9 @@ private:
     /// Called by a drain after its batch, on the I/O executor: scans the lines when the bell
     /// rang since the last scan and the lock is free (never waits for it).
     GPU_ASYNC_DECL void scan_after_drain() noexcept;
+    /// A queue's drain was posted (its posted_ flag set), or ended without being posted again.
+    void drain_out() noexcept { drains_out_.fetch_add(1, std::memory_order_seq_cst); }
+    GPU_ASYNC_DECL void drain_ended() noexcept;
     /// Takes the retry list (under the lock).
     completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
@@ -395,6 +411,11 @@ private:
     /// Parks until a ring or a device's signal, at most `bound`. `watching`: waits are pending
     /// (with device producers and no monitor, the park then sleeps in device-poll steps).
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true);
+    /// While drains are out (their ends scan), the watcher waits for them instead of scanning
+    /// beside them: spins as a park would, then, while rings come densely, sleeps on
+    /// drains_out_. Returns when none is out, at a stop, or after `bound`. `spin_first`: spin
+    /// before the sleep (the first round of a stand-back).
+    void stand_back(dur_ns bound, bool spin_first);
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
@@ -408,6 +429,8 @@ private:
     /// sparse, max_spin_ns while they come densely (see park_on_bell).
     static constexpr std::uint64_t max_spin_ns = 100000;
     static constexpr std::uint64_t busy_gap_ns = 25000;
+    /// The longest spin of a stand-back before it sleeps on drains_out_ (dense rings only).
+    static constexpr std::uint64_t stand_back_spin_ns = 20000;
     std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
     std::atomic<std::uint64_t> device_poll_ns_{default_device_poll.ns};
     std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
@@ -417,7 +440,13 @@ private:
     std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)
     std::atomic<std::size_t> table_size_{0};     // table_.size() as last published
     std::atomic<std::uint64_t> scanned_at_{0};   // the ring count before a drain's last scan
-    completion_queue* retry_ = nullptr;          // queues whose drain could not be posted
+    // Drains posted, running or awaiting a retry (queues with posted_ set); a futex word that
+    // the watcher sleeps on while it stands back (stand_back), with its sleepers counted.
+    std::atomic<std::uint32_t> drains_out_{0};
+    std::atomic<std::uint32_t> stand_back_sleepers_{0};
+    std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
+    std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
+    completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
     struct reached {
         reactor_op* op;
         std::uint64_t below; // the slot's word less its target, when sorted (0 for an error)

@@ -312,6 +312,7 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
     try {
         if (bell_->device_signaled()) bell_->take_device_signal();
         scanned_at_.store(rings, std::memory_order_relaxed);
+        drain_progress_.fetch_add(1, std::memory_order_release);
         ready_list list;
         merge_incoming_locked(list);
         if (!table_.empty()) collect_locked(std::chrono::steady_clock::now(), list);
@@ -464,6 +465,7 @@ GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::t
 
 GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
     stop_ = false;
+    stopping_.store(false, std::memory_order_relaxed);
     thread_ = std::thread([this] {
         shorten_timer_slack();
         watcher_main();
@@ -477,13 +479,19 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
         std::lock_guard lk(mutex_);
         if (!thread_.joinable()) return;
         stop_ = true;
+        stopping_.store(true, std::memory_order_seq_cst);
         t = std::move(thread_);
         waiter_present_.store(fill_ > 0, std::memory_order_release);
     }
     bell_->ring();
+#if GPU_ASYNC_HAS_FUTEX
+    if (stand_back_sleepers_.load(std::memory_order_seq_cst) != 0)
+        detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&drains_out_));
+#endif
     t.join();
     std::lock_guard lk(mutex_);
     stop_ = false;
+    stopping_.store(false, std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL void reactor_service::watcher_main() {
@@ -514,6 +522,26 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             park_on_bell(seen, idle_bound, /*watching=*/false);
             lk.lock();
             continue;
+        }
+        if (drains_out_.load(std::memory_order_acquire) != 0) {
+            // A drain is out: it scans after its batch, on the executor's thread. Leave the
+            // table to it rather than contend with it for the lock and for the lines a busy
+            // port's handlers write (words, the incoming stack, the queue); scan once it ends,
+            // or when a bound passes in which no drain ran (an executor holds it back).
+            const dur_ns bound = bound_locked(std::chrono::steady_clock::now(), park_bound());
+            lk.unlock();
+            for (std::uint64_t progress = drain_progress_.load(std::memory_order_acquire),
+                               round = 0;
+                 ; ++round) {
+                stand_back(bound, round == 0);
+                const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
+                if (now_progress == progress || drains_out_.load(std::memory_order_acquire) == 0 ||
+                    stopping_.load(std::memory_order_relaxed))
+                    break;
+                progress = now_progress; // the drains ran within the bound: one scans at its end
+            }
+            lk.lock();
+            if (stop_) break;
         }
         ready_list list;
         merge_incoming_locked(list);
@@ -584,6 +612,58 @@ GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bou
         if (t >= end) return;
         if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
     }
+}
+
+GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
+    const auto done = [this] {
+        return drains_out_.load(std::memory_order_seq_cst) == 0 ||
+               stopping_.load(std::memory_order_relaxed);
+    };
+    if (done() || bound.ns == 0) return;
+    const std::uint64_t start = detail::wordwait_now_ns();
+    const std::uint64_t deadline =
+        start + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - start);
+    // Spin as a park would (up to max_spin_ns while rings come densely). One line is read,
+    // written by nobody but a drain's post and end.
+    const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
+    const std::uint64_t spin_for =
+        spin_first ? std::min<std::uint64_t>(spin, stand_back_spin_ns) : 0;
+    const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
+    for (unsigned i = 1;; ++i) {
+        if (done()) return;
+        detail::cpu_relax();
+        if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;
+    }
+    // Sparse rings: a drain's end is near (the waiter scans and parks as usual). Dense rings
+    // (a busy port): sleep until the drains end, so that the port's thread runs alone.
+    if (spin != max_spin_ns) return;
+#if GPU_ASYNC_HAS_FUTEX
+    for (;;) {
+        stand_back_sleepers_.fetch_add(1, std::memory_order_seq_cst);
+        const std::uint32_t out = drains_out_.load(std::memory_order_seq_cst);
+        const std::uint64_t now = detail::wordwait_now_ns();
+        if (out == 0 || stopping_.load(std::memory_order_seq_cst) || now >= deadline) {
+            stand_back_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+            return;
+        }
+        detail::futex_wait(reinterpret_cast<const std::uint32_t*>(&drains_out_), out,
+                           std::min<std::uint64_t>(deadline - now, doorbell::max_sleep_ns));
+        stand_back_sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+#else
+    while (!done() && detail::wordwait_now_ns() < deadline)
+        std::this_thread::yield();
+#endif
+}
+
+GPU_ASYNC_DECL void reactor_service::drain_ended() noexcept {
+    // The watcher's stand-back sleep ends when the last drain does (Dekker with stand_back:
+    // both sides seq_cst).
+    if (drains_out_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+#if GPU_ASYNC_HAS_FUTEX
+    if (stand_back_sleepers_.load(std::memory_order_seq_cst) != 0)
+        detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&drains_out_));
+#endif
 }
 
 GPU_ASYNC_DECL void reactor_service::device_poll(dur_ns interval) noexcept {
@@ -659,6 +739,7 @@ GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) n
     tail_ = tail;
     if (posted_) return false;
     posted_ = true;
+    svc_->drain_out();
     add_ref(); // the drain's
     return true;
 }
@@ -687,7 +768,9 @@ GPU_ASYNC_DECL void completion_queue::run() {
         posted_ = false;
         return false;
     };
-    while (batch != nullptr) {
+    for (std::uint32_t n = 1; batch != nullptr; ++n) {
+        // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
+        if ((n & 63u) == 0) svc_->drain_progress_.fetch_add(1, std::memory_order_relaxed);
         reactor_op* op = batch;
         batch = op->next_ready_;
         op->next_ready_ = nullptr;
@@ -699,6 +782,8 @@ GPU_ASYNC_DECL void completion_queue::run() {
             if (settle(batch)) {
                 next_schedule_ = nullptr;
                 svc_->schedule(self.release_ownership());
+            } else {
+                svc_->drain_ended();
             }
             throw;
         }
@@ -712,6 +797,8 @@ GPU_ASYNC_DECL void completion_queue::run() {
         // busy port cannot hold the executor's other handlers back).
         next_schedule_ = nullptr;
         svc_->schedule(self.release_ownership());
+    } else {
+        svc_->drain_ended();
     }
 }
 
@@ -724,6 +811,7 @@ GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
         tail_ = nullptr;
         posted_ = false;
     }
+    svc_->drain_ended();
     while (list != nullptr) {
         reactor_op* op = list;
         list = op->next_ready_;
