@@ -447,13 +447,29 @@ private:
     std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
     std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
     completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
+    /// A wait to hand out in order, with its sort key copied out of the op (a sort then reads
+    /// no op: with thousands of waits those reads are cache misses).
     struct reached {
         reactor_op* op;
-        std::uint64_t below; // the slot's word less its target, when sorted (0 for an error)
+        const completion_line* line;
+        std::uint8_t slot;
+        bool failed;         // ends with an error (not reached)
+        std::uint64_t below; // the slot's word less its target (0 for an error)
+        /// The key of `op`, whose `ec` is set; `below` reads the slot's word once.
+        static reached of(reactor_op* op) noexcept {
+            const memory_descriptor& d = op->descriptor();
+            const auto s = static_cast<std::uint8_t>(d.slot().index());
+            const bool failed = static_cast<bool>(op->ec);
+            return {op, &d.line(), s, failed,
+                    failed ? 0 : d.line().words[s].load(std::memory_order_acquire) - d.target()};
+        }
         /// The hand-out order: by line and slot, the completed first, in ascending target order
         /// (descending `below`).
         GPU_ASYNC_DECL static bool before(const reached& a, const reached& b) noexcept;
     };
+    /// Puts reached_scratch_ in hand-out order (a stable sort, skipped when already in order,
+    /// as registrations in line order usually are).
+    GPU_ASYNC_DECL void sort_reached() noexcept;
     std::vector<reached> reached_scratch_; // merge_incoming_locked's and order_locked's
     /// Orders a scan's list (ascending target order per slot) when it holds several runs.
     GPU_ASYNC_DECL void order_locked(ready_list& list) noexcept;

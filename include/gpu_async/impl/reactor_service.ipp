@@ -158,7 +158,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             if (!pos) {
                 op->ec = {};
                 try {
-                    reached_scratch_.push_back(reached{op, 0});
+                    reached_scratch_.push_back(reached{op, nullptr, 0, false, 0});
                 } catch (...) {
                     out.push(op); // no room to order it: handed out as it comes
                 }
@@ -173,13 +173,12 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
         }
     }
     // Waits already complete when taken in leave in ascending target order per slot, as a scan
-    // hands them out: by slot, then by distance below the slot's word (read once per wait here).
+    // hands them out: by slot, then by distance below the slot's word (read once per wait, all
+    // in one pass after the inserts, as close together as they can be).
     if (reached_scratch_.size() > 1) {
-        for (reached& r : reached_scratch_) {
-            const memory_descriptor& d = r.op->descriptor();
-            r.below = d.line().words[d.slot().index()].load(std::memory_order_acquire) - d.target();
-        }
-        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
+        for (reached& r : reached_scratch_)
+            r = reached::of(r.op);
+        sort_reached();
     }
     for (const reached& r : reached_scratch_)
         out.push(r.op);
@@ -420,14 +419,16 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
 }
 
 GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
-    const memory_descriptor& x = a.op->descriptor();
-    const memory_descriptor& y = b.op->descriptor();
-    if (&x.line() != &y.line()) return std::less<>()(&x.line(), &y.line());
-    if (x.slot().index() != y.slot().index()) return x.slot().index() < y.slot().index();
-    const bool xa = !a.op->ec;
-    const bool ya = !b.op->ec;
-    if (xa != ya) return xa;
+    if (a.line != b.line) return std::less<>()(a.line, b.line);
+    if (a.slot != b.slot) return a.slot < b.slot;
+    if (a.failed != b.failed) return !a.failed;
     return a.below > b.below;
+}
+
+GPU_ASYNC_DECL void reactor_service::sort_reached() noexcept {
+    // stable_sort may allocate a buffer; without one it still sorts (in place, more slowly).
+    if (!std::is_sorted(reached_scratch_.begin(), reached_scratch_.end(), reached::before))
+        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
 }
 
 GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
@@ -435,19 +436,13 @@ GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
     // order (descending distance below the slot's word, read once per wait here).
     try {
         reached_scratch_.clear();
-        for (reactor_op* op = list.head; op != nullptr; op = op->next_ready_) {
-            const memory_descriptor& d = op->descriptor();
-            const std::uint64_t below =
-                op->ec
-                    ? 0
-                    : d.line().words[d.slot().index()].load(std::memory_order_acquire) - d.target();
-            reached_scratch_.push_back(reached{op, below});
-        }
+        for (reactor_op* op = list.head; op != nullptr; op = op->next_ready_)
+            reached_scratch_.push_back(reached::of(op));
     } catch (...) {
         reached_scratch_.clear();
         return; // no room to order them: handed out in their runs
     }
-    std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
+    sort_reached();
     ready_list sorted;
     for (const reached& r : reached_scratch_)
         sorted.push(r.op);
