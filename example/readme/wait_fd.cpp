@@ -13,10 +13,11 @@
 #include <cstdio>
 
 int main() {
-    gpu_async::std_watcher watcher;           // the reactor: one thread watches every line
-    gpu_async::sim_device device;             // a software GPU
-    auto stream = device.make_stream();       // one of its streams
-    gpu_async::fd_notifier notifier(watcher); // one eventfd for any number of waits
+    gpu_async::std_watcher watcher;              // the reactor: one thread watches every line
+    gpu_async::sim_device device;                // a software GPU
+    auto stream = device.make_stream();          // one of its streams
+    stream->set_doorbell(watcher.shared_bell()); // rings the watcher after each store
+    gpu_async::fd_notifier notifier(watcher);    // one eventfd for any number of waits
 
     const int ep = epoll_create1(EPOLL_CLOEXEC); // your loop: libuv, asyncio, io_uring alike
     epoll_event ev{};

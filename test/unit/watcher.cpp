@@ -264,10 +264,52 @@ BOOST_AUTO_TEST_CASE(sleeps_while_nothing_is_watched) {
         line.words[0].store(1);
         BOOST_TEST(h.wait_for(long_wait));
     }
-    // With nothing watched the thread waits on its condition variable: no scans happen.
+    // With nothing watched the thread sleeps on its doorbell: no scans happen.
     const std::uint64_t scans = w.scans();
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     BOOST_TEST(w.scans() == scans);
+}
+
+// The watcher waits as the reactor service does, on its doorbell: a producer that rings after
+// its store is seen at once, long before the park bound (a minute here).
+BOOST_AUTO_TEST_CASE(a_producer_that_rings_is_seen_before_the_park_bound) {
+    std_watcher w(dur_ns::from_ms(60000));
+    completion_line line;
+    watch_handle h = w.watch(line, slot(2), 1);
+    // Let the thread take the wait in and park (without a ring it would sleep the whole bound).
+    const auto parked_by = std::chrono::steady_clock::now() + long_wait;
+    while (w.scans() == 0 && std::chrono::steady_clock::now() < parked_by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST_REQUIRE(w.scans() > 0u);
+    std::thread producer([&] {
+        line.words[2].store(1, std::memory_order_release);
+        w.bell().ring();
+    });
+    BOOST_TEST(h.wait_for(std::chrono::seconds(20)));
+    producer.join();
+}
+
+// A device producer counted on the watcher's doorbell stores its signal into the doorbell's
+// device word and never rings: the watcher sees it within the device poll interval (or at once
+// with a user-mode monitor), not the park bound.
+BOOST_AUTO_TEST_CASE(a_device_signal_on_the_doorbell_is_seen_before_the_park_bound) {
+    std_watcher w(dur_ns::from_ms(60000));
+    BOOST_TEST(w.device_poll().ns == default_device_poll.ns);
+    w.device_poll(dur_ns::from_us(50));
+    BOOST_TEST(w.device_poll().ns == dur_ns::from_us(50).ns);
+    doorbell& bell = w.bell();
+    bell.add_device_producer();
+    completion_line line;
+    watch_handle h = w.watch(line, slot(5), 7);
+    const auto parked_by = std::chrono::steady_clock::now() + long_wait;
+    while (w.scans() == 0 && std::chrono::steady_clock::now() < parked_by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST_REQUIRE(w.scans() > 0u);
+    line.words[5].store(7, std::memory_order_release);
+    bell.line().words[doorbell::device_word].store(doorbell::device_signal,
+                                                   std::memory_order_release);
+    BOOST_TEST(h.wait_for(std::chrono::seconds(20)));
+    bell.remove_device_producer();
 }
 
 // on_end: the empty code when the descriptor completes, on the watcher thread.

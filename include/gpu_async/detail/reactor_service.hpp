@@ -51,6 +51,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/watch_table.hpp>
+#include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/line_retirement.hpp>
@@ -80,11 +81,6 @@ namespace asio = boost::asio;
 /// The default bound of one park of the reactor's waiter: 100 us. Producers that do not ring the
 /// service's doorbell (GPU streams) are seen within one bound.
 inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
-
-/// The default device poll interval of the reactor's waiter without a user-mode monitor: 20 us,
-/// near the knee where a shorter sleep of a virtual CPU buys little latency and costs a wake-up
-/// each time (see the port's device_poll()).
-inline constexpr dur_ns default_device_poll = dur_ns::from_us(20);
 
 namespace detail {
 
@@ -276,10 +272,8 @@ public:
     /// interval and reads the device word after each: the longest a device's store waits to be
     /// seen, against one wake-up of the waiter per interval (the CPU it costs). Default
     /// default_device_poll; zero is taken as 1 ns.
-    dur_ns device_poll() const noexcept {
-        return {device_poll_ns_.load(std::memory_order_relaxed)};
-    }
-    GPU_ASYNC_DECL void device_poll(dur_ns interval) noexcept;
+    dur_ns device_poll() const noexcept { return waiter_.device_poll(); }
+    void device_poll(dur_ns interval) noexcept { waiter_.device_poll(interval); }
 
     /// Ends every wait on `line` (operation_aborted, through their executors); after it returns
     /// the service does not read `line` until a new wait on it is started. Line owners call the
@@ -408,9 +402,11 @@ private:
     void start_thread_locked();
     void stop_thread();
     void watcher_main();
-    /// Parks until a ring or a device's signal, at most `bound`. `watching`: waits are pending
-    /// (with device producers and no monitor, the park then sleeps in device-poll steps).
-    void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true);
+    /// Parks until a ring or a device's signal, at most `bound` (the shared watcher wait,
+    /// <gpu_async/detail/bell_waiter.hpp>). `watching`: waits are pending.
+    void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
+        waiter_.park(*bell_, seen, bound, watching);
+    }
     /// While drains are out (their ends scan), the watcher waits for them instead of scanning
     /// beside them: spins as a park would, then, while rings come densely, sleeps on
     /// drains_out_. Returns when none is out, at a stop, or after `bound`. `spin_first`: spin
@@ -425,16 +421,9 @@ private:
     std::map<std::uint64_t, std::size_t> bounds_; // per-registration bounds in use
     std::size_t fill_ = 0;
     bool stop_ = false;
-    /// The waiter's spin before a futex sleep (no monitor): doorbell::spin_ns while rings are
-    /// sparse, max_spin_ns while they come densely (see park_on_bell).
-    static constexpr std::uint64_t max_spin_ns = 100000;
-    static constexpr std::uint64_t busy_gap_ns = 25000;
+    detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
     /// The longest spin of a stand-back before it sleeps on drains_out_ (dense rings only).
     static constexpr std::uint64_t stand_back_spin_ns = 20000;
-    std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
-    std::atomic<std::uint64_t> device_poll_ns_{default_device_poll.ns};
-    std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
-    std::atomic<std::uint64_t> rate_rings0_{0}; // the ring count then
     std::atomic<bool> shut_down_{false};
     std::atomic<bool> waiter_present_{false};    // the watcher runs or a FILL driver is active
     std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)

@@ -13,6 +13,7 @@
 //     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
 //     watch_handle c = w.on_complete(descriptor, [] { ... });   // callback form
 //     watch_handle e = w.on_end(descriptor, [](std::error_code ec) { ... });  // told of a stop
+//     w.bell().ring();                        // a producer's store is seen at once
 //     w.shutdown();                           // stops the thread (the destructor does too)
 //
 // Host layer: std threads and the word wait; no Boost, no Asio.
@@ -30,6 +31,8 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/core/watch_table.hpp>
+#include <gpu_async/detail/bell_waiter.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>
@@ -247,11 +250,14 @@ private:
 /// - Registrations live in a watch_table (<gpu_async/core/watch_table.hpp>, the registry every
 ///   host shares): one scan costs a load per watched slot and O(log n) per completion, under the
 ///   wrapping rule for any history of stores.
-/// - While nothing is watched the thread sleeps on a condition variable. While something is,
-///   it parks on the first watched line with the word wait when the CPU has a user-mode
-///   monitor (any store to that line wakes it), bounded by `park_bound`; otherwise it sleeps
-///   `park_bound` between scans. Every line is scanned after each park or sleep, and a new
-///   registration ends a sleep at once.
+/// - The thread waits between scans as the Asio reactor service's does (one implementation,
+///   <gpu_async/detail/bell_waiter.hpp>): it parks on the watcher's doorbell (`bell()`), which
+///   producers ring after their store and devices with the doorbell attached store into, with a
+///   user-mode monitor on its line where the CPU has one, otherwise on its futex (and in
+///   device-poll steps while device producers are counted). While something is watched a park
+///   lasts at most `park_bound`, so producers that do not ring are seen within it; while nothing
+///   is, the thread sleeps until a registration or a stop rings. Every line is scanned after
+///   each park.
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
 /// - A line must outlive its registrations (drop the handles before freeing the line), and
@@ -265,11 +271,12 @@ private:
 class std_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
+    /// `ww`: the word wait of the park on the doorbell's line (fallback: its futex).
     explicit std_watcher(dur_ns park_bound = dur_ns::from_us(100),
                          const word_wait& ww = word_wait::probe())
         : park_bound_(park_bound)
-        , ww_(&ww) {
-        thread_ = std::thread([this] { run(); });
+        , waiter_(ww) {
+        thread_ = detail::start_watcher_thread([this] { run(); });
     }
     std_watcher(const std_watcher&) = delete;
     std_watcher& operator=(const std_watcher&) = delete;
@@ -287,9 +294,8 @@ public:
         {
             std::lock_guard lk(m_);
             stop_ = true;
-            generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
         }
-        cv_.notify_all();
+        bell_->ring(); // ends a park at once
         std::lock_guard jl(join_m_);
         if (thread_.joinable()) thread_.join();
     }
@@ -349,10 +355,26 @@ public:
         return table_.lines();
     }
 
-    /// How the thread waits between scans: "park: <word wait>" or "sleep".
+    /// How the thread waits between scans: "park: <word wait>" (a user-mode monitor on the
+    /// doorbell's line) or "futex" (the doorbell's futex).
     std::string waiting() const {
-        return use_park() ? std::string("park: ") + std::string(ww_->name()) : std::string("sleep");
+        return waiter_.has_monitor()
+                   ? std::string("park: ") + std::string(waiter_.word_wait_used().name())
+                   : std::string("futex");
     }
+
+    /// The watcher's doorbell: a producer that rings it after its store (or a device that
+    /// stores doorbell::device_signal into its device word, counted with add_device_producer())
+    /// is seen at once rather than within the park bound.
+    doorbell& bell() const noexcept { return *bell_; }
+    /// The doorbell, shared: a producer that outlives the watcher keeps it alive.
+    std::shared_ptr<doorbell> shared_bell() const noexcept { return bell_; }
+
+    /// The device poll interval: with device producers counted on the doorbell and no
+    /// user-mode monitor, the longest sleep between two looks at the doorbell's device word
+    /// while something is watched (default_device_poll, 20 us).
+    dur_ns device_poll() const noexcept { return waiter_.device_poll(); }
+    void device_poll(dur_ns interval) noexcept { waiter_.device_poll(interval); }
 
     /// Number of scans of the watched lines so far.
     std::uint64_t scans() const noexcept { return scans_.load(std::memory_order_relaxed); }
@@ -370,8 +392,6 @@ private:
         }
     };
 
-    bool use_park() const noexcept { return ww_->path() != word_wait_path::fallback; }
-
     watch_handle add(const memory_descriptor& d, std::function<void()> fn,
                      std::function<void(std::error_code)> end = {}) {
         auto s = std::make_shared<detail::watch_state>();
@@ -387,9 +407,8 @@ private:
             ready_.reserve(ready_.size() + 1);
             s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
             if (!s->pos) ready_.push_back(s);
-            generation_.fetch_add(1, std::memory_order_relaxed);
         }
-        cv_.notify_all();
+        bell_->ring(); // the thread takes it in now (it may be idle, or the wait complete)
         return watch_handle(*this, std::move(s));
     }
 
@@ -397,13 +416,10 @@ private:
     void drop(const state_ptr& s) {
         std::unique_lock lk(m_);
         if (s->state == detail::watch_state::phase::registered) {
+            // The thread reads the lines only while it scans, under the lock (it parks on the
+            // doorbell's line alone): once unlinked here, the caller may free the line.
             unlink(*s);
             s->state = detail::watch_state::phase::dropped;
-            generation_.fetch_add(1, std::memory_order_relaxed); // ends a park sooner
-            // The thread may be parked on this line: the caller may free it once we return.
-            if (s->line != nullptr)
-                idle_cv_.wait(lk,
-                              [&] { return parked_on_ != s->line || table_.watches(*s->line); });
             return;
         }
         // A callback of this registration is running: wait for it, unless we are inside it.
@@ -455,11 +471,21 @@ private:
     }
 
     void run() {
+        // While nothing is watched the thread sleeps on the doorbell; a registration and the
+        // stop ring it. The idle sleep is bounded only so that a lost ring (none is expected)
+        // costs at most a second.
+        constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
         std::vector<state_ptr> fired;
         std::unique_lock lk(m_);
         while (!stop_) {
+            // Read before the scan (under the lock a registration takes): a ring after it ends
+            // the park below.
+            const std::uint64_t seen = bell_->count();
+            if (bell_->device_signaled()) bell_->take_device_signal();
             if (table_.empty() && ready_.empty()) {
-                cv_.wait(lk, [&] { return stop_ || !table_.empty() || !ready_.empty(); });
+                lk.unlock();
+                waiter_.park(*bell_, seen, idle_bound, /*watching=*/false);
+                lk.lock();
                 continue;
             }
             scans_.fetch_add(1, std::memory_order_relaxed);
@@ -475,32 +501,9 @@ private:
                 idle_cv_.notify_all();
                 continue;
             }
-            if (table_.empty()) continue;
-            const std::uint64_t gen = generation_.load(std::memory_order_relaxed);
-            if (use_park()) {
-                const completion_line* line = table_.first_line();
-                std::array<std::uint64_t, line_words> seen{};
-                for (std::size_t i = 0; i < line_words; ++i)
-                    seen[i] = line->words[i].load(std::memory_order_relaxed);
-                parked_on_ = line;
-                lk.unlock();
-                ww_->park(
-                    *line,
-                    [&] {
-                        for (std::size_t i = 0; i < line_words; ++i)
-                            if (line->words[i].load(std::memory_order_relaxed) != seen[i])
-                                return true;
-                        return generation_.load(std::memory_order_relaxed) != gen;
-                    },
-                    park_bound_);
-                lk.lock();
-                parked_on_ = nullptr;
-                idle_cv_.notify_all();
-            } else {
-                cv_.wait_for(lk, std::chrono::nanoseconds(park_bound_.count()), [&] {
-                    return stop_ || generation_.load(std::memory_order_relaxed) != gen;
-                });
-            }
+            lk.unlock();
+            waiter_.park(*bell_, seen, park_bound_);
+            lk.lock();
         }
         stop_pass(lk);
     }
@@ -539,16 +542,14 @@ private:
     }
 
     dur_ns park_bound_;
-    const word_wait* ww_;
+    std::shared_ptr<doorbell> bell_ = std::make_shared<doorbell>();
+    detail::bell_waiter waiter_; // the wait between scans, as the reactor service's
     mutable std::mutex m_;
-    std::condition_variable cv_;              // registrations and stop
-    std::condition_variable idle_cv_;         // the thread left a park, or finished firing
+    std::condition_variable idle_cv_;         // the thread finished firing
     watch_table<detail::watch_state*> table_; // registrations not yet reached
     std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass
     std::vector<state_ptr> stranded_;       // future/on_complete forms pending at the stop
-    std::atomic<std::uint64_t> generation_{0}; // registrations made (ends a park or sleep)
-    const completion_line* parked_on_ = nullptr;
     bool stop_ = false;
     std::atomic<std::uint64_t> scans_{0};
     std::mutex join_m_; // one shutdown() joins

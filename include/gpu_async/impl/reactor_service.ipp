@@ -7,8 +7,6 @@
 
 #include <gpu_async/detail/reactor_service.hpp>
 
-#include <gpu_async/detail/timer_slack.hpp>
-
 #include <algorithm>
 #include <exception>
 #include <functional>
@@ -461,10 +459,7 @@ GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::t
 GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
     stop_ = false;
     stopping_.store(false, std::memory_order_relaxed);
-    thread_ = std::thread([this] {
-        shorten_timer_slack();
-        watcher_main();
-    });
+    thread_ = start_watcher_thread([this] { watcher_main(); });
     waiter_present_.store(true, std::memory_order_release);
 }
 
@@ -562,53 +557,6 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     }
 }
 
-GPU_ASYNC_DECL void reactor_service::park_on_bell(std::uint64_t seen, dur_ns bound, bool watching) {
-    if (bound.ns == 0) return;
-    const doorbell& bell = *bell_;
-    auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
-    // A user-mode monitor on the doorbell's line sees rings (a store to word 0) and any store a
-    // GPU producer makes to that line; without one, the futex sleep sees rings only.
-    const word_wait& ww = word_wait::probe();
-    if (ww.path() != word_wait_path::fallback) {
-        ww.park(bell_->line(), rang, bound);
-        return;
-    }
-    // Without a monitor a ring that finds the waiter asleep costs the ringer a futex wake (a
-    // system call) and the waiter a wake-up of 4 to 90 us on a virtual machine, during which
-    // every further ring pays its system call too. While rings come densely (a busy port: a
-    // mean gap of at most busy_gap_ns over a window of a millisecond or more), the waiter spins
-    // up to max_spin_ns before it sleeps, which costs less CPU than those wakes; once the gap
-    // widens past twice that it spins doorbell::spin_ns again.
-    const std::uint64_t now = detail::wordwait_now_ns();
-    const std::uint64_t t0 = rate_t0_ns_.load(std::memory_order_relaxed);
-    if (now - t0 >= 1000000) {
-        const std::uint64_t rings = bell.count();
-        const std::uint64_t n = rings - rate_rings0_.load(std::memory_order_relaxed);
-        const std::uint64_t gap = n == 0 ? now - t0 : (now - t0) / n;
-        const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
-        if (gap <= busy_gap_ns)
-            spin_ns_.store(max_spin_ns, std::memory_order_relaxed);
-        else if (gap > 2 * busy_gap_ns && spin != doorbell::spin_ns)
-            spin_ns_.store(doorbell::spin_ns, std::memory_order_relaxed);
-        rate_t0_ns_.store(now, std::memory_order_relaxed);
-        rate_rings0_.store(rings, std::memory_order_relaxed);
-    }
-    const dur_ns spin{spin_ns_.load(std::memory_order_relaxed)};
-    if (!watching || bell.device_producers() == 0) {
-        bell.wait(rang, bound, spin);
-        return;
-    }
-    // A device producer stores its signal without ringing: sleep in steps of the device poll
-    // interval and look at the doorbell's device word after each (one line read).
-    const dur_ns step{std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
-    const std::uint64_t end = now + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - now);
-    for (dur_ns s = spin;; s = dur_ns{}) {
-        const std::uint64_t t = detail::wordwait_now_ns();
-        if (t >= end) return;
-        if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
-    }
-}
-
 GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
     const auto done = [this] {
         return drains_out_.load(std::memory_order_seq_cst) == 0 ||
@@ -620,7 +568,7 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
         start + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - start);
     // Spin as a park would (up to max_spin_ns while rings come densely). One line is read,
     // written by nobody but a drain's post and end.
-    const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
+    const std::uint64_t spin = waiter_.spin_ns();
     const std::uint64_t spin_for =
         spin_first ? std::min<std::uint64_t>(spin, stand_back_spin_ns) : 0;
     const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
@@ -631,7 +579,7 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
     }
     // Sparse rings: a drain's end is near (the waiter scans and parks as usual). Dense rings
     // (a busy port): sleep until the drains end, so that the port's thread runs alone.
-    if (spin != max_spin_ns) return;
+    if (spin != bell_waiter::max_spin_ns) return;
 #if GPU_ASYNC_HAS_FUTEX
     for (;;) {
         stand_back_sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -659,10 +607,6 @@ GPU_ASYNC_DECL void reactor_service::drain_ended() noexcept {
     if (stand_back_sleepers_.load(std::memory_order_seq_cst) != 0)
         detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&drains_out_));
 #endif
-}
-
-GPU_ASYNC_DECL void reactor_service::device_poll(dur_ns interval) noexcept {
-    device_poll_ns_.store(interval.ns == 0 ? 1 : interval.ns, std::memory_order_relaxed);
 }
 
 GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& list) noexcept {

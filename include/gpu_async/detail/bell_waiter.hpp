@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// gpu_async/detail/bell_waiter.hpp: how a watcher thread waits between two scans of its lines,
+// and how it is started. One implementation for every watcher of the library: the Asio reactor
+// service's thread (and run_fill's park), and std_watcher's.
+//
+// The wait is a park on one doorbell (<gpu_async/doorbell.hpp>) until it rings, a device stores
+// its signal into the doorbell's line, or a bound passes:
+//
+// - Where the CPU has a user-mode monitor (UMWAIT, MONITORX, WFE), the park arms it on the
+//   doorbell's line: a ring and any device's store into that line end it at once.
+// - Without one, it spins, then sleeps on the doorbell's futex, which only rings end. The spin
+//   adapts to the ring rate: while rings come densely (a mean gap of at most busy_gap_ns over a
+//   window of a millisecond or more) it lasts up to max_spin_ns, which costs less CPU than a
+//   futex wake per ring (a system call for the ringer, 4 to 90 us of wake-up for the waiter on a
+//   virtual machine); once the gap widens past twice that, doorbell::spin_ns again.
+// - With device producers counted on the doorbell and no monitor, a park while waits are pending
+//   sleeps in steps of the device poll interval and looks at the doorbell's device word after
+//   each (a futex does not see a device's store).
+//
+// Host layer: std threads, the word wait and the doorbell; no Boost, no Asio.
+//
+#ifndef GPU_ASYNC_DETAIL_BELL_WAITER_HPP
+#define GPU_ASYNC_DETAIL_BELL_WAITER_HPP
+
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/timer_slack.hpp>
+#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <utility>
+
+namespace gpu_async {
+
+/// The default device poll interval of a watcher without a user-mode monitor: 20 us, near the
+/// knee where a shorter sleep of a virtual CPU buys little latency and costs a wake-up each time
+/// (see the port's device_poll()).
+inline constexpr dur_ns default_device_poll = dur_ns::from_us(20);
+
+namespace detail {
+
+/// Starts a watcher thread running `main`, with its timer slack shortened first (so that parks
+/// of a few tens of microseconds stay that short).
+template <class Main>
+std::thread start_watcher_thread(Main&& main) {
+    return std::thread([fn = std::forward<Main>(main)]() mutable {
+        shorten_timer_slack();
+        fn();
+    });
+}
+
+/// The wait of one watcher thread between two scans (see the header comment). The knobs are
+/// atomics: set from any thread, read by the waiter.
+class bell_waiter {
+public:
+    /// The spin before a futex sleep while rings come densely.
+    static constexpr std::uint64_t max_spin_ns = 100000;
+    /// The mean gap between rings under which they count as dense.
+    static constexpr std::uint64_t busy_gap_ns = 25000;
+
+    explicit bell_waiter(const word_wait& ww = word_wait::probe()) noexcept
+        : ww_(&ww) {}
+    bell_waiter(const bell_waiter&) = delete;
+    bell_waiter& operator=(const bell_waiter&) = delete;
+
+    /// The word wait the park uses on the doorbell's line (fallback: the futex).
+    const word_wait& word_wait_used() const noexcept { return *ww_; }
+    bool has_monitor() const noexcept { return ww_->path() != word_wait_path::fallback; }
+
+    /// Parks until `bell` rang since its count was `seen`, a device stored its signal, or
+    /// `bound` passed. `watching`: waits are pending (with device producers and no monitor, the
+    /// park then sleeps in device-poll steps). Call from the watcher thread only.
+    void park(const doorbell& bell, std::uint64_t seen, dur_ns bound, bool watching = true) {
+        if (bound.ns == 0) return;
+        auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
+        if (has_monitor()) {
+            ww_->park(bell.line(), rang, bound);
+            return;
+        }
+        const std::uint64_t now = wordwait_now_ns();
+        const std::uint64_t t0 = rate_t0_ns_.load(std::memory_order_relaxed);
+        if (now - t0 >= 1000000) {
+            const std::uint64_t rings = bell.count();
+            const std::uint64_t n = rings - rate_rings0_.load(std::memory_order_relaxed);
+            const std::uint64_t gap = n == 0 ? now - t0 : (now - t0) / n;
+            const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
+            if (gap <= busy_gap_ns)
+                spin_ns_.store(max_spin_ns, std::memory_order_relaxed);
+            else if (gap > 2 * busy_gap_ns && spin != doorbell::spin_ns)
+                spin_ns_.store(doorbell::spin_ns, std::memory_order_relaxed);
+            rate_t0_ns_.store(now, std::memory_order_relaxed);
+            rate_rings0_.store(rings, std::memory_order_relaxed);
+        }
+        const dur_ns spin{spin_ns_.load(std::memory_order_relaxed)};
+        if (!watching || bell.device_producers() == 0) {
+            bell.wait(rang, bound, spin);
+            return;
+        }
+        const dur_ns step{
+            std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
+        const std::uint64_t end = now + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - now);
+        for (dur_ns s = spin;; s = dur_ns{}) {
+            const std::uint64_t t = wordwait_now_ns();
+            if (t >= end) return;
+            if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
+        }
+    }
+
+    /// The spin before a futex sleep now: doorbell::spin_ns, or max_spin_ns while dense.
+    std::uint64_t spin_ns() const noexcept { return spin_ns_.load(std::memory_order_relaxed); }
+    /// True while rings come densely (the waiter spins max_spin_ns).
+    bool dense() const noexcept { return spin_ns() == max_spin_ns; }
+
+    /// The device poll interval (zero is taken as 1 ns).
+    void device_poll(dur_ns interval) noexcept {
+        device_poll_ns_.store(interval.ns == 0 ? 1 : interval.ns, std::memory_order_relaxed);
+    }
+    dur_ns device_poll() const noexcept {
+        return dur_ns{device_poll_ns_.load(std::memory_order_relaxed)};
+    }
+
+private:
+    const word_wait* ww_;
+    std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
+    std::atomic<std::uint64_t> device_poll_ns_{default_device_poll.ns};
+    std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
+    std::atomic<std::uint64_t> rate_rings0_{0}; // the ring count then
+};
+
+} // namespace detail
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_DETAIL_BELL_WAITER_HPP
