@@ -204,6 +204,62 @@ BOOST_AUTO_TEST_CASE(late_after_the_predicted_sleep) {
     BOOST_TEST(port.prediction_ns("decode", *p.predict()).value() <= *predicted);
 }
 
+// The reactor watches the word while the predicted sleep lasts: work that completes early ends the
+// sleep at once (a late wait), not at the sleep's end (about 300 ms here).
+BOOST_AUTO_TEST_CASE(work_done_during_the_predicted_sleep_ends_it_at_once) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
+    s.set_doorbell(port.shared_bell());
+    const wait_plan p = plan("flag:park_us=100,backstop_us=1000+predict:margin_us=150,"
+                             "min_sleep_us=20,max_sleep_us=1000000,window=8");
+    {
+        s.enqueue(gpu_async::dur_ns{});
+        asio::steady_timer t(ctx, std::chrono::milliseconds(300));
+        t.async_wait([&](error_code) { dev.step_all(); });
+        result first;
+        port.async_wait(s, p, "long", record(first));
+        run_to_completion(ctx);
+        BOOST_REQUIRE(first.ec.has_value());
+        BOOST_TEST(!*first.ec);
+    }
+    BOOST_REQUIRE(port.prediction_ns("long", *p.predict()).value_or(0) >= 300'000'000u);
+    ctx.restart();
+    s.enqueue(gpu_async::dur_ns{});
+    result second;
+    port.async_wait(s, p, "long", record(second));
+    asio::post(ctx, [&] { dev.step_all(); }); // runs while the wait sleeps
+    run_to_completion(ctx);
+    BOOST_REQUIRE(second.ec.has_value());
+    BOOST_TEST(!*second.ec);
+    BOOST_TEST((second.report.kind == wait_kind::late));
+    BOOST_TEST(second.report.slept.count() > 0u);
+    BOOST_TEST(second.report.total.count() < 150'000'000u); // not the 300 ms sleep
+}
+
+// A flag park through the reactor lasts until the backstop query is due, not one park_us: the
+// reactor scans the word at every pass anyway. 20 ms of work under a 100 ms backstop is one park
+// (it was 200 parks of 100 us, each a registration, a timeout and a post).
+BOOST_AUTO_TEST_CASE(a_flag_park_through_the_reactor_lasts_until_the_backstop) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev;
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
+    s.enqueue(std::chrono::milliseconds(20));
+    result r;
+    port.async_wait(s, plan("flag:park_us=100,backstop_us=100000"), "park", record(r));
+    run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST(!*r.ec);
+    BOOST_TEST((r.report.kind == wait_kind::parked));
+    BOOST_TEST(r.report.parks >= 1u);
+    BOOST_TEST(r.report.parks <= 3u); // one, or a few where the run was slower than 100 ms
+    BOOST_TEST(r.report.total.count() >= 20'000'000u);
+}
+
 BOOST_AUTO_TEST_CASE(source_error_arrives_as_the_error_code) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);

@@ -161,6 +161,36 @@ BOOST_AUTO_TEST_CASE(flag_arms_after_the_immediate_check_and_before_any_sleep) {
     BOOST_TEST(a.report.slept.count() == 1'998'000u);
 }
 
+// A host that watches the word while the predicted sleep lasts (a reactor) ends the sleep when the
+// word arrives: the late query follows at once, and its answer is the authority.
+BOOST_AUTO_TEST_CASE(a_word_seen_during_the_sleep_ends_it_with_the_late_query) {
+    wait_machine m;
+    wait_action a = m.start(flag_predict(), 2'000'000, at_us(0));
+    a = m.on_event(query_pending(at_us(1)));
+    a = m.on_event(wait_event::armed({}, at_us(2)));
+    BOOST_REQUIRE((a.kind == act::sleep_until));
+    // A wake without the word before the sleep's end sleeps again.
+    a = m.on_event(wait_event::slept(at_us(700)));
+    BOOST_TEST((a.kind == act::sleep_until));
+    BOOST_TEST((a.at == at_us(2000)));
+    a = m.on_event(wait_event::slept_word_seen(at_us(900)));
+    BOOST_TEST((a.kind == act::query));
+    a = m.on_event(query_done(at_us(901)));
+    BOOST_REQUIRE((a.kind == act::done));
+    BOOST_TEST((a.report.kind == wait_kind::late));
+    BOOST_TEST(a.report.slept.count() == 898'000u);
+    BOOST_TEST(a.report.outcome->is_late());
+    // The word seen, the authority still pending: the wait goes on as a flag wait (it parks).
+    wait_machine m2;
+    a = m2.start(flag_predict(), 2'000'000, at_us(0));
+    a = m2.on_event(query_pending(at_us(0)));
+    a = m2.on_event(wait_event::armed({}, at_us(0)));
+    a = m2.on_event(wait_event::slept_word_seen(at_us(300)));
+    BOOST_REQUIRE((a.kind == act::query));
+    a = m2.on_event(query_pending(at_us(301)));
+    BOOST_TEST((a.kind == act::park));
+}
+
 BOOST_AUTO_TEST_CASE(flag_without_prediction_arms_then_parks) {
     wait_machine m;
     wait_action a = m.start(flag_plan(), 2'000'000, at_us(0));
@@ -464,8 +494,9 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
             if (step == 0 && plan->kind() != plan_kind::block)
                 BOOST_REQUIRE((a.kind == act::query));
             const bool after_park = last && last->kind == wait_event::type::parked;
-            // Once the word is seen, the next action is the final query.
-            if (after_park && last->word_seen) BOOST_REQUIRE((a.kind == act::query));
+            // Once the word is seen (in a park, or by a host during a sleep), the next action is
+            // the final or the late query.
+            if (last && last->word_seen) BOOST_REQUIRE((a.kind == act::query));
             switch (a.kind) {
             case act::arm:
                 BOOST_REQUIRE((plan->kind() == plan_kind::flag));
@@ -521,7 +552,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
                 break;
             case act::sleep_until:
                 if (!last_mismatched && chance(80)) now = max(now, a.at);
-                ev = wait_event::slept(now);
+                ev = chance(10) ? wait_event::slept_word_seen(now) : wait_event::slept(now);
                 break;
             default:
                 ev = wait_event::parked(chance(10), now);
@@ -533,7 +564,7 @@ BOOST_AUTO_TEST_CASE(random_event_scripts_keep_every_invariant) {
                     last_query = now;
                 }
                 if (a.kind == act::arm && !ev.error) armed = true;
-                if (a.kind == act::sleep_until && now >= a.at) slept = true;
+                if (a.kind == act::sleep_until && (now >= a.at || ev.word_seen)) slept = true;
                 if (a.kind == act::park) ++parks;
             }
             last = ev;

@@ -91,7 +91,8 @@ struct wait_event {
         queried, ///< answers `query`: `query` holds done, pending or failed(error)
         blocked, ///< answers `block`: `error` empty on success
         armed,   ///< answers `arm`: `error` empty on success
-        slept,   ///< answers `sleep_until`
+        slept,   ///< answers `sleep_until`: `word_seen` when a host that watched the word during
+                 ///< the sleep saw it reach its target (the sleep then ends early)
         parked,  ///< answers `park`: `word_seen` when the park saw the word reach its target
     };
 
@@ -99,7 +100,7 @@ struct wait_event {
     mono_ns now;        ///< the host's clock when the action returned
     query_result query; ///< for `queried`
     std::error_code error;
-    bool word_seen = false; ///< for `parked`
+    bool word_seen = false; ///< for `parked` and `slept`
 
     static wait_event queried(query_result r, mono_ns now) noexcept {
         return {type::queried, now, r, {}, false};
@@ -111,6 +112,11 @@ struct wait_event {
         return {type::armed, now, {}, ec, false};
     }
     static wait_event slept(mono_ns now) noexcept { return {type::slept, now, {}, {}, false}; }
+    /// A sleep that a host ended when it saw the word reach its target (it watched the word
+    /// while the sleep lasted, as a reactor does): the late query follows at once.
+    static wait_event slept_word_seen(mono_ns now) noexcept {
+        return {type::slept, now, {}, {}, true};
+    }
     static wait_event parked(bool word_seen, mono_ns now) noexcept {
         return {type::parked, now, {}, {}, word_seen};
     }
@@ -235,8 +241,9 @@ public:
             if (ev.kind != wait_event::type::slept) return protocol_error();
             slept_ = slept_ + now_.since(sleep_began_);
             sleep_began_ = now_;
-            // A timer that woke early sleeps again: never query before the sleep is over.
-            if (now_ < *sleep_to_)
+            // A timer that woke early sleeps again: never query before the sleep is over, unless
+            // the word said the work is done (the query is then the authority, as after a park).
+            if (now_ < *sleep_to_ && !ev.word_seen)
                 return emit(state::sleeping, wait_action::sleep_until(*sleep_to_));
             return emit(state::late_query, wait_action::query());
         case state::late_query:
@@ -284,6 +291,12 @@ public:
 
     /// The end of the predicted sleep, when this wait sleeps at all.
     std::optional<mono_ns> sleep_deadline() const noexcept { return sleep_to_; }
+
+    /// Flag plans: when the next backstop query is due (the last query plus the backstop). A
+    /// host whose park already watches the word continuously (a reactor that scans it) may park
+    /// until then in one piece instead of in park_ns pieces: the machine takes a park that
+    /// ended later than its bound as one park.
+    mono_ns backstop_due() const noexcept { return last_query_.after(backstop_ns_); }
 
 private:
     enum class state : std::uint8_t {

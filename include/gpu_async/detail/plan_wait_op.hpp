@@ -21,7 +21,6 @@
 #include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -67,8 +66,8 @@ inline mono_ns steady_now() noexcept {
 }
 
 /// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
-/// (query, block and arm inline; the predicted sleep on a steady_timer; each park as a reactor
-/// wait on the source's descriptor with the park as its deadline).
+/// (query, block and arm inline; the predicted sleep and each park as a reactor wait on the
+/// source's descriptor, with the sleep's end or the next backstop as its deadline).
 template <class Source, class Executor>
 class plan_wait_op {
 public:
@@ -105,7 +104,9 @@ public:
             break;
         case step::sleeping:
             if (ec == asio::error::operation_aborted) return abort(self);
-            m.action = m.machine.on_event(wait_event::slept(steady_now()));
+            // Reached (no error): the word ended the sleep; timed_out: the sleep's end.
+            m.action = m.machine.on_event(!ec ? wait_event::slept_word_seen(steady_now())
+                                              : wait_event::slept(steady_now()));
             break;
         case step::parking:
             if (ec == asio::error::operation_aborted) return abort(self);
@@ -132,8 +133,7 @@ private:
             , point(std::move(pt))
             , state(std::move(st))
             , svc(&sv)
-            , ex(e)
-            , timer(e) {}
+            , ex(e) {}
         impl(const impl&) = delete;
         impl& operator=(const impl&) = delete;
         ~impl() {
@@ -171,7 +171,6 @@ private:
         std::shared_ptr<port_state> state;
         reactor_service* svc;
         Executor ex;
-        asio::steady_timer timer;
         wait_machine machine;
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
@@ -184,7 +183,7 @@ private:
 
     template <class Self>
     void abort(Self& self) {
-        impl_.reset(); // the state (timer included) is freed before the upcall
+        impl_.reset(); // the state is freed before the upcall
         self.complete(asio::error::operation_aborted, wait_report{});
     }
 
@@ -223,31 +222,23 @@ private:
                 break;
             }
             case wait_action::type::sleep_until: {
+                // The predicted sleep watches the word too: a reactor wait whose deadline is the
+                // sleep's end, so work that finishes early ends the sleep at once (a late
+                // ending, found by the query that follows) instead of at the timer.
                 m.next = step::sleeping;
-                m.timer.expires_at(std::chrono::steady_clock::time_point(
-                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
-                m.timer.async_wait(std::move(self));
-                return;
+                return on_word(self, dur_ns{}, m.action.at);
             }
             case wait_action::type::park: {
                 m.next = step::parking;
+                // The park's bound is the reactor's longest park before it looks at the word
+                // again (it scans at every ring and device signal too). A park that ended at
+                // that bound only to be renewed while the word is unchanged would cost a
+                // registration, a timeout and a post each time and see nothing the reactor's
+                // scans do not, so one registration lasts until the backstop query is due.
                 const dur_ns bound = m.action.bound;
-                const auto deadline = std::chrono::steady_clock::now() +
-                                      std::chrono::nanoseconds(static_cast<std::int64_t>(bound.ns));
-                // Held until the park is registered (and past the op's end: `keep`), so a
-                // retirement of the source's line cannot slip in between (see impl).
-                const std::shared_ptr<port_state> keep = m.state;
-                std::unique_lock reg(keep->registration_mutex);
-                std::optional<memory_descriptor> desc;
-                if (!m.with_source([&](Source& src) { desc = src.descriptor(); })) {
-                    reg.unlock();
-                    return abort(self);
-                }
-                const Executor ex = m.ex;
-                reactor_service& svc = *m.svc;
-                reactor_port& port = m.state->reactor;
-                start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
-                return;
+                const mono_ns now = steady_now();
+                const dur_ns until_backstop = m.machine.backstop_due().since(now);
+                return on_word(self, bound, now.after(max(bound, until_backstop)));
             }
             case wait_action::type::done: {
                 wait_report report = m.action.report;
@@ -268,6 +259,29 @@ private:
             }
             }
         }
+    }
+
+    /// Registers the next step as a reactor wait on the source's word, ending when the word
+    /// reaches its target or at `end`; `bound`: the reactor's longest park while it waits
+    /// (none: the reactor's own).
+    template <class Self>
+    void on_word(Self& self, dur_ns bound, mono_ns end) {
+        impl& m = *impl_;
+        const auto deadline = std::chrono::steady_clock::time_point(
+            std::chrono::nanoseconds(static_cast<std::int64_t>(end.ns)));
+        // Held until the wait is registered (and past the op's end: `keep`), so a retirement of
+        // the source's line cannot slip in between (see impl).
+        const std::shared_ptr<port_state> keep = m.state;
+        std::unique_lock reg(keep->registration_mutex);
+        std::optional<memory_descriptor> desc;
+        if (!m.with_source([&](Source& src) { desc = src.descriptor(); })) {
+            reg.unlock();
+            return abort(self);
+        }
+        const Executor ex = m.ex;
+        reactor_service& svc = *m.svc;
+        reactor_port& port = m.state->reactor;
+        start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
     }
 
     std::unique_ptr<impl> impl_;

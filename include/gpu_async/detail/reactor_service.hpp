@@ -424,6 +424,8 @@ private:
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
     /// The longest spin of a stand-back before it sleeps on drains_out_ (dense rings only).
     static constexpr std::uint64_t stand_back_spin_ns = 20000;
+    /// The longest stand-back, in park bounds (a drain scans only when the bell rang).
+    static constexpr std::uint64_t stand_back_bounds = 10;
     std::atomic<bool> shut_down_{false};
     std::atomic<bool> waiter_present_{false};    // the watcher runs or a FILL driver is active
     std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)

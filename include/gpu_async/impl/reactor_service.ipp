@@ -93,7 +93,8 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         // every lock), never invoke it, as shutdown() does with pending waits.
         return start_result::dropped;
     }
-    if (deadline && *deadline <= std::chrono::steady_clock::now()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (deadline && *deadline <= now) {
         op->ec = asio::error::timed_out;
         return start_result::finished;
     }
@@ -123,12 +124,17 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     } while (!incoming_.compare_exchange_weak(old, op, std::memory_order_seq_cst,
                                               std::memory_order_relaxed));
     // Wake the waiter when it must act on this registration now: it is idle (nothing was
-    // pending: it sleeps up to a second), or the wait has a deadline or a bound tighter than the
-    // park bound. Otherwise it takes the wait in at its next scan, at the latest one park bound
-    // away, and a store to the wait's word is seen by that scan.
+    // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
+    // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
+    // latest one park bound away, and a store to the wait's word is seen by that scan.
     const bool idle = old == nullptr && table_size_.load(std::memory_order_seq_cst) == 0;
-    const bool tighter = bound.ns != 0 && bound.ns < park_bound_ns_.load(std::memory_order_relaxed);
-    if (idle || deadline || tighter) bell_->ring();
+    const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
+    const bool tighter = bound.ns != 0 && bound.ns < pb;
+    // A deadline further than one park bound away is met by the waiter's next pass.
+    const bool soon =
+        deadline && *deadline - now < std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                          std::min<std::uint64_t>(pb, INT64_MAX)));
+    if (idle || soon || tighter) bell_->ring();
     return start_result::registered;
 }
 
@@ -491,10 +497,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
     std::unique_lock lk(mutex_);
     while (!stop_) {
-        const std::uint64_t seen = bell_->count();
-        // A device's doorbell store ends the park below; taken before the scan it announces
-        // (the device stored its completion word first), so the scan sees that completion.
-        if (bell_->device_signaled()) bell_->take_device_signal();
+        std::uint64_t seen = bell_->count();
         if (completion_queue* retries = take_retries_locked()) {
             lk.unlock();
             schedule(retries);
@@ -508,6 +511,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             continue;
         }
         if (fill_ > 0) {
+            if (bell_->device_signaled()) bell_->take_device_signal(); // the FILL driver scans
             lk.unlock();
             park_on_bell(seen, idle_bound, /*watching=*/false);
             lk.lock();
@@ -517,13 +521,25 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             // A drain is out: it scans after its batch, on the executor's thread. Leave the
             // table to it rather than contend with it for the lock and for the lines a busy
             // port's handlers write (words, the incoming stack, the queue); scan once it ends,
-            // or when a bound passes in which no drain ran (an executor holds it back).
-            const dur_ns bound = bound_locked(std::chrono::steady_clock::now(), park_bound());
+            // or when a bound passes in which no drain ran (an executor holds it back), and
+            // in any case after stand_back_bounds park bounds or at the earliest deadline (a
+            // drain scans only when the bell rang).
+            const auto now = std::chrono::steady_clock::now();
+            const dur_ns bound = bound_locked(now, park_bound());
+            const std::uint64_t pb = park_bound().ns;
+            const dur_ns most = bound_locked(now, dur_ns{pb > ~std::uint64_t{0} / stand_back_bounds
+                                                             ? ~std::uint64_t{0}
+                                                             : pb * stand_back_bounds});
+            const std::uint64_t t0 = detail::wordwait_now_ns();
+            const std::uint64_t until =
+                t0 + std::min<std::uint64_t>(most.ns, ~std::uint64_t{0} - t0);
             lk.unlock();
             for (std::uint64_t progress = drain_progress_.load(std::memory_order_acquire),
                                round = 0;
                  ; ++round) {
-                stand_back(bound, round == 0);
+                const std::uint64_t t = detail::wordwait_now_ns();
+                if (t >= until) break;
+                stand_back(min(bound, dur_ns{until - t}), round == 0);
                 const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
                 if (now_progress == progress || drains_out_.load(std::memory_order_acquire) == 0 ||
                     stopping_.load(std::memory_order_relaxed))
@@ -532,7 +548,12 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             }
             lk.lock();
             if (stop_) break;
+            seen = bell_->count();
         }
+        // A device's doorbell store ends the park below; taken just before the scan it announces
+        // (the device stored its completion word first), so the scan sees that completion. (Not
+        // before a stand-back: the drains' scans look for the signal while it stays set.)
+        if (bell_->device_signaled()) bell_->take_device_signal();
         ready_list list;
         merge_incoming_locked(list);
         if (table_.empty() && list.head == nullptr) {
