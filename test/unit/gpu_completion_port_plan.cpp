@@ -239,6 +239,41 @@ BOOST_AUTO_TEST_CASE(work_done_during_the_predicted_sleep_ends_it_at_once) {
     BOOST_TEST(second.report.total.count() < 150'000'000u); // not the 300 ms sleep
 }
 
+// A sleeping plan-driven wait is a reactor wait: port-wide cancel() counts it and ends it at once.
+BOOST_AUTO_TEST_CASE(cancel_ends_a_sleeping_plan_wait_at_once_and_counts_it) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
+    const wait_plan p = plan("flag:park_us=100,backstop_us=1000+predict:margin_us=150,"
+                             "min_sleep_us=20,max_sleep_us=1000000,window=8");
+    {
+        s.enqueue(gpu_async::dur_ns{});
+        asio::steady_timer t(ctx, std::chrono::milliseconds(300));
+        t.async_wait([&](error_code) { dev.step_all(); });
+        result first;
+        port.async_wait(s, p, "long", record(first));
+        run_to_completion(ctx);
+        BOOST_REQUIRE(first.ec.has_value());
+    }
+    ctx.restart();
+    s.enqueue(gpu_async::dur_ns{});
+    result second;
+    port.async_wait(s, p, "long", record(second));
+    // Until the wait sleeps (its first steps posted and run; the sleep lasts about 300 ms).
+    for (int i = 0; i < 1000 && port.pending() == 0; ++i)
+        ctx.run_for(std::chrono::milliseconds(1));
+    BOOST_REQUIRE(port.pending() == 1u);
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(port.cancel() == 1u);
+    run_to_completion(ctx);
+    BOOST_REQUIRE(second.ec.has_value());
+    BOOST_TEST((*second.ec == asio::error::operation_aborted));
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(150)));
+    dev.step_all(); // the enqueued item completes; nobody waits for it
+}
+
 // A flag park through the reactor lasts until the backstop query is due, not one park_us: the
 // reactor scans the word at every pass anyway. 20 ms of work under a 100 ms backstop is one park
 // (it was 200 parks of 100 us, each a registration, a timeout and a post).
