@@ -272,6 +272,7 @@ int main(int argc, char** argv) {
                     auto c = std::make_unique<connection>();
                     c->p.fd = fd;
                     c->stream = device.make_stream();
+                    c->stream->set_doorbell(watcher.shared_bell()); // seen at once, not polled
                     watch_fd(ep, fd, conns.size());
                     conns.push_back(std::move(c));
                 }

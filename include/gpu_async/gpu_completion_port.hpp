@@ -227,9 +227,10 @@ public:
     ///
     /// Runs the wait driver (gpu_async::wait_machine) as a composed
     /// operation: one immediate query; for flag plans an arm; for predicting plans the sleep the
-    /// port's point table predicts for `point`, as a reactor wait on `source.descriptor()` whose
-    /// deadline is the sleep's end (the word reaching its target ends the sleep early, and the
-    /// late query follows); then polls (poll plans: one query per turn of the executor, other
+    /// port's point table predicts for `point` (a flag plan's as a reactor wait on its armed
+    /// `source.descriptor()` whose deadline is the sleep's end: the word reaching its target
+    /// ends the sleep early, and the late query follows; a poll plan's on an
+    /// asio::steady_timer); then polls (poll plans: one query per turn of the executor, other
     /// handlers run in between) or parks (flag plans: a reactor wait on `source.descriptor()`,
     /// the reactor looking at the word at least every park_us, until the next status query is
     /// due, at least every backstop, and a final query as the authority). A block
@@ -255,15 +256,15 @@ public:
     /// cancellation_type::terminal and partial (not total: the wait may have armed the source,
     /// i.e. enqueued a word store): the wait stops at its current step (a sleep or a park ends
     /// at once; a query or a block in progress finishes first). Port-wide cancel() and the
-    /// destructor end a sleeping or parked plan-driven wait at once, and one in any other step at
-    /// its next step; cancel() counts only the sleeping and parked ones.
+    /// destructor end a parked plan-driven wait, or a flag plan's sleeping one, at once, and one in
+    /// any other step at its next step; cancel() counts only those.
     ///
     /// @par Thread safety
     /// As for the descriptor overload. The point table is locked for each read and each feed.
     ///
     /// The handler is never invoked from within this function: the first step is posted. The
-    /// operation's state (its machine) is allocated with std::allocator, each sleep and park
-    /// with the handler's associated allocator; all of it is freed before the upcall.
+    /// operation's state (its machine and timer) is allocated with std::allocator, each reactor
+    /// wait with the handler's associated allocator; all of it is freed before the upcall.
     template <completion_source Source,
               asio::completion_token_for<void(boost::system::error_code, wait_report)>
                   CompletionToken = asio::default_completion_token_t<executor_type>>

@@ -239,7 +239,51 @@ BOOST_AUTO_TEST_CASE(work_done_during_the_predicted_sleep_ends_it_at_once) {
     BOOST_TEST(second.report.total.count() < 150'000'000u); // not the 300 ms sleep
 }
 
-// A sleeping plan-driven wait is a reactor wait: port-wide cancel() counts it and ends it at once.
+// A poll plan arms nothing, so its source's descriptor may name a store reached long ago (a CUDA
+// line's last target): its predicted sleep must be a plain timer, not a reactor wait that such a
+// word would end at once.
+BOOST_AUTO_TEST_CASE(a_poll_plan_sleeps_its_prediction_through_a_reached_descriptor) {
+    using gpu_async::completion_line;
+    using gpu_async::memory_descriptor;
+    using gpu_async::query_result;
+    struct timed_source {
+        completion_line* line;
+        std::chrono::steady_clock::time_point ready_at;
+        query_result query() {
+            return std::chrono::steady_clock::now() >= ready_at ? query_result::done()
+                                                                : query_result::pending();
+        }
+        std::error_code block() { return {}; }
+        std::error_code arm() { return {}; }
+        memory_descriptor descriptor() const {
+            return memory_descriptor(*line, *gpu_async::slot_id::at(0), 0);
+        }
+        bool park(gpu_async::dur_ns) { return false; }
+    };
+    static_assert(gpu_async::completion_source<timed_source>);
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line; // word 0 is 0: the descriptor's target is reached
+    const wait_plan p =
+        plan("poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=1000000,window=8");
+    timed_source src{&line, std::chrono::steady_clock::now() + std::chrono::milliseconds(30)};
+    result first;
+    port.async_wait(src, p, "timed", record(first)); // no prediction yet: polls for 30 ms
+    run_to_completion(ctx);
+    BOOST_REQUIRE(first.ec.has_value());
+    BOOST_TEST(!*first.ec);
+    BOOST_REQUIRE(port.prediction_ns("timed", *p.predict()).value_or(0) >= 25'000'000u);
+    ctx.restart();
+    src.ready_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+    result second;
+    port.async_wait(src, p, "timed", record(second));
+    run_to_completion(ctx);
+    BOOST_REQUIRE(second.ec.has_value());
+    BOOST_TEST(!*second.ec);
+    BOOST_TEST(second.report.slept.count() >= 20'000'000u); // slept, did not poll throughout
+}
+
+// A flag plan's sleeping wait is a reactor wait: port-wide cancel() counts it and ends it at once.
 BOOST_AUTO_TEST_CASE(cancel_ends_a_sleeping_plan_wait_at_once_and_counts_it) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);

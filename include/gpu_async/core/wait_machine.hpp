@@ -76,7 +76,8 @@ struct wait_report {
     std::optional<gpu_async::outcome> outcome;
     dur_ns total;                       ///< from the start time to the event that ended the wait
     dur_ns slept;                       ///< time spent in the predicted sleep
-    std::uint32_t parks = 0;            ///< parks executed (flag plans)
+    std::uint32_t parks = 0;            ///< parks executed (flag plans; a host whose park
+                                        ///< watches the word parks until the backstop is due)
     std::uint32_t backstop_queries = 0; ///< status queries made because a backstop fell due
     /// Set by the host when the plan that ran is not the one asked for (errc::park_fallback:
     /// the requested plan, the capability the host or the source lacks, why, the plan that ran).

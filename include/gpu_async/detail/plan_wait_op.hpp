@@ -21,6 +21,7 @@
 #include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <atomic>
@@ -66,8 +67,9 @@ inline mono_ns steady_now() noexcept {
 }
 
 /// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
-/// (query, block and arm inline; the predicted sleep and each park as a reactor wait on the
-/// source's descriptor, with the sleep's end or the next backstop as its deadline).
+/// (query, block and arm inline; a flag plan's predicted sleep and each park as a reactor wait on
+/// the source's descriptor, with the sleep's end or the next backstop as its deadline; the
+/// predicted sleep of a poll plan on a steady_timer).
 template <class Source, class Executor>
 class plan_wait_op {
 public:
@@ -104,8 +106,10 @@ public:
             break;
         case step::sleeping:
             if (ec == asio::error::operation_aborted) return abort(self);
-            // Reached (no error): the word ended the sleep; timed_out: the sleep's end.
-            m.action = m.machine.on_event(!ec ? wait_event::slept_word_seen(steady_now())
+            // A flag plan's sleep watches its armed word: reached (no error), the word ended the
+            // sleep; timed_out, the sleep's end. Any other sleep is the timer's.
+            m.action = m.machine.on_event(m.plan.kind() == plan_kind::flag && !ec
+                                              ? wait_event::slept_word_seen(steady_now())
                                               : wait_event::slept(steady_now()));
             break;
         case step::parking:
@@ -133,7 +137,8 @@ private:
             , point(std::move(pt))
             , state(std::move(st))
             , svc(&sv)
-            , ex(e) {}
+            , ex(e)
+            , timer(e) {}
         impl(const impl&) = delete;
         impl& operator=(const impl&) = delete;
         ~impl() {
@@ -171,6 +176,7 @@ private:
         std::shared_ptr<port_state> state;
         reactor_service* svc;
         Executor ex;
+        asio::steady_timer timer; // the sleep of a plan that arms nothing
         wait_machine machine;
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
@@ -183,7 +189,7 @@ private:
 
     template <class Self>
     void abort(Self& self) {
-        impl_.reset(); // the state is freed before the upcall
+        impl_.reset(); // the state (timer included) is freed before the upcall
         self.complete(asio::error::operation_aborted, wait_report{});
     }
 
@@ -222,11 +228,17 @@ private:
                 break;
             }
             case wait_action::type::sleep_until: {
-                // The predicted sleep watches the word too: a reactor wait whose deadline is the
-                // sleep's end, so work that finishes early ends the sleep at once (a late
-                // ending, found by the query that follows) instead of at the timer.
                 m.next = step::sleeping;
-                return on_word(self, dur_ns{}, m.action.at);
+                // A flag plan has armed its source (the word will be stored behind the work):
+                // its sleep is a reactor wait on that word whose deadline is the sleep's end, so
+                // work that finishes early ends the sleep at once (a late ending, found by the
+                // query that follows). Other plans arm nothing (their descriptor may name a
+                // store long reached): theirs is a timer.
+                if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
+                m.timer.expires_at(std::chrono::steady_clock::time_point(
+                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
+                m.timer.async_wait(std::move(self));
+                return;
             }
             case wait_action::type::park: {
                 m.next = step::parking;

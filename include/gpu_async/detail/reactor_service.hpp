@@ -36,7 +36,9 @@
 //   instead of scanning beside them, so a busy port's thread completes, re-arms and scans alone,
 //   as under run_fill, with no lock or line traded between two threads per completion. It scans
 //   anyway once a park bound passes in which no drain ran (a handler or an executor holds one
-//   back), so the other waits are still seen within the bound.
+//   back), at a device's doorbell signal, at a registration with a deadline within one park
+//   bound or a tighter bound, and after stand_back_bounds park bounds at most; in between, the
+//   drains' scans (each after a ring) see what producers store.
 // - Cancellation by key, as Asio's timers do it: a cancellation handler holds the wait's
 //   descriptor, its address and its serial number, and looks the wait up under the lock; it
 //   never dereferences a wait that is not registered, so a signal racing the completion on
@@ -389,6 +391,11 @@ private:
     /// A queue's drain was posted (its posted_ flag set), or ended without being posted again.
     void drain_out() noexcept { drains_out_.fetch_add(1, std::memory_order_seq_cst); }
     GPU_ASYNC_DECL void drain_ended() noexcept;
+    /// Ends a stand-back (bumps the eventcount, wakes its sleeper).
+    void wake_stand_back() noexcept;
+    /// Keeps `q` (its drain reference included) for the waiter to post again, or abandons it
+    /// after shutdown.
+    void retry_later(completion_queue* q) noexcept;
     /// Takes the retry list (under the lock).
     completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
@@ -434,7 +441,13 @@ private:
     // Drains posted, running or awaiting a retry (queues with posted_ set); a futex word that
     // the watcher sleeps on while it stands back (stand_back), with its sleepers counted.
     std::atomic<std::uint32_t> drains_out_{0};
+    // The stand-back's eventcount: bumped (then its sleepers woken) by whatever ends a
+    // stand-back: the last drain's end, a stop, an urgent registration.
+    std::atomic<std::uint32_t> stand_back_epoch_{0};
     std::atomic<std::uint32_t> stand_back_sleepers_{0};
+    // A registration with a deadline within one park bound or a bound tighter than the park
+    // bound came in: the watcher scans now rather than stand back.
+    std::atomic<bool> urgent_{false};
     std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
     std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
     completion_queue* retry_ = nullptr;            // queues whose drain could not be posted

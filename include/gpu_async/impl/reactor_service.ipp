@@ -134,6 +134,10 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     const bool soon =
         deadline && *deadline - now < std::chrono::nanoseconds(static_cast<std::int64_t>(
                                           std::min<std::uint64_t>(pb, INT64_MAX)));
+    if (soon || tighter) {
+        urgent_.store(true, std::memory_order_seq_cst);
+        wake_stand_back(); // a watcher standing back for drains scans now
+    }
     if (idle || soon || tighter) bell_->ring();
     return start_result::registered;
 }
@@ -480,10 +484,7 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
         waiter_present_.store(fill_ > 0, std::memory_order_release);
     }
     bell_->ring();
-#if GPU_ASYNC_HAS_FUTEX
-    if (stand_back_sleepers_.load(std::memory_order_seq_cst) != 0)
-        detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&drains_out_));
-#endif
+    wake_stand_back();
     t.join();
     std::lock_guard lk(mutex_);
     stop_ = false;
@@ -502,8 +503,11 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             lk.unlock();
             schedule(retries);
             lk.lock();
-            // A drain that cannot be posted now is retried after one park bound.
+            // A drain that cannot be posted now is retried after one park bound (a device's
+            // signal must not end that park at once: the scan after the retries reads the
+            // word anyway).
             if (retry_ != nullptr) {
+                if (bell_->device_signaled()) bell_->take_device_signal();
                 lk.unlock();
                 park_on_bell(seen, park_bound());
                 lk.lock();
@@ -521,9 +525,10 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             // A drain is out: it scans after its batch, on the executor's thread. Leave the
             // table to it rather than contend with it for the lock and for the lines a busy
             // port's handlers write (words, the incoming stack, the queue); scan once it ends,
-            // or when a bound passes in which no drain ran (an executor holds it back), and
-            // in any case after stand_back_bounds park bounds or at the earliest deadline (a
-            // drain scans only when the bell rang).
+            // or when a bound passes in which no drain ran (an executor holds it back), at a
+            // device's signal or a registration that cannot wait (a near deadline, a tight
+            // bound), and in any case after stand_back_bounds park bounds or at the earliest
+            // deadline (a drain scans only when the bell rang or a device signalled).
             const auto now = std::chrono::steady_clock::now();
             const dur_ns bound = bound_locked(now, park_bound());
             const std::uint64_t pb = park_bound().ns;
@@ -542,7 +547,8 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
                 stand_back(min(bound, dur_ns{until - t}), round == 0);
                 const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
                 if (now_progress == progress || drains_out_.load(std::memory_order_acquire) == 0 ||
-                    stopping_.load(std::memory_order_relaxed))
+                    stopping_.load(std::memory_order_relaxed) ||
+                    urgent_.load(std::memory_order_acquire) || bell_->device_signaled())
                     break;
                 progress = now_progress; // the drains ran within the bound: one scans at its end
             }
@@ -550,6 +556,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             if (stop_) break;
             seen = bell_->count();
         }
+        urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
         // A device's doorbell store ends the park below; taken just before the scan it announces
         // (the device stored its completion word first), so the scan sees that completion. (Not
         // before a stand-back: the drains' scans look for the signal while it stays set.)
@@ -579,16 +586,18 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
 }
 
 GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
-    const auto done = [this] {
+    const doorbell& bell = *bell_;
+    const auto done = [this, &bell] {
         return drains_out_.load(std::memory_order_seq_cst) == 0 ||
-               stopping_.load(std::memory_order_relaxed);
+               stopping_.load(std::memory_order_seq_cst) ||
+               urgent_.load(std::memory_order_seq_cst) || bell.device_signaled();
     };
     if (done() || bound.ns == 0) return;
     const std::uint64_t start = detail::wordwait_now_ns();
     const std::uint64_t deadline =
         start + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - start);
-    // Spin as a park would (up to max_spin_ns while rings come densely). One line is read,
-    // written by nobody but a drain's post and end.
+    // Spin as a park would (up to max_spin_ns while rings come densely). It reads lines that
+    // nobody writes per completion: the drains' count, the flags, the doorbell's device word.
     const std::uint64_t spin = waiter_.spin_ns();
     const std::uint64_t spin_for =
         spin_first ? std::min<std::uint64_t>(spin, stand_back_spin_ns) : 0;
@@ -599,35 +608,68 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
         if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;
     }
     // Sparse rings: a drain's end is near (the waiter scans and parks as usual). Dense rings
-    // (a busy port): sleep until the drains end, so that the port's thread runs alone.
+    // (a busy port): sleep until the drains end, so that the port's thread runs alone. A device
+    // store does not end a futex sleep: with device producers and no monitor, sleep in steps of
+    // the device poll interval and look at the doorbell's device word after each.
     if (spin != bell_waiter::max_spin_ns) return;
+    const std::uint64_t step = bell.device_producers() != 0 && !waiter_.has_monitor()
+                                   ? std::max<std::uint64_t>(1, waiter_.device_poll().ns)
+                                   : ~std::uint64_t{0};
 #if GPU_ASYNC_HAS_FUTEX
     for (;;) {
+        // Eventcount: registered as a sleeper, read the count, then check; whatever ends a
+        // stand-back changes its state first and bumps the count after, so the futex sees
+        // the new count or the check sees the new state.
         stand_back_sleepers_.fetch_add(1, std::memory_order_seq_cst);
-        const std::uint32_t out = drains_out_.load(std::memory_order_seq_cst);
+        const std::uint32_t epoch = stand_back_epoch_.load(std::memory_order_seq_cst);
         const std::uint64_t now = detail::wordwait_now_ns();
-        if (out == 0 || stopping_.load(std::memory_order_seq_cst) || now >= deadline) {
+        if (done() || now >= deadline) {
             stand_back_sleepers_.fetch_sub(1, std::memory_order_relaxed);
             return;
         }
-        detail::futex_wait(reinterpret_cast<const std::uint32_t*>(&drains_out_), out,
-                           std::min<std::uint64_t>(deadline - now, doorbell::max_sleep_ns));
+        const std::uint64_t left = std::min({deadline - now, doorbell::max_sleep_ns, step});
+        detail::futex_wait(reinterpret_cast<const std::uint32_t*>(&stand_back_epoch_), epoch, left);
         stand_back_sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
 #else
+    (void)step;
     while (!done() && detail::wordwait_now_ns() < deadline)
         std::this_thread::yield();
 #endif
 }
 
 GPU_ASYNC_DECL void reactor_service::drain_ended() noexcept {
-    // The watcher's stand-back sleep ends when the last drain does (Dekker with stand_back:
-    // both sides seq_cst).
-    if (drains_out_.fetch_sub(1, std::memory_order_seq_cst) != 1) return;
+    // The last drain's end ends a stand-back.
+    if (drains_out_.fetch_sub(1, std::memory_order_seq_cst) == 1) wake_stand_back();
+}
+
+GPU_ASYNC_DECL void reactor_service::wake_stand_back() noexcept {
+    stand_back_epoch_.fetch_add(1, std::memory_order_seq_cst);
 #if GPU_ASYNC_HAS_FUTEX
     if (stand_back_sleepers_.load(std::memory_order_seq_cst) != 0)
-        detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&drains_out_));
+        detail::futex_wake_all(reinterpret_cast<const std::uint32_t*>(&stand_back_epoch_));
 #endif
+}
+
+GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
+    std::unique_lock lk(mutex_);
+    if (shut_down_.load(std::memory_order_relaxed)) {
+        lk.unlock();
+        q->abandon();
+        return;
+    }
+    q->next_schedule_ = retry_;
+    retry_ = q;
+    const bool no_waiter = fill_ == 0 && !thread_.joinable() && !stop_;
+    if (no_waiter) {
+        try {
+            start_thread_locked();
+        } catch (...) {
+            // No watcher either: the next registration, poll_ready() or run_fill() retries.
+        }
+    }
+    lk.unlock();
+    bell_->ring();
 }
 
 GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& list) noexcept {
@@ -658,24 +700,7 @@ GPU_ASYNC_DECL void reactor_service::schedule(completion_queue* list) noexcept {
         q->next_schedule_ = nullptr;
         if (q->schedule_(q)) continue; // the drain holds the reference now
         // Posting failed: keep the queue (and its reference) for the waiter to post again.
-        std::unique_lock lk(mutex_);
-        if (shut_down_.load(std::memory_order_relaxed)) {
-            lk.unlock();
-            q->abandon();
-            continue;
-        }
-        q->next_schedule_ = retry_;
-        retry_ = q;
-        const bool no_waiter = fill_ == 0 && !thread_.joinable() && !stop_;
-        if (no_waiter) {
-            try {
-                start_thread_locked();
-            } catch (...) {
-                // No watcher either: the next registration, poll_ready() or run_fill() retries.
-            }
-        }
-        lk.unlock();
-        bell_->ring();
+        retry_later(q);
     }
 }
 
@@ -781,18 +806,10 @@ GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
 }
 
 GPU_ASYNC_DECL void completion_queue::dropped() noexcept {
-    bool gone = false;
-    {
-        std::lock_guard lk(svc_->mutex_);
-        gone = svc_->shut_down_.load(std::memory_order_relaxed);
-    }
-    if (gone) {
-        abandon();
-        return;
-    }
-    // An executor destroyed the drain unrun although the context lives: post it again.
-    next_schedule_ = nullptr;
-    svc_->schedule(this);
+    // An executor destroyed the drain unrun: the waiter posts it again (not here: an executor
+    // that throws after taking the drain would bring us back here at once, without end), or,
+    // after shutdown, its ops are destroyed.
+    svc_->retry_later(this);
 }
 
 } // namespace gpu_async::detail
