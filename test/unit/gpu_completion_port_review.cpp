@@ -226,6 +226,31 @@ BOOST_AUTO_TEST_CASE(a_drain_the_executor_refuses_is_posted_again) {
     BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u); // no drain counted twice
 }
 
+BOOST_AUTO_TEST_CASE(an_executor_that_refuses_the_drain_many_times_is_retried_without_recursion) {
+    // Each refusal destroys the drain the executor was handed (asio::post wraps it first): the
+    // queue goes back to the waiter, which posts it again after one park bound (1 us here). A
+    // repost from inside the destroyed drain recursed once per refusal (a stack overflow near
+    // 100 000).
+    asio::io_context ctx;
+    auto guard = asio::make_work_guard(ctx);
+    const unreliable_executor ex = make_unreliable(ctx, 150000, 0);
+    gpu_async::basic_gpu_completion_port<unreliable_executor> port(ex);
+    port.park_bound(std::chrono::microseconds(1));
+    completion_line line;
+    line.words[4].store(1);
+    int calls = 0;
+    port.async_wait(memory_descriptor(line, slot(4), 1), [&](error_code ec) {
+        BOOST_TEST(!ec);
+        ++calls;
+        ctx.stop();
+    });
+    ctx.run_for(std::chrono::seconds(60));
+    BOOST_TEST_REQUIRE(ctx.stopped());
+    BOOST_TEST(calls == 1);
+    BOOST_TEST(ex.refuse->load() == 0);
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_drain_the_executor_drops_unrun_is_posted_again) {
     // The executor destroys the first drain without running it while the context lives: the
     // queued completion is not destroyed with it but delivered by the next drain.
