@@ -530,28 +530,42 @@ BOOST_AUTO_TEST_CASE(giving_a_stream_back_ends_the_waits_on_its_own_line) {
 // watcher scans again after one park bound in which no drain ran. Port a's handler waits, on
 // one of two threads, for port b's completion, which only the watcher can find.
 BOOST_AUTO_TEST_CASE(a_handler_that_keeps_its_thread_does_not_hold_back_another_ports_waits) {
-    asio::io_context ctx;
-    gpu_completion_port a(ctx), b(ctx);
-    completion_line line;
-    std::atomic<bool> b_done{false};
-    bool b_seen_inside_a = false;
-    a.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
-        BOOST_TEST(!ec);
-        line.words[1].store(1, std::memory_order_release); // b's word, no ring: a GPU's store
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!b_done.load(std::memory_order_acquire) && std::chrono::steady_clock::now() < end)
-            std::this_thread::sleep_for(std::chrono::microseconds(200));
-        b_seen_inside_a = b_done.load(std::memory_order_acquire);
-    });
-    b.async_wait(memory_descriptor(line, slot(1), 1), [&](error_code ec) {
-        BOOST_TEST(!ec);
-        b_done.store(true, std::memory_order_release);
-    });
-    line.words[0].store(1, std::memory_order_release);
-    a.bell().ring();
-    BOOST_TEST_REQUIRE(run_on_threads(ctx, 2));
-    BOOST_TEST(b_seen_inside_a);
-    BOOST_TEST(reactor_of(a).drains_out() == 0u);
+    // Quiet, and with rings coming densely from another thread (the watcher then sleeps in its
+    // stand-back rather than spin).
+    for (const bool dense : {false, true}) {
+        asio::io_context ctx;
+        gpu_completion_port a(ctx), b(ctx);
+        completion_line line;
+        std::atomic<bool> b_done{false};
+        bool b_seen_inside_a = false;
+        std::thread ringer;
+        if (dense)
+            ringer = std::thread([&] {
+                while (!b_done.load(std::memory_order_acquire))
+                    a.bell().ring();
+            });
+        a.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+            BOOST_TEST(!ec);
+            line.words[1].store(1, std::memory_order_release); // b's word, no ring of its own
+            const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (!b_done.load(std::memory_order_acquire) &&
+                   std::chrono::steady_clock::now() < end)
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+            b_seen_inside_a = b_done.load(std::memory_order_acquire);
+        });
+        b.async_wait(memory_descriptor(line, slot(1), 1), [&](error_code ec) {
+            BOOST_TEST(!ec);
+            b_done.store(true, std::memory_order_release);
+        });
+        if (dense) std::this_thread::sleep_for(std::chrono::milliseconds(5)); // busy mode
+        line.words[0].store(1, std::memory_order_release);
+        a.bell().ring();
+        BOOST_TEST_REQUIRE(run_on_threads(ctx, 2));
+        b_done.store(true, std::memory_order_release); // ends the ringer in any case
+        if (ringer.joinable()) ringer.join();
+        BOOST_TEST(b_seen_inside_a, "dense rings: " << dense);
+        BOOST_TEST(reactor_of(a).drains_out() == 0u);
+    }
 }
 
 // 8. A watcher that stands back for a drain the executor never runs (the context is not run)
