@@ -325,11 +325,6 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     /// Lines with at least one registered wait.
     std::size_t lines() const noexcept { return active_.size(); }
-    /// A line with a registered wait (the one registered longest ago among those still watched,
-    /// roughly), or null when the table is empty: where a single parked waiter parks.
-    const completion_line* first_line() const noexcept {
-        return active_.empty() ? nullptr : active_.front()->line;
-    }
     /// Whether `line` has a registered wait.
     bool watches(const completion_line& line) const { return lines_.contains(&line); }
 

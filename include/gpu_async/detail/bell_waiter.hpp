@@ -61,6 +61,9 @@ public:
     static constexpr std::uint64_t max_spin_ns = 100000;
     /// The mean gap between rings under which they count as dense.
     static constexpr std::uint64_t busy_gap_ns = 25000;
+    /// The park of a watcher with nothing to watch: a registration and a stop ring it; the
+    /// bound only caps what a lost ring (none is expected) would cost.
+    static constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
 
     explicit bell_waiter(const word_wait& ww = word_wait::probe()) noexcept
         : ww_(&ww) {}
@@ -102,7 +105,7 @@ public:
         }
         const dur_ns step{
             std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
-        const std::uint64_t end = now + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - now);
+        const std::uint64_t end = mono_ns{now}.after(bound).ns;
         for (dur_ns s = spin;; s = dur_ns{}) {
             const std::uint64_t t = wordwait_now_ns();
             if (t >= end) return;

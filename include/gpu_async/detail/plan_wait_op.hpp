@@ -66,6 +66,12 @@ inline mono_ns steady_now() noexcept {
         std::chrono::duration_cast<std::chrono::nanoseconds>(t).count())};
 }
 
+/// A point of steady_now()'s clock as a std::chrono::steady_clock time point.
+inline std::chrono::steady_clock::time_point steady_at(mono_ns t) noexcept {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::nanoseconds(static_cast<std::int64_t>(t.ns)));
+}
+
 /// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
 /// (query, block and arm inline; a flag plan's predicted sleep and each park as a reactor wait on
 /// the source's descriptor, with the sleep's end or the next backstop as its deadline; the
@@ -235,8 +241,7 @@ private:
                 // query that follows). Other plans arm nothing (their descriptor may name a
                 // store long reached): theirs is a timer.
                 if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
-                m.timer.expires_at(std::chrono::steady_clock::time_point(
-                    std::chrono::nanoseconds(static_cast<std::int64_t>(m.action.at.ns))));
+                m.timer.expires_at(steady_at(m.action.at));
                 m.timer.async_wait(std::move(self));
                 return;
             }
@@ -279,8 +284,6 @@ private:
     template <class Self>
     void on_word(Self& self, dur_ns bound, mono_ns end) {
         impl& m = *impl_;
-        const auto deadline = std::chrono::steady_clock::time_point(
-            std::chrono::nanoseconds(static_cast<std::int64_t>(end.ns)));
         // Held until the wait is registered (and past the op's end: `keep`), so a retirement of
         // the source's line cannot slip in between (see impl).
         const std::shared_ptr<port_state> keep = m.state;
@@ -293,7 +296,7 @@ private:
         const Executor ex = m.ex;
         reactor_service& svc = *m.svc;
         reactor_port& port = m.state->reactor;
-        start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, deadline);
+        start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, steady_at(end));
     }
 
     std::unique_ptr<impl> impl_;

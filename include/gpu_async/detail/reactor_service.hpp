@@ -419,6 +419,8 @@ private:
     /// drains_out_. Returns when none is out, at a stop, or after `bound`. `spin_first`: spin
     /// before the sleep (the first round of a stand-back).
     void stand_back(dur_ns bound, bool spin_first);
+    /// What ends a stand-back: no drain out, a stop, an urgent registration, a device's signal.
+    GPU_ASYNC_DECL bool stand_back_over() const noexcept;
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};

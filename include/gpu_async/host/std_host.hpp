@@ -472,9 +472,7 @@ private:
 
     void run() {
         // While nothing is watched the thread sleeps on the doorbell; a registration and the
-        // stop ring it. The idle sleep is bounded only so that a lost ring (none is expected)
-        // costs at most a second.
-        constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
+        // stop ring it.
         std::vector<state_ptr> fired;
         std::unique_lock lk(m_);
         while (!stop_) {
@@ -484,7 +482,7 @@ private:
             if (bell_->device_signaled()) bell_->take_device_signal();
             if (table_.empty() && ready_.empty()) {
                 lk.unlock();
-                waiter_.park(*bell_, seen, idle_bound, /*watching=*/false);
+                waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
                 lk.lock();
                 continue;
             }

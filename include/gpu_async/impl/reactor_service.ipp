@@ -131,9 +131,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
     // A deadline further than one park bound away is met by the waiter's next pass.
-    const bool soon =
-        deadline && *deadline - now < std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                          std::min<std::uint64_t>(pb, INT64_MAX)));
+    const bool soon = deadline && *deadline - now < dur_ns{pb}.chrono();
     if (soon || tighter) {
         urgent_.store(true, std::memory_order_seq_cst);
         wake_stand_back(); // a watcher standing back for drains scans now
@@ -493,9 +491,8 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
 
 GPU_ASYNC_DECL void reactor_service::watcher_main() {
     // While nothing is pending (or a FILL driver is the waiter) the watcher sleeps on the
-    // doorbell: a registration, end_fill() and stop all ring it. The idle sleep is bounded only
-    // so that a lost ring (none is expected) costs at most a second.
-    constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
+    // doorbell: a registration, end_fill() and stop all ring it (bell_waiter::idle_bound).
+    constexpr dur_ns idle_bound = bell_waiter::idle_bound;
     std::unique_lock lk(mutex_);
     while (!stop_) {
         std::uint64_t seen = bell_->count();
@@ -535,9 +532,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             const dur_ns most = bound_locked(now, dur_ns{pb > ~std::uint64_t{0} / stand_back_bounds
                                                              ? ~std::uint64_t{0}
                                                              : pb * stand_back_bounds});
-            const std::uint64_t t0 = detail::wordwait_now_ns();
-            const std::uint64_t until =
-                t0 + std::min<std::uint64_t>(most.ns, ~std::uint64_t{0} - t0);
+            const std::uint64_t until = mono_ns{detail::wordwait_now_ns()}.after(most).ns;
             lk.unlock();
             for (std::uint64_t progress = drain_progress_.load(std::memory_order_acquire),
                                round = 0;
@@ -546,10 +541,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
                 if (t >= until) break;
                 stand_back(min(bound, dur_ns{until - t}), round == 0);
                 const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
-                if (now_progress == progress || drains_out_.load(std::memory_order_acquire) == 0 ||
-                    stopping_.load(std::memory_order_relaxed) ||
-                    urgent_.load(std::memory_order_acquire) || bell_->device_signaled())
-                    break;
+                if (now_progress == progress || stand_back_over()) break;
                 progress = now_progress; // the drains ran within the bound: one scans at its end
             }
             lk.lock();
@@ -587,15 +579,9 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
 
 GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
     const doorbell& bell = *bell_;
-    const auto done = [this, &bell] {
-        return drains_out_.load(std::memory_order_seq_cst) == 0 ||
-               stopping_.load(std::memory_order_seq_cst) ||
-               urgent_.load(std::memory_order_seq_cst) || bell.device_signaled();
-    };
-    if (done() || bound.ns == 0) return;
+    if (stand_back_over() || bound.ns == 0) return;
     const std::uint64_t start = detail::wordwait_now_ns();
-    const std::uint64_t deadline =
-        start + std::min<std::uint64_t>(bound.ns, ~std::uint64_t{0} - start);
+    const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
     // Spin as a park would (up to max_spin_ns while rings come densely). It reads lines that
     // nobody writes per completion: the drains' count, the flags, the doorbell's device word.
     const std::uint64_t spin = waiter_.spin_ns();
@@ -603,7 +589,7 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
         spin_first ? std::min<std::uint64_t>(spin, stand_back_spin_ns) : 0;
     const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
     for (unsigned i = 1;; ++i) {
-        if (done()) return;
+        if (stand_back_over()) return;
         detail::cpu_relax();
         if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;
     }
@@ -623,7 +609,7 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
         stand_back_sleepers_.fetch_add(1, std::memory_order_seq_cst);
         const std::uint32_t epoch = stand_back_epoch_.load(std::memory_order_seq_cst);
         const std::uint64_t now = detail::wordwait_now_ns();
-        if (done() || now >= deadline) {
+        if (stand_back_over() || now >= deadline) {
             stand_back_sleepers_.fetch_sub(1, std::memory_order_relaxed);
             return;
         }
@@ -633,9 +619,15 @@ GPU_ASYNC_DECL void reactor_service::stand_back(dur_ns bound, bool spin_first) {
     }
 #else
     (void)step;
-    while (!done() && detail::wordwait_now_ns() < deadline)
+    while (!stand_back_over() && detail::wordwait_now_ns() < deadline)
         std::this_thread::yield();
 #endif
+}
+
+GPU_ASYNC_DECL bool reactor_service::stand_back_over() const noexcept {
+    return drains_out_.load(std::memory_order_seq_cst) == 0 ||
+           stopping_.load(std::memory_order_seq_cst) || urgent_.load(std::memory_order_seq_cst) ||
+           bell_->device_signaled();
 }
 
 GPU_ASYNC_DECL void reactor_service::drain_ended() noexcept {
