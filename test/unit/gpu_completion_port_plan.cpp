@@ -70,6 +70,20 @@ sim_device::options manual() {
     return o;
 }
 
+/// Teaches `point` a prediction of about `took`: one wait on `s` (a manual device's stream) whose
+/// work the device completes `took` after the start. Runs `ctx` to completion; returns the wait.
+result teach(asio::io_context& ctx, gpu_completion_port& port, sim_device& dev,
+             gpu_async::sim_stream& s, const wait_plan& p, std::string_view point,
+             std::chrono::milliseconds took) {
+    s.enqueue(gpu_async::dur_ns{});
+    asio::steady_timer t(ctx, took);
+    t.async_wait([&](error_code) { dev.step_all(); });
+    result r;
+    port.async_wait(s, p, point, record(r));
+    run_to_completion(ctx);
+    return r;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(gpu_completion_port_plan_tests)
@@ -173,12 +187,7 @@ BOOST_AUTO_TEST_CASE(late_after_the_predicted_sleep) {
     const wait_plan p = plan(flag_predict_text);
     // Teach the point a long prediction: one parked wait finished well after its start.
     {
-        s.enqueue(gpu_async::dur_ns{});
-        asio::steady_timer t(ctx, std::chrono::milliseconds(2));
-        t.async_wait([&](error_code) { dev.step_all(); });
-        result first;
-        port.async_wait(s, p, "decode", record(first));
-        run_to_completion(ctx);
+        const result first = teach(ctx, port, dev, s, p, "decode", std::chrono::milliseconds(2));
         BOOST_REQUIRE(first.ec.has_value());
         BOOST_TEST(!*first.ec);
         BOOST_TEST((first.report.kind == wait_kind::parked));
@@ -216,12 +225,7 @@ BOOST_AUTO_TEST_CASE(work_done_during_the_predicted_sleep_ends_it_at_once) {
     const wait_plan p = plan("flag:park_us=100,backstop_us=1000+predict:margin_us=150,"
                              "min_sleep_us=20,max_sleep_us=1000000,window=8");
     {
-        s.enqueue(gpu_async::dur_ns{});
-        asio::steady_timer t(ctx, std::chrono::milliseconds(300));
-        t.async_wait([&](error_code) { dev.step_all(); });
-        result first;
-        port.async_wait(s, p, "long", record(first));
-        run_to_completion(ctx);
+        const result first = teach(ctx, port, dev, s, p, "long", std::chrono::milliseconds(300));
         BOOST_REQUIRE(first.ec.has_value());
         BOOST_TEST(!*first.ec);
     }
@@ -293,12 +297,7 @@ BOOST_AUTO_TEST_CASE(cancel_ends_a_sleeping_plan_wait_at_once_and_counts_it) {
     const wait_plan p = plan("flag:park_us=100,backstop_us=1000+predict:margin_us=150,"
                              "min_sleep_us=20,max_sleep_us=1000000,window=8");
     {
-        s.enqueue(gpu_async::dur_ns{});
-        asio::steady_timer t(ctx, std::chrono::milliseconds(300));
-        t.async_wait([&](error_code) { dev.step_all(); });
-        result first;
-        port.async_wait(s, p, "long", record(first));
-        run_to_completion(ctx);
+        const result first = teach(ctx, port, dev, s, p, "long", std::chrono::milliseconds(300));
         BOOST_REQUIRE(first.ec.has_value());
     }
     ctx.restart();

@@ -40,6 +40,15 @@ bool eventually(Pred pred) {
     return true;
 }
 
+/// Waits (at most long_wait) until `w` has scanned once: its first registration is taken in
+/// and the thread parks next. True once it has.
+bool scanned_once(const std_watcher& w) {
+    const auto by = std::chrono::steady_clock::now() + long_wait;
+    while (w.scans() == 0 && std::chrono::steady_clock::now() < by)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return w.scans() > 0;
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(watcher)
@@ -277,10 +286,7 @@ BOOST_AUTO_TEST_CASE(a_producer_that_rings_is_seen_before_the_park_bound) {
     completion_line line;
     watch_handle h = w.watch(line, slot(2), 1);
     // Let the thread take the wait in and park (without a ring it would sleep the whole bound).
-    const auto parked_by = std::chrono::steady_clock::now() + long_wait;
-    while (w.scans() == 0 && std::chrono::steady_clock::now() < parked_by)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    BOOST_TEST_REQUIRE(w.scans() > 0u);
+    BOOST_TEST_REQUIRE(scanned_once(w));
     std::thread producer([&] {
         line.words[2].store(1, std::memory_order_release);
         w.bell().ring();
@@ -301,10 +307,7 @@ BOOST_AUTO_TEST_CASE(a_device_signal_on_the_doorbell_is_seen_before_the_park_bou
     bell.add_device_producer();
     completion_line line;
     watch_handle h = w.watch(line, slot(5), 7);
-    const auto parked_by = std::chrono::steady_clock::now() + long_wait;
-    while (w.scans() == 0 && std::chrono::steady_clock::now() < parked_by)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    BOOST_TEST_REQUIRE(w.scans() > 0u);
+    BOOST_TEST_REQUIRE(scanned_once(w));
     line.words[5].store(7, std::memory_order_release);
     bell.line().words[doorbell::device_word].store(doorbell::device_signal,
                                                    std::memory_order_release);
