@@ -150,6 +150,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
         list = next;
     }
     reached_scratch_.clear();
+    ready_list scanned; // waits of the table that an insert's scan of their slot completed
     while (fifo != nullptr) {
         reactor_op* op = fifo;
         fifo = op->next_ready_;
@@ -158,7 +159,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             // One read of the word decides both "complete now" and the wait's place in its slot
             // (and may complete other waits of the slot: the word moved far since the last scan).
             const std::optional<table_type::handle> pos =
-                table_.insert(op->descriptor(), op, sink_locked(out),
+                table_.insert(op->descriptor(), op, sink_locked(scanned),
                               op->has_deadline_ ? std::optional<mono_ns>(mono_ns{op->deadline_ns_})
                                                 : std::nullopt);
             if (!pos) {
@@ -180,7 +181,19 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     }
     // Waits already complete when taken in leave in ascending target order per slot, as a scan
     // hands them out: by slot, then by distance below the slot's word (read once per wait, all
-    // in one pass after the inserts, as close together as they can be).
+    // in one pass after the inserts, as close together as they can be). With them, the table's
+    // waits an insert completed: registered earlier, they may have lower targets of the same
+    // slot, and the two runs leave as one.
+    while (scanned.head != nullptr) {
+        reactor_op* op = scanned.head;
+        try {
+            reached_scratch_.push_back(reached{op, nullptr, 0, false, 0});
+        } catch (...) {
+            break; // no room to order the rest: handed out as they come, after the ordered
+        }
+        scanned.head = op->next_ready_;
+        --scanned.count;
+    }
     if (reached_scratch_.size() > 1) {
         for (reached& r : reached_scratch_)
             r = reached::of(r.op);
@@ -189,6 +202,11 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     for (const reached& r : reached_scratch_)
         out.push(r.op);
     reached_scratch_.clear();
+    while (scanned.head != nullptr) {
+        reactor_op* op = scanned.head;
+        scanned.head = op->next_ready_;
+        out.push(op);
+    }
     table_size_.store(table_.size(), std::memory_order_seq_cst);
 }
 
@@ -416,12 +434,28 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     // Waits registered since the caller's merge: one pushed before a store that the scan above
     // saw is on the stack now, and must leave with this scan, not after the slot's later
     // targets (it is handed out here if complete, else taken into the table).
+    reactor_op* const before_late = out.tail;
     merge_incoming_locked(out);
     const std::size_t late = out.count - merged - collected;
+    std::size_t again = 0;
+    if (late != 0) {
+        // That merge may have read a store the scan above did not see: the table's waits of the
+        // same slots that it reached (lower targets among them) leave with it, not at the next
+        // scan; so do waits pushed before that store but after the merge took the stack.
+        reactor_op* op = before_late != nullptr ? before_late->next_ready_ : out.head;
+        for (std::size_t i = 0; i < late; ++i, op = op->next_ready_) {
+            const memory_descriptor& d = op->descriptor();
+            table_.collect(d.line(), d.slot(), sink_locked(out));
+        }
+        merge_incoming_locked(out);
+        again = out.count - merged - collected - late;
+    }
     table_.collect_expired(to_mono(now), sink_locked(out));
-    // Up to three runs, each in ascending target order per slot (taken in complete, found by
-    // the scan, taken in complete after it): one slot may have waits in several.
-    if (int{merged != 0} + int{collected != 0} + int{late != 0} >= 2) order_locked(out);
+    // Up to four runs, each in ascending target order per slot (taken in complete, found by
+    // the scan, taken in complete after it, found after that): one slot may have waits in
+    // several.
+    if (int{merged != 0} + int{collected != 0} + int{late != 0} + int{again != 0} >= 2)
+        order_locked(out);
 }
 
 GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
