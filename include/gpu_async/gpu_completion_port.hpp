@@ -147,6 +147,16 @@ public:
         device_poll(dur_ns::from(interval));
     }
 
+    /// Whether the waiter predicts, where device_poll applies: it learns each slot's rhythm (the
+    /// time from a wait's start to its completion, the least of the last 8), and while every
+    /// pending wait has one it sleeps to the earliest expected completion less one device poll
+    /// interval (within the park bound) instead of stepping, then polls in a pause loop for up
+    /// to two intervals, then steps. Fewer wake-ups for streams with a steady rhythm; a
+    /// completion earlier than any seen before waits up to the end of that sleep. Default on;
+    /// the execution context's, for waits started after the change.
+    bool predicts() const noexcept { return service_->predicts(); }
+    void predicts(bool on) noexcept { service_->predicts(on); }
+
     /// Cancels every pending wait of this port. Their handlers are invoked (never from within
     /// this function) with asio::error::operation_aborted. Waits that completed before this
     /// call are not affected. May be called from any thread.

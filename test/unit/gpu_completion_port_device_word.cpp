@@ -3,9 +3,12 @@
 // a GPU line with the doorbell attached does) and never rings: the reactor's waiter sees it
 // through the device word, within about one device poll interval without a user-mode monitor
 // and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
+#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/line_retirement.hpp>
 #include <gpu_async/run_fill.hpp>
+#include <gpu_async/wordwait.hpp>
 
 #include "common/io_context_fixture.hpp"
 
@@ -50,6 +53,34 @@ void device_store(completion_line& line, std::size_t slot, std::uint64_t value, 
 // completion within the run proves the device word was seen by the device poll.
 constexpr auto long_bound = std::chrono::seconds(30);
 constexpr auto run_bound = std::chrono::milliseconds(800);
+
+/// Whether the waiter predicts here: only without a user-mode monitor.
+bool predicting_here() {
+    return word_wait::probe().path() == word_wait_path::fallback;
+}
+
+/// One round on the watcher: a wait on (line, slot) for `target`, stored by a "device" thread
+/// `after` its start. Returns whether the handler ran with success within the run's bound.
+bool watcher_round(asio::io_context& ctx, gpu_completion_port& port, completion_line& line,
+                   std::size_t slot, std::uint64_t target, std::chrono::microseconds after) {
+    bool ok = false;
+    port.async_wait(memory_descriptor(line, *slot_id::at(slot), target),
+                    [&](error_code ec) { ok = !ec; });
+    std::thread device([&] {
+        if (after.count() != 0) std::this_thread::sleep_for(after);
+        device_store(line, slot, target, port.bell());
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    ctx.run_for(run_bound);
+    device.join();
+    const bool in_time = std::chrono::steady_clock::now() - t0 < run_bound;
+    ctx.restart();
+    return ok && in_time;
+}
+
+detail::reactor_service& service_of(asio::io_context& ctx) {
+    return asio::use_service<detail::reactor_service>(ctx);
+}
 
 } // namespace
 
@@ -136,6 +167,115 @@ BOOST_AUTO_TEST_CASE(a_simulated_store_only_stream_is_seen_through_the_device_wo
         ctx.run_for(run_bound);
         BOOST_TEST_REQUIRE(done == round);
         ctx.restart();
+    }
+}
+
+BOOST_AUTO_TEST_CASE(the_watcher_learns_a_slots_rhythm_and_still_sees_an_earlier_store) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    BOOST_TEST(port.predicts());
+    port.park_bound(long_bound); // the predicted sleep is not cut short by the park bound
+    device_producer producer(port.bell());
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    std::uint64_t target = 0;
+    for (int round = 0; round < 8; ++round)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 3, ++target, std::chrono::milliseconds(2)));
+    if (!predicting_here()) {
+        // A monitor sees the device's store at once: nothing is learnt.
+        BOOST_TEST(svc.rhythm_lines() == 0u);
+        return;
+    }
+    BOOST_TEST(svc.rhythm_lines() == 1u);
+    const std::optional<std::uint64_t> learnt = svc.rhythm_sleep_ns(line, *slot_id::at(3));
+    BOOST_TEST_REQUIRE(learnt.has_value());
+    BOOST_TEST(!svc.rhythm_sleep_ns(line, *slot_id::at(4)).has_value()); // another slot: cold
+    // A store far earlier than any seen is still seen (within the sleep, not lost), and the
+    // rhythm does not rise for it.
+    BOOST_TEST_REQUIRE(watcher_round(ctx, port, line, 3, ++target, std::chrono::microseconds(0)));
+    const std::optional<std::uint64_t> after = svc.rhythm_sleep_ns(line, *slot_id::at(3));
+    BOOST_TEST_REQUIRE(after.has_value());
+    BOOST_TEST(*after <= *learnt);
+    // Steady again: every wait completes.
+    for (int round = 0; round < 4; ++round)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 3, ++target, std::chrono::milliseconds(1)));
+}
+
+BOOST_AUTO_TEST_CASE(a_rhythm_is_forgotten_when_its_line_retires_and_not_learnt_when_off) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    device_producer producer(port.bell());
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    BOOST_TEST_REQUIRE(watcher_round(ctx, port, line, 0, 1, std::chrono::microseconds(300)));
+    BOOST_TEST(svc.rhythm_lines() == (predicting_here() ? 1u : 0u));
+    retire_line(line);
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+    BOOST_TEST(!svc.rhythm_sleep_ns(line, *slot_id::at(0)).has_value());
+
+    port.predicts(false);
+    BOOST_TEST(!port.predicts());
+    gpu_completion_port other(ctx); // the context's, shared
+    BOOST_TEST(!other.predicts());
+    for (std::uint64_t target = 2; target <= 4; ++target)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 0, target, std::chrono::microseconds(300)));
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(without_device_producers_nothing_is_predicted) {
+    // Host producers ring the doorbell: the waiter wakes on the ring and learns nothing.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    for (std::uint64_t target = 1; target <= 3; ++target) {
+        bool ok = false;
+        port.async_wait(memory_descriptor(line, *slot_id::at(1), target),
+                        [&](error_code ec) { ok = !ec; });
+        std::thread producer([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            line.words[1].store(target, std::memory_order_release);
+            port.bell().ring();
+        });
+        ctx.run_for(run_bound);
+        producer.join();
+        ctx.restart();
+        BOOST_TEST_REQUIRE(ok);
+    }
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(run_fill_learns_the_rhythm_too) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    device_producer producer(port.bell());
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    for (std::uint64_t target = 1; target <= 6; ++target) {
+        asio::steady_timer guard(ctx, run_bound); // ends run_fill if the store is never seen
+        guard.async_wait([&](error_code) { ctx.stop(); });
+        bool ok = false;
+        port.async_wait(memory_descriptor(line, *slot_id::at(6), target), [&](error_code ec) {
+            ok = !ec;
+            guard.cancel();
+        });
+        std::thread device([&] {
+            std::this_thread::sleep_for(std::chrono::microseconds(1500));
+            device_store(line, 6, target, port.bell());
+        });
+        run_fill(ctx);
+        device.join();
+        ctx.restart();
+        BOOST_TEST_REQUIRE(ok);
+    }
+    if (predicting_here()) {
+        BOOST_TEST(svc.rhythm_lines() == 1u);
+        BOOST_TEST(svc.rhythm_sleep_ns(line, *slot_id::at(6)).has_value());
+    } else {
+        BOOST_TEST(svc.rhythm_lines() == 0u);
     }
 }
 

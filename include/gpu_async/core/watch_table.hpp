@@ -320,6 +320,16 @@ public:
         return mono_ns{deadlines_.begin()->first};
     }
 
+    /// Calls `f(value)` for every registered wait, in an unspecified order, reading no word.
+    /// O(size()); `f` must not call back into the table.
+    template <class F>
+    void for_each(F&& f) const {
+        for (const line_rec* lr : active_)
+            for (std::uint32_t mask = lr->mask; mask != 0; mask &= mask - 1)
+                for (const auto& [target, e] : lr->slots[std::countr_zero(mask)].waits)
+                    f(e.value);
+    }
+
     /// Registered waits.
     std::size_t size() const noexcept { return size_; }
     bool empty() const noexcept { return size_ == 0; }

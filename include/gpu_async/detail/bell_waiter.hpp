@@ -113,6 +113,26 @@ public:
         }
     }
 
+    /// The predicted park of a waiter without a user-mode monitor (see the reactor service's
+    /// completion rhythm): sleeps `sleep` on the doorbell's futex (a ring ends it, a device's
+    /// store cannot, which is why the sleep ends a margin before the predicted completion), then
+    /// polls the doorbell in a pause loop for up to `budget` (a ring or the device's signal ends
+    /// it). Returns true when the device had signalled by the end of the sleep: what the next
+    /// scan finds completed came before its prediction (a late sample). Watcher thread only.
+    bool park_predicted(const doorbell& bell, std::uint64_t seen, dur_ns sleep, dur_ns budget) {
+        auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
+        if (rang()) return false;
+        if (bell.wait([&bell, seen] { return bell.count() != seen; }, sleep, dur_ns{}))
+            return false;
+        if (bell.device_signaled()) return true;
+        const std::uint64_t end = mono_ns{wordwait_now_ns()}.after(budget).ns;
+        for (unsigned i = 1;; ++i) {
+            if (rang()) return false;
+            cpu_relax();
+            if ((i & 15u) == 0 && wordwait_now_ns() >= end) return false;
+        }
+    }
+
     /// The spin before a futex sleep now: doorbell::spin_ns, or max_spin_ns while dense.
     std::uint64_t spin_ns() const noexcept { return spin_ns_.load(std::memory_order_relaxed); }
     /// True while rings come densely (the waiter spins max_spin_ns).

@@ -51,6 +51,7 @@
 #define GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/completion_rhythm.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/bell_waiter.hpp>
@@ -130,6 +131,7 @@ private:
     destroy_fn destroy_;
     std::uint64_t bound_ns_ = 0;    // 0: the service's park bound
     std::uint64_t deadline_ns_ = 0; // with has_deadline_: the registration's deadline
+    std::uint64_t started_ns_ = 0;  // when it was registered (wordwait clock), 0: not predicted
     bool has_deadline_ = false;
     reactor_port* port_ = nullptr;  // the port it was started for
     reactor_port* owner_ = nullptr; // the port whose list it is linked in (while in the table)
@@ -276,6 +278,21 @@ public:
     /// default_device_poll; zero is taken as 1 ns.
     dur_ns device_poll() const noexcept { return waiter_.device_poll(); }
     void device_poll(dur_ns interval) noexcept { waiter_.device_poll(interval); }
+    /// Whether the waiter learns each slot's completion rhythm and, in the same conditions as
+    /// device_poll (device producers, no monitor), sleeps to the earliest expected completion
+    /// (within the park bound) instead of stepping (default true). Applies to waits started
+    /// after the change.
+    bool predicts() const noexcept { return predict_.load(std::memory_order_relaxed); }
+    void predicts(bool on) noexcept { predict_.store(on, std::memory_order_relaxed); }
+    /// Lines with a learnt rhythm (for tests and diagnostics).
+    GPU_ASYNC_DECL std::size_t rhythm_lines() const;
+    /// The sleep after a wait's start on (line, slot) that the rhythm allows now (for tests and
+    /// diagnostics): completion_rhythm::sleep_ns under rhythm_plan().
+    GPU_ASYNC_DECL std::optional<std::uint64_t> rhythm_sleep_ns(const completion_line& line,
+                                                                slot_id slot) const;
+    /// At most this many pending waits are looked through for the earliest expected completion;
+    /// with more the waiter steps (a scan per park would cost more than the steps it saves).
+    static constexpr std::size_t predict_max_pending = 256;
 
     /// Ends every wait on `line` (operation_aborted, through their executors); after it returns
     /// the service does not read `line` until a new wait on it is started. Line owners call the
@@ -414,6 +431,21 @@ private:
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
         waiter_.park(*bell_, seen, bound, watching);
     }
+    /// Whether waits started now are predicted: predicts(), device producers on the doorbell and
+    /// no user-mode monitor (a monitor sees the device's store at once: nothing to predict).
+    bool predicting() const noexcept {
+        return predict_.load(std::memory_order_relaxed) && bell_->device_producers() != 0 &&
+               !waiter_.has_monitor();
+    }
+    /// The estimator's plan for the rhythm: the margin is one device poll interval.
+    deadline_plan rhythm_plan() const noexcept;
+    /// The sleep before the earliest expected completion of the pending waits, less the margin,
+    /// when every pending wait (at most predict_max_pending) has a learnt rhythm and that sleep
+    /// is longer than two device poll intervals; else none (the waiter steps).
+    std::optional<dur_ns> predicted_sleep_locked(std::uint64_t now_ns) const;
+    /// Parks as park_on_bell, or, with a predicted sleep within `bound`, sleeps to it and polls
+    /// (bell_waiter::park_predicted); returns whether the next scan's samples are late.
+    bool park_between_scans(std::uint64_t seen, dur_ns bound, std::optional<dur_ns> sleep);
     /// While drains are out (their ends scan), the watcher waits for them instead of scanning
     /// beside them: spins as a park would, then, while rings come densely, sleeps on
     /// drains_out_. Returns when none is out, at a stop, or after `bound`. `spin_first`: spin
@@ -431,6 +463,10 @@ private:
     std::size_t fill_ = 0;
     bool stop_ = false;
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
+    std::atomic<bool> predict_{true};
+    completion_rhythm rhythm_;        // per slot, registration to completion (under the lock)
+    bool scan_late_ = false;          // the next scan follows a predicted sleep the device outran
+    std::uint64_t slept_from_ns_ = 0; // with scan_late_: when that sleep began (the last look)
     /// The longest spin of a stand-back before it sleeps on drains_out_ (dense rings only).
     static constexpr std::uint64_t stand_back_spin_ns = 20000;
     /// The longest stand-back, in park bounds (a drain scans only when the bell rang).

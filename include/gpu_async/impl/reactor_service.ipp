@@ -73,6 +73,22 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
     switch (why) {
     case watch_end::reached:
         op->ec = {};
+        if (op->started_ns_ != 0) {
+            // What the wait teaches its slot's rhythm: from its start to this look, or, found
+            // by the first look after a sleep the device outran, somewhere after the look
+            // before that sleep.
+            const std::uint64_t start = op->started_ns_;
+            const std::uint64_t now = detail::wordwait_now_ns();
+            const std::uint64_t took = now > start ? now - start : 0;
+            const memory_descriptor& d = op->descriptor();
+            if (self->scan_late_)
+                self->rhythm_.observe_between(
+                    d.line(), d.slot(),
+                    self->slept_from_ns_ > start ? self->slept_from_ns_ - start : 0, took,
+                    self->rhythm_plan());
+            else
+                self->rhythm_.observe(d.line(), d.slot(), took, self->rhythm_plan());
+        }
         break;
     case watch_end::expired:
         op->ec = asio::error::timed_out;
@@ -113,6 +129,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
             start_thread_locked();
     }
     op->port_ = &port;
+    op->started_ns_ = predicting() ? detail::wordwait_now_ns() : 0;
     op->bound_ns_ = bound.ns;
     op->has_deadline_ = deadline.has_value();
     op->deadline_ns_ = deadline ? to_mono(*deadline).ns : 0;
@@ -268,6 +285,7 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
         ready_list list;
         merge_incoming_locked(list);
         table_.remove_line(line, sink_locked(list));
+        rhythm_.forget(line);
         table_size_.store(table_.size(), std::memory_order_relaxed);
         sched = enqueue_locked(list);
     }
@@ -349,11 +367,74 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
+    std::optional<dur_ns> sleep;
     {
         std::lock_guard lk(mutex_);
         bound = bound_locked(std::chrono::steady_clock::now(), bound);
+        sleep = predicted_sleep_locked(detail::wordwait_now_ns());
     }
-    park_on_bell(seen, bound);
+    const std::uint64_t from = detail::wordwait_now_ns();
+    if (park_between_scans(seen, bound, sleep)) {
+        std::lock_guard lk(mutex_);
+        scan_late_ = true;
+        slept_from_ns_ = from;
+    }
+}
+
+GPU_ASYNC_DECL std::size_t reactor_service::rhythm_lines() const {
+    std::lock_guard lk(mutex_);
+    return rhythm_.lines();
+}
+
+GPU_ASYNC_DECL std::optional<std::uint64_t>
+reactor_service::rhythm_sleep_ns(const completion_line& line, slot_id slot) const {
+    std::lock_guard lk(mutex_);
+    return rhythm_.sleep_ns(line, slot, rhythm_plan());
+}
+
+GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
+    deadline_plan plan;
+    plan.margin_ns = waiter_.device_poll().ns;
+    plan.min_sleep_ns = 0;
+    plan.max_sleep_ns = bell_waiter::idle_bound.ns;
+    plan.window = 8;
+    return plan;
+}
+
+GPU_ASYNC_DECL std::optional<dur_ns>
+reactor_service::predicted_sleep_locked(std::uint64_t now_ns) const {
+    if (table_.empty() || table_.size() > predict_max_pending || !predicting()) return std::nullopt;
+    const deadline_plan plan = rhythm_plan();
+    // A sleep shorter than two steps saves nothing: the first wait due by then settles it.
+    const std::uint64_t soon = mono_ns{now_ns}.after(dur_ns{2 * waiter_.device_poll().ns}).ns;
+    std::uint64_t wake = ~std::uint64_t{0};
+    bool step = false;
+    table_.for_each([&](const reactor_op* op) {
+        if (step) return;
+        const memory_descriptor& d = op->descriptor();
+        const std::optional<std::uint64_t> s =
+            op->started_ns_ == 0 ? std::nullopt : rhythm_.sleep_ns(d.line(), d.slot(), plan);
+        // A wait without a prediction may complete at any time.
+        wake = s ? std::min(wake, mono_ns{op->started_ns_}.after(dur_ns{*s}).ns) : 0;
+        step = wake <= soon;
+    });
+    if (step) return std::nullopt;
+    return dur_ns{wake - now_ns};
+}
+
+GPU_ASYNC_DECL bool reactor_service::park_between_scans(std::uint64_t seen, dur_ns bound,
+                                                        std::optional<dur_ns> sleep) {
+    if (!sleep) {
+        park_on_bell(seen, bound);
+        return false;
+    }
+    // Within the bound the sleep ends a margin before the earliest expected completion; then
+    // the waiter polls for up to twice the device poll interval (the margin and one step), then
+    // steps as usual. Past the bound (a deadline, a tighter bound, the park bound) it sleeps the
+    // whole bound, without steps: the scan there looks, and the next park predicts again. Either
+    // way a completion the device signalled during the sleep came before its prediction.
+    if (*sleep >= bound) return waiter_.park_predicted(*bell_, seen, bound, dur_ns{});
+    return waiter_.park_predicted(*bell_, seen, *sleep, dur_ns{2 * waiter_.device_poll().ns});
 }
 
 GPU_ASYNC_DECL void reactor_service::shutdown() {
@@ -456,6 +537,7 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     // several.
     if (int{merged != 0} + int{collected != 0} + int{late != 0} + int{again != 0} >= 2)
         order_locked(out);
+    scan_late_ = false; // only the first scan after a predicted sleep
 }
 
 GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
@@ -602,12 +684,20 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         table_size_.store(table_.size(), std::memory_order_relaxed);
         completion_queue* sched = enqueue_locked(list);
         const dur_ns bound = bound_locked(now, park_bound());
+        const std::optional<dur_ns> sleep =
+            list.head != nullptr ? std::nullopt : predicted_sleep_locked(detail::wordwait_now_ns());
         lk.unlock();
+        bool late = false;
+        const std::uint64_t from = detail::wordwait_now_ns();
         if (list.head != nullptr)
             schedule(sched);
         else
-            park_on_bell(seen, bound);
+            late = park_between_scans(seen, bound, sleep);
         lk.lock();
+        if (late) {
+            scan_late_ = true;
+            slept_from_ns_ = from;
+        }
     }
 }
 
