@@ -21,6 +21,9 @@
 //   ours-fill             async_wait(descriptor) under run_fill (no watcher thread)
 //   ours-fill+predict     the plan-driven wait under run_fill
 //   ours-service-dp10/50/100  ours-service with the device poll knob at 10, 50, 100 us
+//   ours-fill-dp5/50/100  ours-fill with the device poll knob at 5, 50, 100 us
+//   ours-service-steps    ours-service without the completion rhythm (predicts(false)): the
+//                         waiter sleeps in device-poll steps only
 //   ours-service-ringing, ours-fill-ringing  the same with a ringing (host) producer
 //   callback-post-idealized   the device thread posts the handler itself (no callback thread)
 //   callback-thread-post  the device wakes a driver-like callback thread (condition variable)
@@ -124,15 +127,20 @@ enum class strategy : std::uint8_t {
     ours_fill_ringing,
     callback_thread,
     sleep_watcher,
+    ours_service_steps,
+    ours_fill_dp5,
+    ours_fill_dp50,
+    ours_fill_dp100,
 };
 
 constexpr strategy all_strategies[] = {
-    strategy::ours_service,       strategy::ours_service_predict, strategy::ours_fill,
-    strategy::ours_fill_predict,  strategy::ours_service_dp10,    strategy::ours_service_dp50,
-    strategy::ours_service_dp100, strategy::ours_service_ringing, strategy::ours_fill_ringing,
-    strategy::callback_post,      strategy::callback_thread,      strategy::timer_50us,
-    strategy::timer_1ms,          strategy::blocking_cv,          strategy::spin_poll,
-    strategy::sleep_watcher};
+    strategy::ours_service,      strategy::ours_service_steps, strategy::ours_service_predict,
+    strategy::ours_fill,         strategy::ours_fill_predict,  strategy::ours_fill_dp5,
+    strategy::ours_fill_dp50,    strategy::ours_fill_dp100,    strategy::ours_service_dp10,
+    strategy::ours_service_dp50, strategy::ours_service_dp100, strategy::ours_service_ringing,
+    strategy::ours_fill_ringing, strategy::callback_post,      strategy::callback_thread,
+    strategy::timer_50us,        strategy::timer_1ms,          strategy::blocking_cv,
+    strategy::spin_poll,         strategy::sleep_watcher};
 
 const char* name(strategy s) {
     switch (s) {
@@ -154,6 +162,14 @@ const char* name(strategy s) {
         return "ours-service-dp50";
     case strategy::ours_service_dp100:
         return "ours-service-dp100";
+    case strategy::ours_service_steps:
+        return "ours-service-steps";
+    case strategy::ours_fill_dp5:
+        return "ours-fill-dp5";
+    case strategy::ours_fill_dp50:
+        return "ours-fill-dp50";
+    case strategy::ours_fill_dp100:
+        return "ours-fill-dp100";
     case strategy::ours_service_ringing:
         return "ours-service-ringing";
     case strategy::ours_fill_ringing:
@@ -181,6 +197,10 @@ bool is_ours(strategy s) {
     case strategy::ours_service_dp10:
     case strategy::ours_service_dp50:
     case strategy::ours_service_dp100:
+    case strategy::ours_service_steps:
+    case strategy::ours_fill_dp5:
+    case strategy::ours_fill_dp50:
+    case strategy::ours_fill_dp100:
     case strategy::ours_service_ringing:
     case strategy::ours_fill_ringing:
         return true;
@@ -190,7 +210,8 @@ bool is_ours(strategy s) {
 }
 bool is_fill(strategy s) {
     return s == strategy::ours_fill || s == strategy::ours_fill_predict ||
-           s == strategy::ours_fill_ringing;
+           s == strategy::ours_fill_ringing || s == strategy::ours_fill_dp5 ||
+           s == strategy::ours_fill_dp50 || s == strategy::ours_fill_dp100;
 }
 bool is_ringing(strategy s) {
     return s == strategy::ours_service_ringing || s == strategy::ours_fill_ringing;
@@ -203,6 +224,12 @@ std::uint64_t device_poll_us(strategy s) {
     case strategy::ours_service_dp50:
         return 50;
     case strategy::ours_service_dp100:
+        return 100;
+    case strategy::ours_fill_dp5:
+        return 5;
+    case strategy::ours_fill_dp50:
+        return 50;
+    case strategy::ours_fill_dp100:
         return 100;
     default:
         return 0;
@@ -260,6 +287,7 @@ public:
         if (is_ours(s)) port_.emplace(ctx_);
         if (port_ && device_poll_us(s) != 0)
             port_->device_poll(std::chrono::microseconds(device_poll_us(s)));
+        if (port_ && s == strategy::ours_service_steps) port_->predicts(false);
         gpu_async::completion_line* line = nullptr;
         for (std::size_t i = 0; i < lanes_.size(); ++i) {
             if (i % gpu_async::line_words == 0) line = &device_.make_line();
@@ -410,6 +438,10 @@ private:
         case strategy::ours_service_dp10:
         case strategy::ours_service_dp50:
         case strategy::ours_service_dp100:
+        case strategy::ours_service_steps:
+        case strategy::ours_fill_dp5:
+        case strategy::ours_fill_dp50:
+        case strategy::ours_fill_dp100:
         case strategy::ours_service_ringing:
         case strategy::ours_fill_ringing:
             port_->async_wait(l.stream->descriptor_for(l.seq),
