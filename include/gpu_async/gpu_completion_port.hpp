@@ -153,7 +153,8 @@ public:
     /// interval (within the park bound) instead of stepping, then polls in a pause loop for up
     /// to two intervals, then steps. Fewer wake-ups for streams with a steady rhythm; a
     /// completion earlier than any seen before waits up to the end of that sleep. Default on;
-    /// the execution context's, for waits started after the change.
+    /// the execution context's. Turned on, it learns from waits started after the change;
+    /// turned off, the waiter steps from its next park.
     bool predicts() const noexcept { return service_->predicts(); }
     void predicts(bool on) noexcept { service_->predicts(on); }
 

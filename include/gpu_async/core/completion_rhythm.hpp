@@ -10,8 +10,9 @@
 // `window` samples, so a sleep to it rarely oversleeps and a late sample never raises it), and
 // tells the waiter how long after a registration it may sleep before it must look again.
 //
-// Samples. observe(): the completion was seen while the waiter was looking (its polls are at most
-// one step apart, so the sample is at most a step late). observe_between(): the first look after
+// Samples. observe(): the completion was seen by a look, `took` after the wait's start (an upper
+// bound: at most a step late while the waiter steps, more when a ring ended a long sleep; the
+// minimum over the window absorbs the late ones). observe_between(): the first look after
 // a sleep to a prediction found it done, so it came after the look before the sleep and before
 // the prediction: the middle of that span is taken (a bisection: a rhythm that shortened is
 // found again in a few waits, and a wrong guess costs wake-ups, not a lost completion).
@@ -46,8 +47,8 @@ public:
     /// Lines remembered before the table starts over.
     static constexpr std::size_t max_lines = 1024;
 
-    /// Learns what one wait on `slot` of `line` showed: registered, then seen complete
-    /// `took_ns` later by a waiter that was looking. `plan.window` samples are kept.
+    /// Learns what one wait on `slot` of `line` showed: registered, then seen complete by a look
+    /// `took_ns` later. `plan.window` samples are kept.
     void observe(const completion_line& line, slot_id slot, std::uint64_t took_ns,
                  const deadline_plan& plan) {
         point(line, slot).observe(plan, outcome::exact(took_ns));

@@ -16,7 +16,9 @@
 //   virtual machine); once the gap widens past twice that, doorbell::spin_ns again.
 // - With device producers counted on the doorbell and no monitor, a park while waits are pending
 //   sleeps in steps of the device poll interval and looks at the doorbell's device word after
-//   each (a futex does not see a device's store).
+//   each (a futex does not see a device's store); or, when its owner predicts the next
+//   completion (the reactor service's completion rhythm), park_predicted() sleeps to a margin
+//   before it, then polls the device word in a pause loop for a short budget.
 //
 // Host layer: std threads, the word wait and the doorbell; no Boost, no Asio.
 //
@@ -118,7 +120,8 @@ public:
     /// store cannot, which is why the sleep ends a margin before the predicted completion), then
     /// polls the doorbell in a pause loop for up to `budget` (a ring or the device's signal ends
     /// it). Returns true when the device had signalled by the end of the sleep: what the next
-    /// scan finds completed came before its prediction (a late sample). Watcher thread only.
+    /// scan finds completed came before its prediction (a late sample). Call from the waiting
+    /// thread only (the watcher, or run_fill's).
     bool park_predicted(const doorbell& bell, std::uint64_t seen, dur_ns sleep, dur_ns budget) {
         auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
         if (rang()) return false;

@@ -280,8 +280,8 @@ public:
     void device_poll(dur_ns interval) noexcept { waiter_.device_poll(interval); }
     /// Whether the waiter learns each slot's completion rhythm and, in the same conditions as
     /// device_poll (device producers, no monitor), sleeps to the earliest expected completion
-    /// (within the park bound) instead of stepping (default true). Applies to waits started
-    /// after the change.
+    /// (within the park bound) instead of stepping (default true). Turned on, it learns from
+    /// waits started after the change; turned off, the waiter steps from its next park.
     bool predicts() const noexcept { return predict_.load(std::memory_order_relaxed); }
     void predicts(bool on) noexcept { predict_.store(on, std::memory_order_relaxed); }
     /// Lines with a learnt rhythm (for tests and diagnostics).
@@ -439,6 +439,15 @@ private:
     }
     /// The estimator's plan for the rhythm: the margin is one device poll interval.
     deadline_plan rhythm_plan() const noexcept;
+    /// Twice the device poll interval (saturating): the shortest predicted sleep worth taking
+    /// and the longest poll after one.
+    dur_ns two_polls() const noexcept {
+        const std::uint64_t p = waiter_.device_poll().ns;
+        return dur_ns{p > ~std::uint64_t{0} / 2 ? ~std::uint64_t{0} : 2 * p};
+    }
+    /// Feeds what `op`, found complete now, teaches its slot's rhythm (under the lock; never
+    /// throws: without memory the sample is dropped).
+    void learn_locked(const reactor_op& op) noexcept;
     /// The sleep before the earliest expected completion of the pending waits, less the margin,
     /// when every pending wait (at most predict_max_pending) has a learnt rhythm and that sleep
     /// is longer than two device poll intervals; else none (the waiter steps).

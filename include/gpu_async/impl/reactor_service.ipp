@@ -73,22 +73,7 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
     switch (why) {
     case watch_end::reached:
         op->ec = {};
-        if (op->started_ns_ != 0) {
-            // What the wait teaches its slot's rhythm: from its start to this look, or, found
-            // by the first look after a sleep the device outran, somewhere after the look
-            // before that sleep.
-            const std::uint64_t start = op->started_ns_;
-            const std::uint64_t now = detail::wordwait_now_ns();
-            const std::uint64_t took = now > start ? now - start : 0;
-            const memory_descriptor& d = op->descriptor();
-            if (self->scan_late_)
-                self->rhythm_.observe_between(
-                    d.line(), d.slot(),
-                    self->slept_from_ns_ > start ? self->slept_from_ns_ - start : 0, took,
-                    self->rhythm_plan());
-            else
-                self->rhythm_.observe(d.line(), d.slot(), took, self->rhythm_plan());
-        }
+        self->learn_locked(*op);
         break;
     case watch_end::expired:
         op->ec = asio::error::timed_out;
@@ -98,6 +83,26 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
         break;
     }
     out->push(op);
+}
+
+GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
+    const std::uint64_t start = op.started_ns_;
+    if (start == 0) return; // started while nothing was predicted
+    // What the wait teaches its slot's rhythm: from its start to this look; or, when it was
+    // pending at the look before a predicted sleep and this is the first look after it, that
+    // it came somewhere between the two.
+    const std::uint64_t now = detail::wordwait_now_ns();
+    const std::uint64_t took = now > start ? now - start : 0;
+    const memory_descriptor& d = op.descriptor();
+    try {
+        if (scan_late_ && start < slept_from_ns_)
+            rhythm_.observe_between(d.line(), d.slot(), slept_from_ns_ - start, took,
+                                    rhythm_plan());
+        else
+            rhythm_.observe(d.line(), d.slot(), took, rhythm_plan());
+    } catch (...) {
+        // No memory for the line's record: the sample is dropped (the waiter steps for it).
+    }
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
@@ -181,6 +186,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
                                                 : std::nullopt);
             if (!pos) {
                 op->ec = {};
+                learn_locked(*op);
                 try {
                     reached_scratch_.push_back(reached{op, nullptr, 0, false, 0});
                 } catch (...) {
@@ -332,7 +338,10 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
         retries = take_retries_locked();
         ready_list list;
         merge_incoming_locked(list);
-        if (!table_.empty()) collect_locked(std::chrono::steady_clock::now(), list);
+        if (!table_.empty())
+            collect_locked(std::chrono::steady_clock::now(), list);
+        else
+            scan_late_ = false;
         table_size_.store(table_.size(), std::memory_order_relaxed);
         n = list.count;
         sched = enqueue_locked(list);
@@ -356,7 +365,10 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
         drain_progress_.fetch_add(1, std::memory_order_release);
         ready_list list;
         merge_incoming_locked(list);
-        if (!table_.empty()) collect_locked(std::chrono::steady_clock::now(), list);
+        if (!table_.empty())
+            collect_locked(std::chrono::steady_clock::now(), list);
+        else
+            scan_late_ = false;
         table_size_.store(table_.size(), std::memory_order_relaxed);
         sched = enqueue_locked(list);
     } catch (...) {
@@ -406,7 +418,7 @@ reactor_service::predicted_sleep_locked(std::uint64_t now_ns) const {
     if (table_.empty() || table_.size() > predict_max_pending || !predicting()) return std::nullopt;
     const deadline_plan plan = rhythm_plan();
     // A sleep shorter than two steps saves nothing: the first wait due by then settles it.
-    const std::uint64_t soon = mono_ns{now_ns}.after(dur_ns{2 * waiter_.device_poll().ns}).ns;
+    const std::uint64_t soon = mono_ns{now_ns}.after(two_polls()).ns;
     std::uint64_t wake = ~std::uint64_t{0};
     bool step = false;
     table_.for_each([&](const reactor_op* op) {
@@ -434,7 +446,7 @@ GPU_ASYNC_DECL bool reactor_service::park_between_scans(std::uint64_t seen, dur_
     // whole bound, without steps: the scan there looks, and the next park predicts again. Either
     // way a completion the device signalled during the sleep came before its prediction.
     if (*sleep >= bound) return waiter_.park_predicted(*bell_, seen, bound, dur_ns{});
-    return waiter_.park_predicted(*bell_, seen, *sleep, dur_ns{2 * waiter_.device_poll().ns});
+    return waiter_.park_predicted(*bell_, seen, *sleep, min(two_polls(), bound - *sleep));
 }
 
 GPU_ASYNC_DECL void reactor_service::shutdown() {
@@ -528,7 +540,18 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
             const memory_descriptor& d = op->descriptor();
             table_.collect(d.line(), d.slot(), sink_locked(out));
         }
+        reactor_op* const before_again = out.tail;
+        const std::size_t before_count = out.count;
         merge_incoming_locked(out);
+        // Once more for what that merge completed (it may have read a newer store still). This
+        // narrows the window, it cannot close it: a registration racing two stores and a scan
+        // may still leave one scan before a lower target of its slot.
+        const std::size_t merged_again = out.count - before_count;
+        op = before_again != nullptr ? before_again->next_ready_ : out.head;
+        for (std::size_t i = 0; i < merged_again; ++i, op = op->next_ready_) {
+            const memory_descriptor& d = op->descriptor();
+            table_.collect(d.line(), d.slot(), sink_locked(out));
+        }
         again = out.count - merged - collected - late;
     }
     table_.collect_expired(to_mono(now), sink_locked(out));
@@ -674,6 +697,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         if (table_.empty() && list.head == nullptr) {
             // Idle. table_size_ (0) was published before the incoming stack was taken, so a
             // registration pushed after that take sees 0 and rings: it cannot be missed here.
+            scan_late_ = false;
             lk.unlock();
             park_on_bell(seen, idle_bound, /*watching=*/false);
             lk.lock();
