@@ -116,8 +116,8 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     }
     // The clock is read only for a wait with a deadline (a read per wait is a tenth of the
     // completion path's time through one thread).
-    const auto now = deadline ? std::chrono::steady_clock::now()
-                              : std::chrono::steady_clock::time_point{};
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (deadline && *deadline <= now) {
         op->ec = asio::error::timed_out;
         return start_result::finished;
