@@ -383,12 +383,12 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
     std::optional<dur_ns> sleep;
+    const std::uint64_t from = detail::wordwait_now_ns(); // the look before this park
     {
         std::lock_guard lk(mutex_);
         bound = bound_locked(std::chrono::steady_clock::now(), bound);
-        sleep = predicted_sleep_locked(detail::wordwait_now_ns());
+        sleep = predicted_sleep_locked(from);
     }
-    const std::uint64_t from = detail::wordwait_now_ns();
     if (park_between_scans(seen, bound, sleep)) {
         std::lock_guard lk(mutex_);
         scan_late_ = true;
@@ -538,23 +538,22 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
         // That merge may have read a store the scan above did not see: the table's waits of the
         // same slots that it reached (lower targets among them) leave with it, not at the next
         // scan; so do waits pushed before that store but after the merge took the stack.
-        reactor_op* op = before_late != nullptr ? before_late->next_ready_ : out.head;
-        for (std::size_t i = 0; i < late; ++i, op = op->next_ready_) {
-            const memory_descriptor& d = op->descriptor();
-            table_.collect(d.line(), d.slot(), sink_locked(out));
-        }
+        // Collects the slots of the `n` ops of `out` after `before` (its tail before they came).
+        auto recollect = [&](reactor_op* before, std::size_t n) {
+            reactor_op* op = before != nullptr ? before->next_ready_ : out.head;
+            for (std::size_t i = 0; i < n; ++i, op = op->next_ready_) {
+                const memory_descriptor& d = op->descriptor();
+                table_.collect(d.line(), d.slot(), sink_locked(out));
+            }
+        };
+        recollect(before_late, late);
+        // Once more for what a second merge completes (it may read a newer store still). This
+        // narrows the window, it cannot close it: a registration racing two stores and a scan
+        // may still leave one scan before a lower target of its slot.
         reactor_op* const before_again = out.tail;
         const std::size_t before_count = out.count;
         merge_incoming_locked(out);
-        // Once more for what that merge completed (it may have read a newer store still). This
-        // narrows the window, it cannot close it: a registration racing two stores and a scan
-        // may still leave one scan before a lower target of its slot.
-        const std::size_t merged_again = out.count - before_count;
-        op = before_again != nullptr ? before_again->next_ready_ : out.head;
-        for (std::size_t i = 0; i < merged_again; ++i, op = op->next_ready_) {
-            const memory_descriptor& d = op->descriptor();
-            table_.collect(d.line(), d.slot(), sink_locked(out));
-        }
+        recollect(before_again, out.count - before_count);
         again = out.count - merged - collected - late;
     }
     table_.collect_expired(to_mono(now), sink_locked(out));
@@ -711,11 +710,11 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         table_size_.store(table_.size(), std::memory_order_relaxed);
         completion_queue* sched = enqueue_locked(list);
         const dur_ns bound = bound_locked(now, park_bound());
+        const std::uint64_t from = detail::wordwait_now_ns(); // this look
         const std::optional<dur_ns> sleep =
-            list.head != nullptr ? std::nullopt : predicted_sleep_locked(detail::wordwait_now_ns());
+            list.head != nullptr ? std::nullopt : predicted_sleep_locked(from);
         lk.unlock();
         bool late = false;
-        const std::uint64_t from = detail::wordwait_now_ns();
         if (list.head != nullptr)
             schedule(sched);
         else
