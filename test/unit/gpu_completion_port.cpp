@@ -322,6 +322,39 @@ BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
     BOOST_TEST(on_strand);
 }
 
+// A handler bound to another context's executor, of the port's own polymorphic type: the wait
+// holds work on that context too (its run() returns only after the handler ran there), and on the
+// port's (its run() returns after the completion). The same executor is counted once: both runs
+// end when the work does.
+BOOST_AUTO_TEST_CASE(a_handler_on_another_context_keeps_that_context_running) {
+    asio::io_context ctx, other;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::atomic<bool> ran_on_other{false};
+    const asio::any_io_executor other_ex = other.get_executor();
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_executor(other_ex, [&](error_code ec) {
+                        ran_on_other = !ec && other.get_executor().running_in_this_thread();
+                    }));
+    // Started before the store: without work of the wait's on it, it would return at once.
+    std::thread runner([&] { other.run_for(gpu_async::test::run_bound); });
+    std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    runner.join();
+    BOOST_TEST(ran_on_other.load());
+    BOOST_TEST(other.stopped()); // ran out of work, within the bound
+    // Same executor: one count, released at the completion.
+    bool done = false;
+    port.async_wait(memory_descriptor(line, slot(0), 2),
+                    asio::bind_executor(port.get_executor(), [&](error_code ec) { done = !ec; }));
+    ctx.restart();
+    std::thread again([&] { store_and_ring(line, 0, 2, port.bell()); });
+    run_to_completion(ctx);
+    again.join();
+    BOOST_TEST(done);
+}
+
 BOOST_AUTO_TEST_CASE(bind_allocator_is_used_and_freed_before_the_upcall) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);

@@ -4,7 +4,8 @@
 //
 // One async_wait(descriptor) is one allocation (from Asio's per-thread recycling cache when the
 // handler has no allocator of its own): the op holds the handler, its cancellation slot,
-// outstanding work on the I/O executor and on the handler's executor, and the reactor's
+// outstanding work on the I/O executor and on the handler's executor (when that is another
+// executor: the I/O executor's work keeps the context running already), and the reactor's
 // bookkeeping (reactor_op, with the intrusive links of the table, the port and the completion
 // queue). Its completion is delivered by the port's completion queue: one drain handler per
 // batch, posted to the I/O executor, which invokes each handler there (directly when the
@@ -28,6 +29,7 @@
 #include <boost/asio/execution.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
 #include <boost/system/error_code.hpp>
@@ -81,9 +83,19 @@ private:
     reactor_key key_;
 };
 
-/// Outstanding work on an executor for as long as it lives: a standard executor preferred with
-/// outstanding_work.tracked (a plain value), or a work guard for a legacy executor. Movable.
+/// Whether `Executor` is polymorphic (any_io_executor and the like): it may stand for an
+/// io_context's own executor.
+template <class Executor, class = void>
+struct is_erased_executor : std::false_type {};
 template <class Executor>
+struct is_erased_executor<
+    Executor, std::void_t<decltype(std::declval<const Executor&>()
+                                       .template target<asio::io_context::executor_type>())>>
+    : std::true_type {};
+
+/// Outstanding work on an executor for as long as it lives: a standard executor preferred with
+/// outstanding_work.tracked, or a work guard for a legacy executor. Movable.
+template <class Executor, class = void>
 class work_holder {
 public:
     explicit work_holder(const Executor& ex)
@@ -97,6 +109,38 @@ private:
             return asio::executor_work_guard<Executor>(ex);
     }
     decltype(make(std::declval<const Executor&>())) work_;
+};
+
+/// The same for a polymorphic executor, which may also hold none (`track` false: another holder
+/// keeps the same context running). An io_context's executor behind it is counted with the
+/// context's own count (one increment, as Asio's operations do), not a type-erased tracked copy.
+template <class Executor>
+class work_holder<Executor, std::enable_if_t<is_erased_executor<Executor>::value>> {
+public:
+    work_holder(const Executor& ex, bool track) {
+        if (!track) return;
+#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+        if (const auto* io = ex.template target<asio::io_context::executor_type>()) {
+            io->on_work_started();
+            io_ = &io->context();
+            return;
+        }
+#endif
+        work_ = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+    }
+    work_holder(work_holder&& o) noexcept
+        : io_(std::exchange(o.io_, nullptr))
+        , work_(std::move(o.work_)) {}
+    work_holder& operator=(work_holder&&) = delete;
+    ~work_holder() {
+#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+        if (io_ != nullptr) io_->get_executor().on_work_finished();
+#endif
+    }
+
+private:
+    asio::io_context* io_ = nullptr;
+    Executor work_; // a tracked copy, or empty
 };
 
 /// The allocator an op is made with: the handler's associated allocator, or Asio's recycling
@@ -207,7 +251,8 @@ private:
 };
 
 /// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
-/// outstanding work on the I/O executor and on the handler's associated executor. Allocated with
+/// outstanding work on the I/O executor and on the handler's associated executor (not held twice
+/// when the two are one polymorphic executor of the same context). Allocated with
 /// op_allocator_for(handler); freed before the upcall.
 ///
 /// Completion (`complete`, called by the port's completion queue's drain on the I/O executor):
@@ -246,8 +291,24 @@ private:
         , slot_(std::move(slot))
         , io_ex_(io_ex)
         , handler_ex_(asio::get_associated_executor(handler_, io_ex))
-        , io_work_(io_ex)
-        , handler_work_(handler_ex_) {}
+        , io_work_(make_work(io_ex, true))
+        // Work on the handler's executor when it is another one (the I/O executor's work keeps
+        // its context running already), as Asio's handler_work does.
+        , handler_work_(make_work(handler_ex_, !same_executor(handler_ex_, io_ex))) {}
+
+    template <class Executor>
+    static work_holder<Executor> make_work(const Executor& ex, bool track) {
+        if constexpr (is_erased_executor<Executor>::value)
+            return work_holder<Executor>(ex, track);
+        else
+            return work_holder<Executor>(ex); // a concrete executor's work is always held
+    }
+    static bool same_executor(const handler_executor& h, const IoExecutor& io) noexcept {
+        if constexpr (std::is_same_v<handler_executor, IoExecutor>)
+            return h == io;
+        else
+            return false;
+    }
 
     /// Owns the op until it runs; a step destroyed unrun destroys the op (no upcall).
     class final_step {
