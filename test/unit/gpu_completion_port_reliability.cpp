@@ -607,4 +607,74 @@ BOOST_AUTO_TEST_CASE(shutdown_wakes_a_watcher_standing_back_for_a_drain_never_ru
     BOOST_TEST(took < std::chrono::milliseconds(500));
 }
 
+// 9. Thousands of registrations between two looks at the lines (more than the service has room
+// for in its array of new registrations: the rest wait on its overflow stack) keep their
+// registration order: handlers of one slot run in ascending target order, and those of one
+// target in the order they were started; pending() counts them all meanwhile. From one thread,
+// then from two at once (each thread's own order kept), served by the watcher and by run_fill.
+BOOST_AUTO_TEST_CASE(thousands_of_registrations_keep_their_order) {
+    constexpr std::size_t n = 3000;
+    for (const bool fill : {false, true}) {
+        asio::io_context ctx{1};
+        gpu_completion_port port(ctx);
+        completion_line line;
+        std::vector<std::size_t> order;
+        asio::steady_timer guard(ctx, gpu_async::test::run_bound); // bounds run_fill
+        bool timed_out = false;
+        guard.async_wait([&](error_code ec) {
+            if (ec) return;
+            timed_out = true;
+            ctx.stop();
+        });
+        for (std::size_t i = 0; i < n; ++i)
+            port.async_wait(memory_descriptor(line, slot(2), 1 + i % 3),
+                            [&order, &guard, i](error_code ec) {
+                                if (!ec) order.push_back(i);
+                                if (order.size() == n) guard.cancel();
+                            });
+        BOOST_TEST(port.pending() == n);
+        line.words[2].store(3, std::memory_order_release);
+        port.bell().ring();
+        if (fill) {
+            gpu_async::run_fill(ctx);
+            BOOST_TEST_REQUIRE(!timed_out);
+        } else {
+            run_to_completion(ctx);
+        }
+        BOOST_TEST_REQUIRE(order.size() == n, "fill: " << fill);
+        std::size_t k = 0;
+        for (std::size_t t = 0; t < 3; ++t)
+            for (std::size_t i = t; i < n; i += 3, ++k)
+                BOOST_TEST_REQUIRE(order[k] == i, "fill: " << fill << ", at " << k);
+    }
+    // Two registering threads, each on its own slot, one target.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::vector<std::size_t> order[2];
+    std::atomic<int> ready{0};
+    auto start = [&](int t) {
+        ready.fetch_add(1);
+        while (ready.load() < 2)
+            std::this_thread::yield();
+        for (std::size_t i = 0; i < n; ++i)
+            port.async_wait(memory_descriptor(line, slot(t), 1), [&order, t, i](error_code ec) {
+                if (!ec) order[t].push_back(i);
+            });
+    };
+    std::thread a(start, 0), b(start, 1);
+    a.join();
+    b.join();
+    BOOST_TEST(port.pending() == 2 * n);
+    line.words[0].store(1, std::memory_order_release);
+    line.words[1].store(1, std::memory_order_release);
+    port.bell().ring();
+    run_to_completion(ctx);
+    for (int t = 0; t < 2; ++t) {
+        BOOST_TEST_REQUIRE(order[t].size() == n);
+        for (std::size_t i = 0; i < n; ++i)
+            BOOST_TEST_REQUIRE(order[t][i] == i, "thread " << t << ", at " << i);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

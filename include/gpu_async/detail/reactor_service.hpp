@@ -141,7 +141,30 @@ private:
     std::uint64_t serial_ = 0;          // with the address, the key a cancellation looks up
     completion_queue* queue_ = nullptr; // where its completion is delivered from
     watch_table<reactor_op*>::handle pos_{};
+    // The merge that took it in (merges take registrations in registration order), and whether
+    // its word had reached the target there: with these, waits of one target leave a scan in
+    // the order they were started.
+    std::uint64_t taken_in_ = 0;
+    bool done_at_take_in_ = false;
 };
+
+/// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).
+inline void prefetch_line(const void* p) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 1);
+#else
+    (void)p;
+#endif
+}
+
+/// Asks for the cache lines of `op` that the service and a drain read and write (the reactor's
+/// part and the first line after it): with thousands of waits pending, an op is out of the cache
+/// by the time it is taken in or completed.
+inline void prefetch_op(const reactor_op* op) noexcept {
+    const char* p = reinterpret_cast<const char*>(op);
+    for (std::size_t at = 0; at < sizeof(reactor_op) + 64; at += 64)
+        prefetch_line(p + at);
+}
 
 /// Where the finished waits of one port wait for delivery: an intrusive FIFO that one drain
 /// handler at a time empties on the port's I/O executor. A batch of completions costs one post
@@ -372,13 +395,23 @@ private:
         reactor_op* head = nullptr;
         reactor_op* tail = nullptr;
         std::size_t count = 0;
-        void push(reactor_op* op) noexcept {
+        // The completion queue of the first op pushed, and whether another queue's op followed
+        // (noted while each op is at hand: enqueue_locked then walks no list of one queue).
+        completion_queue* queue = nullptr;
+        bool mixed = false;
+        void push(reactor_op* op) noexcept { push(op, op->queue_); }
+        /// push(op), its completion queue `q` known already.
+        void push(reactor_op* op, completion_queue* q) noexcept {
             op->next_ready_ = nullptr;
             if (tail != nullptr)
                 tail->next_ready_ = op;
             else
                 head = op;
             tail = op;
+            if (count == 0)
+                queue = q;
+            else if (q != queue)
+                mixed = true;
             ++count;
         }
     };
@@ -419,6 +452,20 @@ private:
     /// Moves the incoming registrations into the table (in registration order); those found
     /// complete, and waits a registration's read completed, go onto `out`.
     void merge_incoming_locked(ready_list& out);
+    /// Room for this many registrations between two merges at first (the array grows to twice
+    /// the most one merge took).
+    static constexpr std::size_t initial_incoming = 64;
+    /// Whether registrations wait to be taken in (under the lock).
+    bool has_incoming_locked() const;
+    /// Calls f(op) for each registration not yet taken in (under the lock).
+    template <class F>
+    void for_each_incoming_locked(F f) const {
+        std::lock_guard in(incoming_mutex_);
+        for (const reactor_op* op : incoming_)
+            f(op);
+        for (const reactor_op* op = incoming_overflow_; op != nullptr; op = op->next_ready_)
+            f(op);
+    }
     void link_locked(reactor_port* port, reactor_op* op);
     void unlinked_locked(reactor_op* op);
     void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
@@ -481,10 +528,19 @@ private:
     /// The longest stand-back, in park bounds (a drain scans only when the bell rang).
     static constexpr std::uint64_t stand_back_bounds = 10;
     std::atomic<bool> shut_down_{false};
-    std::atomic<bool> waiter_present_{false};    // the watcher runs or a FILL driver is active
-    std::atomic<reactor_op*> incoming_{nullptr}; // registered, not yet in the table (a stack)
-    std::atomic<std::size_t> table_size_{0};     // table_.size() as last published
-    std::atomic<std::uint64_t> scanned_at_{0};   // the ring count before a drain's last scan
+    std::atomic<bool> waiter_present_{false}; // the watcher runs or a FILL driver is active
+    // Registered, not yet in the table, in registration order: an array while it has room (a
+    // registration never allocates; the merge reads it in order, fetching ahead, where a linked
+    // stack made it chase one cold op after another), then a stack (newest first) once it is
+    // full. Under incoming_mutex_, held only to add one or to take them all, never during a
+    // scan; taken after mutex_ when both are held.
+    mutable std::mutex incoming_mutex_;
+    std::vector<reactor_op*> incoming_;
+    reactor_op* incoming_overflow_ = nullptr;
+    std::vector<reactor_op*> incoming_spare_;  // the merge's (under mutex_), swapped with incoming_
+    std::uint64_t merges_ = 0;                 // merges that took registrations in (under mutex_)
+    std::atomic<std::size_t> table_size_{0};   // table_.size() as last published
+    std::atomic<std::uint64_t> scanned_at_{0}; // the ring count before a drain's last scan
     // Drains posted, running or awaiting a retry (queues with posted_ set); a futex word that
     // the watcher sleeps on while it stands back (stand_back), with its sleepers counted.
     std::atomic<std::uint32_t> drains_out_{0};
@@ -503,19 +559,37 @@ private:
     struct reached {
         reactor_op* op;
         const completion_line* line;
+        completion_queue* queue;
+        // The slot's word less the target (0 for an error); until measure(), the target.
+        std::uint64_t below;
+        // When it was started: reactor_op::taken_in_ (times 2), plus 1 when done_at_take_in_.
+        std::uint64_t started;
         std::uint8_t slot;
-        bool failed;         // ends with an error (not reached)
-        std::uint64_t below; // the slot's word less its target (0 for an error)
-        /// The key of `op`, whose `ec` is set; `below` reads the slot's word once.
-        static reached of(reactor_op* op) noexcept {
+        bool failed; // ends with an error (not reached)
+        /// The key of `op`, whose `ec` is set, but for `below` (see measure()).
+        static reached taken(reactor_op* op) noexcept {
             const memory_descriptor& d = op->descriptor();
-            const auto s = static_cast<std::uint8_t>(d.slot().index());
-            const bool failed = static_cast<bool>(op->ec);
-            return {op, &d.line(), s, failed,
-                    failed ? 0 : d.line().words[s].load(std::memory_order_acquire) - d.target()};
+            return {op,
+                    &d.line(),
+                    op->queue_,
+                    d.target(),
+                    op->taken_in_ * 2 + (op->done_at_take_in_ ? 1 : 0),
+                    static_cast<std::uint8_t>(d.slot().index()),
+                    static_cast<bool>(op->ec)};
+        }
+        /// `below`, from the slot's word read now (reads no op).
+        void measure() noexcept {
+            below = failed ? 0 : line->words[slot].load(std::memory_order_acquire) - below;
+        }
+        /// The whole key of `op`: taken, then measured.
+        static reached of(reactor_op* op) noexcept {
+            reached r = taken(op);
+            r.measure();
+            return r;
         }
         /// The hand-out order: by line and slot, the completed first, in ascending target order
-        /// (descending `below`).
+        /// (descending `below`), one target's waits in the order they were started (an earlier
+        /// merge first; in one merge, those it left pending before those it found complete).
         GPU_ASYNC_DECL static bool before(const reached& a, const reached& b) noexcept;
     };
     /// Puts reached_scratch_ in hand-out order (a stable sort, skipped when already in order,

@@ -17,6 +17,8 @@ namespace gpu_async::detail {
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
     : asio::execution_context::service(ctx)
     , bell_(std::make_shared<doorbell>()) {
+    incoming_.reserve(initial_incoming);
+    incoming_spare_.reserve(initial_incoming);
     add_line_watcher(*this);
 }
 
@@ -31,24 +33,23 @@ GPU_ASYNC_DECL void reactor_service::park_bound(dur_ns bound) noexcept {
     park_bound_ns_.store(bound.ns == 0 ? 1 : bound.ns, std::memory_order_relaxed);
 }
 
-// The incoming stack may be walked under the lock: only a holder of the lock takes from it, and
-// a pushed op's link does not change until then.
 GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
     std::lock_guard lk(mutex_);
     std::size_t n = table_.size();
-    for (const reactor_op* op = incoming_.load(std::memory_order_acquire); op != nullptr;
-         op = op->next_ready_)
-        ++n;
+    for_each_incoming_locked([&](const reactor_op*) { ++n; });
     return n;
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
     std::size_t n = port.count;
-    for (const reactor_op* op = incoming_.load(std::memory_order_acquire); op != nullptr;
-         op = op->next_ready_)
-        n += op->port_ == &port ? 1 : 0;
+    for_each_incoming_locked([&](const reactor_op* op) { n += op->port_ == &port ? 1 : 0; });
     return n;
+}
+
+GPU_ASYNC_DECL bool reactor_service::has_incoming_locked() const {
+    std::lock_guard in(incoming_mutex_);
+    return !incoming_.empty() || incoming_overflow_ != nullptr;
 }
 
 GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
@@ -141,18 +142,27 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     op->bound_ns_ = bound.ns;
     op->has_deadline_ = deadline.has_value();
     op->deadline_ns_ = deadline ? to_mono(*deadline).ns : 0;
-    // Registered: pushed on the incoming stack, without the service's lock, which a scan may be
-    // holding. The waiter moves it into the table before its next scan.
-    reactor_op* old = incoming_.load(std::memory_order_relaxed);
-    do {
-        op->next_ready_ = old;
-    } while (!incoming_.compare_exchange_weak(old, op, std::memory_order_seq_cst,
-                                              std::memory_order_relaxed));
+    // Registered: added to the incoming registrations, without the service's lock, which a
+    // scan may be holding. The waiter moves it into the table before its next scan. (Into the
+    // array while it has room, else onto the overflow stack: no allocation here.)
+    bool first = false;
+    {
+        std::lock_guard in(incoming_mutex_);
+        first = incoming_.empty() && incoming_overflow_ == nullptr;
+        if (incoming_.size() < incoming_.capacity()) {
+            incoming_.push_back(op);
+        } else {
+            op->next_ready_ = incoming_overflow_;
+            incoming_overflow_ = op;
+        }
+    }
     // Wake the waiter when it must act on this registration now: it is idle (nothing was
     // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
     // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
     // latest one park bound away, and a store to the wait's word is seen by that scan.
-    const bool idle = old == nullptr && table_size_.load(std::memory_order_seq_cst) == 0;
+    // (A waiter that found nothing published table_size_ 0 before it took the registrations
+    // under incoming_mutex_: one added after that take reads 0 here and rings.)
+    const bool idle = first && table_size_.load(std::memory_order_seq_cst) == 0;
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
     // A deadline further than one park bound away is met by the waiter's next pass.
@@ -166,20 +176,39 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
 }
 
 GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
-    reactor_op* list = incoming_.exchange(nullptr, std::memory_order_seq_cst);
-    reactor_op* fifo = nullptr; // registration order
-    while (list != nullptr) {
-        reactor_op* next = list->next_ready_;
-        list->next_ready_ = fifo;
-        fifo = list;
-        list = next;
+    reactor_op* overflow = nullptr;
+    {
+        std::lock_guard in(incoming_mutex_);
+        if (incoming_.empty() && incoming_overflow_ == nullptr) {
+            table_size_.store(table_.size(), std::memory_order_seq_cst);
+            return;
+        }
+        incoming_.swap(incoming_spare_); // the spare is empty: registrations go on into it
+        overflow = std::exchange(incoming_overflow_, nullptr);
+    }
+    std::vector<reactor_op*>& taken = incoming_spare_;
+    std::size_t count = taken.size();
+    const std::uint64_t merge = ++merges_;
+    // The overflow stack came after the array filled: appended in registration order, where
+    // there is room (else walked below, after the array).
+    reactor_op* fifo = nullptr;
+    while (overflow != nullptr) {
+        reactor_op* next = overflow->next_ready_;
+        overflow->next_ready_ = fifo;
+        fifo = overflow;
+        overflow = next;
+        ++count;
+    }
+    while (fifo != nullptr && taken.size() < taken.capacity()) {
+        taken.push_back(fifo);
+        fifo = std::exchange(fifo->next_ready_, nullptr);
     }
     reached_scratch_.clear();
     ready_list scanned; // waits of the table that an insert's scan of their slot completed
-    while (fifo != nullptr) {
-        reactor_op* op = fifo;
-        fifo = op->next_ready_;
+    auto take_in = [&](reactor_op* op) {
         op->next_ready_ = nullptr;
+        op->taken_in_ = merge;
+        op->done_at_take_in_ = false;
         try {
             // One read of the word decides both "complete now" and the wait's place in its slot
             // (and may complete other waits of the slot: the word moved far since the last scan).
@@ -189,13 +218,14 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
                                                 : std::nullopt);
             if (!pos) {
                 op->ec = {};
+                op->done_at_take_in_ = true;
                 learn_locked(*op);
                 try {
-                    reached_scratch_.push_back(reached{op, nullptr, 0, false, 0});
+                    reached_scratch_.push_back(reached::taken(op)); // read while it is at hand
                 } catch (...) {
                     out.push(op); // no room to order it: handed out as it comes
                 }
-                continue;
+                return;
             }
             op->pos_ = *pos;
             link_locked(op->port_, op);
@@ -203,6 +233,24 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             // No memory for its place in the table: it ends with that error, never lost.
             op->ec = asio::error::no_memory;
             out.push(op);
+        }
+    };
+    // With thousands of registrations their ops are out of the cache: fetched a few ahead, the
+    // reads overlap.
+    constexpr std::size_t ahead = 8;
+    for (std::size_t i = 0; i < taken.size(); ++i) {
+        if (i + ahead < taken.size()) prefetch_op(taken[i + ahead]);
+        take_in(taken[i]);
+    }
+    while (fifo != nullptr)
+        take_in(std::exchange(fifo, fifo->next_ready_));
+    taken.clear();
+    // Room for as many again, so that the next ones need no overflow stack (without memory,
+    // they use it).
+    if (taken.capacity() < 2 * count) {
+        try {
+            taken.reserve(2 * count);
+        } catch (...) {
         }
     }
     // Waits already complete when taken in leave in ascending target order per slot, as a scan
@@ -213,7 +261,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     while (scanned.head != nullptr) {
         reactor_op* op = scanned.head;
         try {
-            reached_scratch_.push_back(reached{op, nullptr, 0, false, 0});
+            reached_scratch_.push_back(reached::taken(op));
         } catch (...) {
             break; // no room to order the rest: handed out as they come, after the ordered
         }
@@ -222,11 +270,14 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     }
     if (reached_scratch_.size() > 1) {
         for (reached& r : reached_scratch_)
-            r = reached::of(r.op);
+            r.measure();
         sort_reached();
     }
-    for (const reached& r : reached_scratch_)
-        out.push(r.op);
+    const std::size_t n = reached_scratch_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+        if (i + ahead < n) prefetch_line(&reached_scratch_[i + ahead].op->next_ready_);
+        out.push(reached_scratch_[i].op, reached_scratch_[i].queue);
+    }
     reached_scratch_.clear();
     while (scanned.head != nullptr) {
         reactor_op* op = scanned.head;
@@ -242,7 +293,7 @@ GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
     {
         std::lock_guard lk(mutex_);
         ready_list list;
-        merge_incoming_locked(list); // a wait still on the incoming stack is in the table now
+        merge_incoming_locked(list); // a wait not yet taken in is in the table now
         // After shutdown the table is empty; before registration and after completion the wait
         // is not found. Only a registered op (alive, owned by the table) is touched.
         const std::optional<table_type::handle> pos =
@@ -318,7 +369,7 @@ GPU_ASYNC_DECL void reactor_service::end_fill() {
     {
         std::lock_guard lk(mutex_);
         --fill_;
-        const bool waits = !table_.empty() || incoming_.load(std::memory_order_acquire) != nullptr;
+        const bool waits = !table_.empty() || has_incoming_locked();
         if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) {
             try {
                 start_thread_locked();
@@ -487,7 +538,7 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     }
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
-    const bool waits = !table_.empty() || incoming_.load(std::memory_order_acquire) != nullptr;
+    const bool waits = !table_.empty() || has_incoming_locked();
     if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) start_thread_locked();
 }
 
@@ -528,8 +579,8 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     table_.collect(sink_locked(out));
     const std::size_t collected = out.count - merged;
     // Waits registered since the caller's merge: one pushed before a store that the scan above
-    // saw is on the stack now, and must leave with this scan, not after the slot's later
-    // targets (it is handed out here if complete, else taken into the table).
+    // saw is among the new registrations now, and must leave with this scan, not after the slot's
+    // later targets (it is handed out here if complete, else taken into the table).
     reactor_op* const before_late = out.tail;
     merge_incoming_locked(out);
     const std::size_t late = out.count - merged - collected;
@@ -537,7 +588,7 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     if (late != 0) {
         // That merge may have read a store the scan above did not see: the table's waits of the
         // same slots that it reached (lower targets among them) leave with it, not at the next
-        // scan; so do waits pushed before that store but after the merge took the stack.
+        // scan; so do waits registered before that store but after the merge took them in.
         // Collects the slots of the `n` ops of `out` after `before` (its tail before they came).
         auto recollect = [&](reactor_op* before, std::size_t n) {
             reactor_op* op = before != nullptr ? before->next_ready_ : out.head;
@@ -569,7 +620,8 @@ GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const rea
     if (a.line != b.line) return std::less<>()(a.line, b.line);
     if (a.slot != b.slot) return a.slot < b.slot;
     if (a.failed != b.failed) return !a.failed;
-    return a.below > b.below;
+    if (a.below != b.below) return a.below > b.below;
+    return a.started < b.started;
 }
 
 GPU_ASYNC_DECL void reactor_service::sort_reached() noexcept {
@@ -662,8 +714,8 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         if (drains_out_.load(std::memory_order_acquire) != 0) {
             // A drain is out: it scans after its batch, on the executor's thread. Leave the
             // table to it rather than contend with it for the lock and for the lines a busy
-            // port's handlers write (words, the incoming stack, the queue); scan once it ends,
-            // or when a bound passes in which no drain ran (an executor holds it back), at a
+            // port's handlers write (words, the incoming registrations, the queue); scan once it
+            // ends, or when a bound passes in which no drain ran (an executor holds it back), at a
             // device's signal or a registration that cannot wait (a near deadline, a tight
             // bound), and in any case after stand_back_bounds park bounds or at the earliest
             // deadline (a drain scans only when the bell rang or a device signalled).
@@ -697,7 +749,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         ready_list list;
         merge_incoming_locked(list);
         if (table_.empty() && list.head == nullptr) {
-            // Idle. table_size_ (0) was published before the incoming stack was taken, so a
+            // Idle. table_size_ (0) was published before the registrations were taken, so a
             // registration pushed after that take sees 0 and rings: it cannot be missed here.
             scan_late_ = false;
             lk.unlock();
@@ -817,6 +869,15 @@ GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
 GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& list) noexcept {
     completion_queue* sched = nullptr;
     completion_queue** tail = &sched;
+    if (list.head != nullptr && !list.mixed) {
+        // One queue (a single port's waits: the common case), pushed whole.
+        completion_queue* q = list.queue;
+        if (q->push(list.head, list.tail)) {
+            q->next_schedule_ = nullptr;
+            sched = q;
+        }
+        return sched;
+    }
     reactor_op* op = list.head;
     while (op != nullptr) {
         // One push per run of consecutive ops of one queue (usually the whole list).
@@ -895,12 +956,16 @@ GPU_ASYNC_DECL void completion_queue::run() {
         posted_ = false;
         return false;
     };
+    if (batch != nullptr) prefetch_op(batch);
     for (std::uint32_t n = 1; batch != nullptr; ++n) {
         // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
         if ((n & 63u) == 0) svc_->drain_progress_.fetch_add(1, std::memory_order_relaxed);
         reactor_op* op = batch;
         batch = op->next_ready_;
         op->next_ready_ = nullptr;
+        // The op after the next one is asked for now (the next was, one handler ago): a long
+        // batch's ops are out of the cache, and a handler's run hides the fetch.
+        if (batch != nullptr && batch->next_ready_ != nullptr) prefetch_op(batch->next_ready_);
         try {
             op->complete();
         } catch (...) {
