@@ -15,6 +15,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/io_context_strand.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -321,6 +322,23 @@ BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
     producer.join();
     BOOST_TEST(on_strand);
 }
+
+#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+// The legacy polymorphic executor (asio::executor) as the handler's: its work is a work guard.
+BOOST_AUTO_TEST_CASE(legacy_polymorphic_executor_as_the_handler_executor) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    const asio::executor legacy(ctx.get_executor());
+    completion_line line;
+    bool called = false;
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_executor(legacy, [&](error_code ec) { called = !ec; }));
+    std::thread producer([&] { store_and_ring(line, 0, 1, port.bell()); });
+    run_to_completion(ctx);
+    producer.join();
+    BOOST_TEST(called);
+}
+#endif
 
 // A handler bound to another context's executor, of the port's own polymorphic type: the wait
 // holds work on that context too (its run() returns only after the handler ran there), and on the

@@ -83,15 +83,16 @@ private:
     reactor_key key_;
 };
 
-/// Whether `Executor` is polymorphic (any_io_executor and the like): it may stand for an
-/// io_context's own executor.
+/// Whether `Executor` is a polymorphic standard executor (any_io_executor and the like): it may
+/// stand for an io_context's own executor. (The legacy polymorphic asio::executor is not: its work
+/// is a work guard.)
 template <class Executor, class = void>
 struct is_erased_executor : std::false_type {};
 template <class Executor>
 struct is_erased_executor<
     Executor, std::void_t<decltype(std::declval<const Executor&>()
                                        .template target<asio::io_context::executor_type>())>>
-    : std::true_type {};
+    : std::bool_constant<asio::execution::is_executor<Executor>::value> {};
 
 /// Outstanding work on an executor for as long as it lives: a standard executor preferred with
 /// outstanding_work.tracked, or a work guard for a legacy executor. Movable.

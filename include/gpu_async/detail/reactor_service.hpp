@@ -469,6 +469,8 @@ private:
     void link_locked(reactor_port* port, reactor_op* op);
     void unlinked_locked(reactor_op* op);
     void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
+    /// collect_locked(), which hands out what it found before it ran out of memory, if it does.
+    void scan_locked(std::chrono::steady_clock::time_point now, ready_list& out) noexcept;
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const;
     void start_thread_locked();
     void stop_thread();
@@ -532,8 +534,8 @@ private:
     // Registered, not yet in the table, in registration order: an array while it has room (a
     // registration never allocates; the merge reads it in order, fetching ahead, where a linked
     // stack made it chase one cold op after another), then a stack (newest first) once it is
-    // full. Under incoming_mutex_, held only to add one or to take them all, never during a
-    // scan; taken after mutex_ when both are held.
+    // full. Under incoming_mutex_, held to add one, to take them all or to count them
+    // (pending()), never during a scan; taken after mutex_ when both are held.
     mutable std::mutex incoming_mutex_;
     std::vector<reactor_op*> incoming_;
     reactor_op* incoming_overflow_ = nullptr;

@@ -145,10 +145,19 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     // Registered: added to the incoming registrations, without the service's lock, which a
     // scan may be holding. The waiter moves it into the table before its next scan. (Into the
     // array while it has room, else onto the overflow stack: no allocation here.)
-    bool first = false;
+    // Wake the waiter when it must act on this registration now: it is idle (nothing was
+    // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
+    // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
+    // latest one park bound away, and a store to the wait's word is seen by that scan.
+    // Idle is decided in the same section as the push: a waiter that found nothing published
+    // table_size_ 0 and then took the registrations under incoming_mutex_, so the first one
+    // added after that take reads 0 here (a merge that takes it, on any thread, stores its
+    // size only after this section) and rings.
+    bool idle = false;
     {
         std::lock_guard in(incoming_mutex_);
-        first = incoming_.empty() && incoming_overflow_ == nullptr;
+        idle = incoming_.empty() && incoming_overflow_ == nullptr &&
+               table_size_.load(std::memory_order_seq_cst) == 0;
         if (incoming_.size() < incoming_.capacity()) {
             incoming_.push_back(op);
         } else {
@@ -156,13 +165,6 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
             incoming_overflow_ = op;
         }
     }
-    // Wake the waiter when it must act on this registration now: it is idle (nothing was
-    // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
-    // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
-    // latest one park bound away, and a store to the wait's word is seen by that scan.
-    // (A waiter that found nothing published table_size_ 0 before it took the registrations
-    // under incoming_mutex_: one added after that take reads 0 here and rings.)
-    const bool idle = first && table_size_.load(std::memory_order_seq_cst) == 0;
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
     // A deadline further than one park bound away is met by the waiter's next pass.
@@ -189,8 +191,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     std::vector<reactor_op*>& taken = incoming_spare_;
     std::size_t count = taken.size();
     const std::uint64_t merge = ++merges_;
-    // The overflow stack came after the array filled: appended in registration order, where
-    // there is room (else walked below, after the array).
+    // The overflow stack is used only once the array is full: after it, in registration order.
     reactor_op* fifo = nullptr;
     while (overflow != nullptr) {
         reactor_op* next = overflow->next_ready_;
@@ -198,10 +199,6 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
         fifo = overflow;
         overflow = next;
         ++count;
-    }
-    while (fifo != nullptr && taken.size() < taken.capacity()) {
-        taken.push_back(fifo);
-        fifo = std::exchange(fifo->next_ready_, nullptr);
     }
     reached_scratch_.clear();
     ready_list scanned; // waits of the table that an insert's scan of their slot completed
@@ -228,7 +225,12 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
                 return;
             }
             op->pos_ = *pos;
-            link_locked(op->port_, op);
+            try {
+                link_locked(op->port_, op);
+            } catch (...) {
+                table_.erase(*pos); // not left in the table to be completed a second time
+                throw;
+            }
         } catch (...) {
             // No memory for its place in the table: it ends with that error, never lost.
             op->ec = asio::error::no_memory;
@@ -245,8 +247,8 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     while (fifo != nullptr)
         take_in(std::exchange(fifo, fifo->next_ready_));
     taken.clear();
-    // Room for as many again, so that the next ones need no overflow stack (without memory,
-    // they use it).
+    // Room for twice as many in this array, which takes the registrations after the next merge
+    // (the two alternate); without memory, those past its room wait on the overflow stack.
     if (taken.capacity() < 2 * count) {
         try {
             taken.reserve(2 * count);
@@ -393,7 +395,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
         ready_list list;
         merge_incoming_locked(list);
         if (!table_.empty())
-            collect_locked(std::chrono::steady_clock::now(), list);
+            scan_locked(std::chrono::steady_clock::now(), list);
         else
             scan_late_ = false;
         table_size_.store(table_.size(), std::memory_order_relaxed);
@@ -412,22 +414,21 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
     if (rings == scanned_at_.load(std::memory_order_relaxed) && !bell_->device_signaled()) return;
     std::unique_lock lk(mutex_, std::try_to_lock);
     if (!lk.owns_lock()) return;
-    completion_queue* sched = nullptr;
+    ready_list list;
     try {
         if (bell_->device_signaled()) bell_->take_device_signal();
         scanned_at_.store(rings, std::memory_order_relaxed);
         drain_progress_.fetch_add(1, std::memory_order_release);
-        ready_list list;
         merge_incoming_locked(list);
         if (!table_.empty())
-            collect_locked(std::chrono::steady_clock::now(), list);
+            scan_locked(std::chrono::steady_clock::now(), list);
         else
             scan_late_ = false;
-        table_size_.store(table_.size(), std::memory_order_relaxed);
-        sched = enqueue_locked(list);
     } catch (...) {
-        return; // out of memory for the scan: the waiter's next scan finds the same
+        // What it found is handed out below; the waiter's next scan finds the rest.
     }
+    table_size_.store(table_.size(), std::memory_order_relaxed);
+    completion_queue* sched = enqueue_locked(list);
     lk.unlock();
     schedule(sched);
 }
@@ -616,6 +617,17 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
     scan_late_ = false; // only the first scan after a predicted sleep
 }
 
+GPU_ASYNC_DECL void reactor_service::scan_locked(std::chrono::steady_clock::time_point now,
+                                                 ready_list& out) noexcept {
+    try {
+        collect_locked(now, out);
+    } catch (...) {
+        // Out of memory in a slot's scan (it changes nothing before it can throw): what the
+        // scan found before is handed out, the rest stays in the table for the next scan.
+        scan_late_ = false;
+    }
+}
+
 GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
     if (a.line != b.line) return std::less<>()(a.line, b.line);
     if (a.slot != b.slot) return a.slot < b.slot;
@@ -758,7 +770,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             continue;
         }
         const auto now = std::chrono::steady_clock::now();
-        collect_locked(now, list);
+        scan_locked(now, list);
         table_size_.store(table_.size(), std::memory_order_relaxed);
         completion_queue* sched = enqueue_locked(list);
         const dur_ns bound = bound_locked(now, park_bound());
@@ -963,8 +975,9 @@ GPU_ASYNC_DECL void completion_queue::run() {
         reactor_op* op = batch;
         batch = op->next_ready_;
         op->next_ready_ = nullptr;
-        // The op after the next one is asked for now (the next was, one handler ago): a long
-        // batch's ops are out of the cache, and a handler's run hides the fetch.
+        // The op after the next one is asked for now (the next was, one handler ago, but for
+        // the second of the batch): a long batch's ops are out of the cache, and a handler's
+        // run hides the fetch.
         if (batch != nullptr && batch->next_ready_ != nullptr) prefetch_op(batch->next_ready_);
         try {
             op->complete();
