@@ -4,11 +4,11 @@
 //
 // One async_wait(descriptor) is one allocation (from Asio's per-thread recycling cache when the
 // handler has no allocator of its own): the op holds the handler, its cancellation slot,
-// outstanding work on the I/O executor and on the handler's executor (when that is another
-// executor: the I/O executor's work keeps the context running already), and the reactor's
-// bookkeeping (reactor_op, with the intrusive links of the table, the port and the completion
-// queue). Its completion is delivered by the port's completion queue: one drain handler per
-// batch, posted to the I/O executor, which invokes each handler there (directly when the
+// outstanding work on the I/O executor and on the handler's executor (not twice when both are
+// one polymorphic executor: the I/O executor's work keeps the context running already), and the
+// reactor's bookkeeping (reactor_op, with the intrusive links of the table, the port and the
+// completion queue). Its completion is delivered by the port's completion queue: one drain handler
+// per batch, posted to the I/O executor, which invokes each handler there (directly when the
 // handler's executor is the I/O executor, else dispatched to it). The plan-driven wait
 // (detail/plan_wait_op.hpp) is a composed operation instead, because it is a multi-step state
 // machine (query, arm, sleep, park); each of its parks is one of these ops. The descriptor wait

@@ -185,7 +185,7 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
             table_size_.store(table_.size(), std::memory_order_seq_cst);
             return;
         }
-        incoming_.swap(incoming_spare_); // the spare is empty: registrations go on into it
+        incoming_.swap(incoming_spare_); // new registrations go into the (empty) spare
         overflow = std::exchange(incoming_overflow_, nullptr);
     }
     std::vector<reactor_op*>& taken = incoming_spare_;
