@@ -677,4 +677,54 @@ BOOST_AUTO_TEST_CASE(thousands_of_registrations_keep_their_order) {
     }
 }
 
+// 10. A cancellation takes the new registrations in as a scan does; one it finds complete must
+// not leave before an earlier wait of its slot and target that the same store reached (it still
+// sits in the table). The store and the cancellation come inside one handler under run_fill, so
+// no scan comes between.
+BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
+    asio::io_context ctx{1};
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::vector<char> order;
+    asio::cancellation_signal signal;
+    bool d_aborted = false;
+    asio::steady_timer guard(ctx, gpu_async::test::run_bound); // bounds run_fill
+    bool timed_out = false;
+    guard.async_wait([&](error_code ec) {
+        if (ec) return;
+        timed_out = true;
+        ctx.stop();
+    });
+    auto done = [&] {
+        if (order.size() == 2 && d_aborted) guard.cancel();
+    };
+    port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+        if (!ec) order.push_back('A');
+        done();
+    });
+    port.async_wait(memory_descriptor(line, slot(1), 1),
+                    asio::bind_cancellation_slot(signal.slot(), [&](error_code ec) {
+                        d_aborted = ec == asio::error::operation_aborted;
+                        done();
+                    }));
+    // A cancellation takes A into the table (pending: its word is 0).
+    asio::cancellation_signal first;
+    port.async_wait(memory_descriptor(line, slot(2), 1),
+                    asio::bind_cancellation_slot(first.slot(), [](error_code) {}));
+    first.emit(asio::cancellation_type::terminal);
+    asio::post(ctx, [&] {
+        BOOST_TEST(port.pending() == 2u); // A and D
+        port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
+            if (!ec) order.push_back('B');
+            done();
+        });
+        line.words[0].store(1, std::memory_order_release); // no ring: no scan is asked for
+        signal.emit(asio::cancellation_type::terminal);    // its merge finds B complete
+    });
+    gpu_async::run_fill(ctx);
+    BOOST_TEST_REQUIRE(!timed_out);
+    BOOST_TEST(d_aborted);
+    BOOST_TEST((order == std::vector<char>{'A', 'B'}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -452,6 +452,10 @@ private:
     /// Moves the incoming registrations into the table (in registration order); those found
     /// complete, and waits a registration's read completed, go onto `out`.
     void merge_incoming_locked(ready_list& out);
+    /// merge_incoming_locked() outside a scan (a cancellation, a line's retirement): the table's
+    /// waits of the slots where it found waits complete that the same store reached leave with
+    /// them, ordered as a scan orders.
+    void merge_settled_locked(ready_list& out);
     /// Room for this many registrations between two merges at first (the array grows to twice
     /// the most one merge took).
     static constexpr std::size_t initial_incoming = 64;

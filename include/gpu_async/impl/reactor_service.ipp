@@ -289,13 +289,33 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     table_size_.store(table_.size(), std::memory_order_seq_cst);
 }
 
+GPU_ASYNC_DECL void reactor_service::merge_settled_locked(ready_list& out) {
+    const std::size_t before = out.count;
+    reactor_op* const tail = out.tail;
+    merge_incoming_locked(out);
+    const std::size_t found = out.count - before;
+    if (found == 0) return;
+    // The table's waits of the slots these were found complete in, that the same store reached
+    // (lower or equal targets, started earlier), leave with them, as a scan's would.
+    try {
+        reactor_op* op = tail != nullptr ? tail->next_ready_ : out.head;
+        for (std::size_t i = 0; i < found; ++i, op = op->next_ready_) {
+            const memory_descriptor& d = op->descriptor();
+            table_.collect(d.line(), d.slot(), sink_locked(out));
+        }
+    } catch (...) {
+        // Out of memory in a slot's scan: the rest are found by the next scan.
+    }
+    if (out.count - before > found) order_locked(out);
+}
+
 GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
     bool found = false;
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
         ready_list list;
-        merge_incoming_locked(list); // a wait not yet taken in is in the table now
+        merge_settled_locked(list); // a wait not yet taken in is in the table now
         // After shutdown the table is empty; before registration and after completion the wait
         // is not found. Only a registered op (alive, owned by the table) is touched.
         const std::optional<table_type::handle> pos =
@@ -323,7 +343,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
-        merge_incoming_locked(list);
+        merge_settled_locked(list);
         n = list.count;
         while (port.head != nullptr) {
             reactor_op* op = port.head;
@@ -345,7 +365,7 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
     {
         std::lock_guard lk(mutex_);
         ready_list list;
-        merge_incoming_locked(list);
+        merge_settled_locked(list);
         table_.remove_line(line, sink_locked(list));
         rhythm_.forget(line);
         table_size_.store(table_.size(), std::memory_order_relaxed);
