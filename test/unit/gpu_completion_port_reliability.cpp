@@ -69,6 +69,23 @@ bool run_on_threads(asio::io_context& ctx, int n,
     return ctx.stopped();
 }
 
+/// Bounds a run_fill (it has no bound of its own): stops `ctx` after the run bound unless the
+/// test cancels the timer once its work is done; `timed_out` says whether it stopped it.
+struct fill_guard {
+    explicit fill_guard(asio::io_context& ctx)
+        : timer(ctx, gpu_async::test::run_bound) {
+        timer.async_wait([this, &ctx](error_code ec) {
+            if (ec) return;
+            timed_out = true;
+            ctx.stop();
+        });
+    }
+    fill_guard(const fill_guard&) = delete;
+    fill_guard& operator=(const fill_guard&) = delete;
+    asio::steady_timer timer;
+    bool timed_out = false;
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(gpu_completion_port_reliability)
@@ -619,25 +636,19 @@ BOOST_AUTO_TEST_CASE(thousands_of_registrations_keep_their_order) {
         gpu_completion_port port(ctx);
         completion_line line;
         std::vector<std::size_t> order;
-        asio::steady_timer guard(ctx, gpu_async::test::run_bound); // bounds run_fill
-        bool timed_out = false;
-        guard.async_wait([&](error_code ec) {
-            if (ec) return;
-            timed_out = true;
-            ctx.stop();
-        });
+        fill_guard guard(ctx);
         for (std::size_t i = 0; i < n; ++i)
             port.async_wait(memory_descriptor(line, slot(2), 1 + i % 3),
                             [&order, &guard, i](error_code ec) {
                                 if (!ec) order.push_back(i);
-                                if (order.size() == n) guard.cancel();
+                                if (order.size() == n) guard.timer.cancel();
                             });
         BOOST_TEST(port.pending() == n);
         line.words[2].store(3, std::memory_order_release);
         port.bell().ring();
         if (fill) {
             gpu_async::run_fill(ctx);
-            BOOST_TEST_REQUIRE(!timed_out);
+            BOOST_TEST_REQUIRE(!guard.timed_out);
         } else {
             run_to_completion(ctx);
         }
@@ -688,15 +699,9 @@ BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
     std::vector<char> order;
     asio::cancellation_signal signal;
     bool d_aborted = false;
-    asio::steady_timer guard(ctx, gpu_async::test::run_bound); // bounds run_fill
-    bool timed_out = false;
-    guard.async_wait([&](error_code ec) {
-        if (ec) return;
-        timed_out = true;
-        ctx.stop();
-    });
+    fill_guard guard(ctx);
     auto done = [&] {
-        if (order.size() == 2 && d_aborted) guard.cancel();
+        if (order.size() == 2 && d_aborted) guard.timer.cancel();
     };
     port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
         if (!ec) order.push_back('A');
@@ -722,7 +727,7 @@ BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
         signal.emit(asio::cancellation_type::terminal);    // its merge finds B complete
     });
     gpu_async::run_fill(ctx);
-    BOOST_TEST_REQUIRE(!timed_out);
+    BOOST_TEST_REQUIRE(!guard.timed_out);
     BOOST_TEST(d_aborted);
     BOOST_TEST((order == std::vector<char>{'A', 'B'}));
 }

@@ -456,6 +456,9 @@ private:
     /// waits of the slots where it found waits complete that the same store reached leave with
     /// them, ordered as a scan orders.
     void merge_settled_locked(ready_list& out);
+    /// Collects (onto `out`) the slots of the `n` ops of `out` after `before` (its tail before
+    /// they came; none: from its head).
+    void recollect_locked(ready_list& out, reactor_op* before, std::size_t n);
     /// Room for this many registrations between two merges at first (the array grows to twice
     /// the most one merge took).
     static constexpr std::size_t initial_incoming = 64;

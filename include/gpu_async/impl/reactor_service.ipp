@@ -289,6 +289,15 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
     table_size_.store(table_.size(), std::memory_order_seq_cst);
 }
 
+GPU_ASYNC_DECL void reactor_service::recollect_locked(ready_list& out, reactor_op* before,
+                                                      std::size_t n) {
+    reactor_op* op = before != nullptr ? before->next_ready_ : out.head;
+    for (std::size_t i = 0; i < n; ++i, op = op->next_ready_) {
+        const memory_descriptor& d = op->descriptor();
+        table_.collect(d.line(), d.slot(), sink_locked(out));
+    }
+}
+
 GPU_ASYNC_DECL void reactor_service::merge_settled_locked(ready_list& out) {
     const std::size_t before = out.count;
     reactor_op* const tail = out.tail;
@@ -298,11 +307,7 @@ GPU_ASYNC_DECL void reactor_service::merge_settled_locked(ready_list& out) {
     // The table's waits of the slots these were found complete in, that the same store reached
     // (lower or equal targets, started earlier), leave with them, as a scan's would.
     try {
-        reactor_op* op = tail != nullptr ? tail->next_ready_ : out.head;
-        for (std::size_t i = 0; i < found; ++i, op = op->next_ready_) {
-            const memory_descriptor& d = op->descriptor();
-            table_.collect(d.line(), d.slot(), sink_locked(out));
-        }
+        recollect_locked(out, tail, found);
     } catch (...) {
         // Out of memory in a slot's scan: the rest are found by the next scan.
     }
@@ -610,22 +615,14 @@ GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::t
         // That merge may have read a store the scan above did not see: the table's waits of the
         // same slots that it reached (lower targets among them) leave with it, not at the next
         // scan; so do waits registered before that store but after the merge took them in.
-        // Collects the slots of the `n` ops of `out` after `before` (its tail before they came).
-        auto recollect = [&](reactor_op* before, std::size_t n) {
-            reactor_op* op = before != nullptr ? before->next_ready_ : out.head;
-            for (std::size_t i = 0; i < n; ++i, op = op->next_ready_) {
-                const memory_descriptor& d = op->descriptor();
-                table_.collect(d.line(), d.slot(), sink_locked(out));
-            }
-        };
-        recollect(before_late, late);
+        recollect_locked(out, before_late, late);
         // Once more for what a second merge completes (it may read a newer store still). This
         // narrows the window, it cannot close it: a registration racing two stores and a scan
         // may still leave one scan before a lower target of its slot.
         reactor_op* const before_again = out.tail;
         const std::size_t before_count = out.count;
         merge_incoming_locked(out);
-        recollect(before_again, out.count - before_count);
+        recollect_locked(out, before_again, out.count - before_count);
         again = out.count - merged - collected - late;
     }
     table_.collect_expired(to_mono(now), sink_locked(out));
