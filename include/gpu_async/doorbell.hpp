@@ -155,7 +155,8 @@ public:
         return wait(static_cast<Pred&&>(done), bound, dur_ns{spin_ns});
     }
 
-    /// As `wait(done, bound)`, spinning up to `spin` (instead of `spin_ns`) before it sleeps.
+    /// As `wait(done, bound)`, spinning up to `spin` (instead of `spin_ns`; zero: not at all)
+    /// before it sleeps.
     template <class Pred>
     bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
         if (done()) return true;
@@ -166,7 +167,7 @@ public:
                 : start + bound.count();
         const std::uint64_t spin_end =
             deadline - start < spin.count() ? deadline : start + spin.count();
-        for (unsigned i = 1;; ++i) {
+        for (unsigned i = 1; spin.count() != 0; ++i) {
             if (done()) return true;
             detail::cpu_relax();
             if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;

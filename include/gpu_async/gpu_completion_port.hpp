@@ -137,8 +137,11 @@ public:
     /// (mapped_line::attach_doorbell) on a CPU without a user-mode monitor: the waiter sleeps in
     /// steps of this interval and reads the device word after each, so such a store is seen
     /// within about one interval, for one wake-up of the waiter per interval while waits are
-    /// pending (default_device_poll, 20 us). With a monitor the store wakes the waiter at once
-    /// and this does not apply. The execution context's, shared by every port on it.
+    /// pending (default_device_poll, 20 us). A step never outlasts the park bound (100 us by
+    /// default): for a longer interval, raise park_bound() with it (`port.device_poll(1ms);
+    /// port.park_bound(1ms);`, or fill_options::park_bound under run_fill). With a monitor the
+    /// store wakes the waiter at once and this does not apply. The execution context's, shared
+    /// by every port on it.
     dur_ns device_poll() const noexcept { return service_->device_poll(); }
     /// Sets the device poll interval (zero is taken as 1 ns); from the next park on.
     void device_poll(dur_ns interval) noexcept { service_->device_poll(interval); }

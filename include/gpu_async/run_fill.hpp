@@ -44,8 +44,10 @@ struct fill_options {
 /// other threads also run `ctx`); (3) only when nothing completed: with GPU waits pending, park
 /// on the reactor's doorbell (word-wait or futex), bounded by `options.park_bound` and the
 /// earliest reactor deadline; with none pending, block in io_context::run_one_for(
-/// options.idle_bound). The calling thread's timer slack is set to 1 ns while run_fill runs
-/// (Linux; restored on return), so a short park is not stretched by the default 50 us slack.
+/// options.idle_bound). A turn that follows a park looks at the lines first (what ended the park
+/// is most likely a completion; asking the io_context first would cost it a system call), then
+/// runs the ready handlers as above. The calling thread's timer slack is set to 1 ns while run_fill
+/// runs (Linux; restored on return), so a short park is not stretched by the default 50 us slack.
 ///
 /// Guarantees: no extra thread is used while run_fill runs: the reactor's watcher thread of
 /// `ctx` stands down (it resumes when the last run_fill on `ctx` returns), and GPU completions

@@ -154,6 +154,39 @@ BOOST_AUTO_TEST_CASE(lost_wake_torture) {
     BOOST_TEST(bell.sleepers() == 0u);
 }
 
+// The same without the spin (a device-poll step parks with none): every round goes to the
+// futex, where a lost wake would show.
+BOOST_AUTO_TEST_CASE(lost_wake_torture_without_spin) {
+    doorbell bell;
+    const auto r = test::lost_wake_torture(
+        bell.line(), test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
+        [&](const completion_line&, auto pred, dur_ns bound) {
+            return bell.wait(pred, bound, dur_ns{});
+        },
+        [&] { bell.ring(); });
+    BOOST_TEST(r.rounds >= 256u);
+    BOOST_TEST(r.lost == 0u, "first lost round " << r.first_lost);
+    BOOST_TEST(bell.sleepers() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(wait_without_spin_is_bounded_and_sees_a_ring) {
+    doorbell bell;
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(!bell.wait([&] { return bell.count() != 0; }, dur_ns::from_ms(20), dur_ns{}));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST((took >= std::chrono::milliseconds(20)));
+    BOOST_TEST((took <= std::chrono::milliseconds(20) + park_slack));
+    std::atomic<int> result{-1};
+    std::thread waiter([&] {
+        result = bell.wait([&] { return bell.count() >= 1; }, dur_ns::from_ms(10000), dur_ns{});
+    });
+    BOOST_REQUIRE(eventually([&] { return bell.sleepers() == 1; }));
+    bell.ring();
+    waiter.join();
+    BOOST_TEST(result.load() == 1);
+    BOOST_TEST(bell.sleepers() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(futex_word_is_the_low_half_of_word_0) {
     doorbell bell;
     bell.line().words[0].store(0x1122334455667788ull);

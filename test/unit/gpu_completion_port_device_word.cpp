@@ -11,8 +11,10 @@
 #include <gpu_async/wordwait.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/run_fill_bounded.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
 
@@ -148,6 +150,43 @@ BOOST_AUTO_TEST_CASE(run_fill_sees_a_store_only_device_through_the_device_word) 
     device.join();
     BOOST_TEST(done);
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
+}
+
+BOOST_AUTO_TEST_CASE(run_fill_serves_a_posted_handler_while_device_signals_keep_ending_its_parks) {
+    // Device signals that complete none of this context's waits (another port's lines share the
+    // doorbell) end each park at once; after each, run_fill asks the io_context too, so a
+    // handler posted from another thread runs long before the (30 s) park bound.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    device_producer producer(port.bell());
+    completion_line line;
+    std::atomic<bool> posted_ran{false};
+    bool gpu = false;
+    port.async_wait(memory_descriptor(line, *slot_id::at(3), 1), [&](error_code ec) {
+        BOOST_TEST(posted_ran.load());
+        gpu = !ec;
+    });
+    std::thread device([&] {
+        while (!posted_ran.load()) {
+            port.bell().line().words[doorbell::device_word].store(doorbell::device_signal,
+                                                                  std::memory_order_release);
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        device_store(line, 3, 1, port.bell());
+    });
+    std::thread other([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        asio::post(ctx, [&] { posted_ran = true; });
+    });
+    fill_options opts;
+    opts.park_bound = long_bound;
+    const auto t0 = std::chrono::steady_clock::now();
+    BOOST_TEST(test::run_fill_bounded(ctx, opts) == 2u);
+    BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
+    other.join();
+    device.join();
+    BOOST_TEST(posted_ran.load());
+    BOOST_TEST(gpu);
 }
 
 BOOST_AUTO_TEST_CASE(a_simulated_store_only_stream_is_seen_through_the_device_word) {

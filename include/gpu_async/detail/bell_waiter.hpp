@@ -108,7 +108,9 @@ public:
         const dur_ns step{
             std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
         const std::uint64_t end = mono_ns{now}.after(bound).ns;
-        for (dur_ns s = spin;; s = dur_ns{}) {
+        // A device's store comes at any time: a spin before the first step would rarely see one
+        // and costs its length at every park. Only dense rings are worth it.
+        for (dur_ns s = dense() ? spin : dur_ns{};; s = dur_ns{}) {
             const std::uint64_t t = wordwait_now_ns();
             if (t >= end) return;
             if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
