@@ -22,6 +22,8 @@
 //   ours-fill+predict     the plan-driven wait under run_fill
 //   ours-service-dp10/50/100  ours-service with the device poll knob at 10, 50, 100 us
 //   ours-fill-dp5/50/100  ours-fill with the device poll knob at 5, 50, 100 us
+//   ours-service-dp1ms, ours-fill-dp1ms  the low-CPU end of the knob: device poll 1 ms, with the
+//                         park bound (100 us by default, which caps a device poll step) at 1 ms too
 //   ours-service-steps    ours-service without the completion rhythm (predicts(false)): the
 //                         waiter sleeps in device-poll steps only
 //   ours-service-ringing, ours-fill-ringing  the same with a ringing (host) producer
@@ -131,16 +133,19 @@ enum class strategy : std::uint8_t {
     ours_fill_dp5,
     ours_fill_dp50,
     ours_fill_dp100,
+    ours_service_dp1ms,
+    ours_fill_dp1ms,
 };
 
 constexpr strategy all_strategies[] = {
-    strategy::ours_service,      strategy::ours_service_steps, strategy::ours_service_predict,
-    strategy::ours_fill,         strategy::ours_fill_predict,  strategy::ours_fill_dp5,
-    strategy::ours_fill_dp50,    strategy::ours_fill_dp100,    strategy::ours_service_dp10,
-    strategy::ours_service_dp50, strategy::ours_service_dp100, strategy::ours_service_ringing,
-    strategy::ours_fill_ringing, strategy::callback_post,      strategy::callback_thread,
-    strategy::timer_50us,        strategy::timer_1ms,          strategy::blocking_cv,
-    strategy::spin_poll,         strategy::sleep_watcher};
+    strategy::ours_service,       strategy::ours_service_steps,   strategy::ours_service_predict,
+    strategy::ours_fill,          strategy::ours_fill_predict,    strategy::ours_fill_dp5,
+    strategy::ours_fill_dp50,     strategy::ours_fill_dp100,      strategy::ours_fill_dp1ms,
+    strategy::ours_service_dp10,  strategy::ours_service_dp50,    strategy::ours_service_dp100,
+    strategy::ours_service_dp1ms, strategy::ours_service_ringing, strategy::ours_fill_ringing,
+    strategy::callback_post,      strategy::callback_thread,      strategy::timer_50us,
+    strategy::timer_1ms,          strategy::blocking_cv,          strategy::spin_poll,
+    strategy::sleep_watcher};
 
 const char* name(strategy s) {
     switch (s) {
@@ -170,6 +175,10 @@ const char* name(strategy s) {
         return "ours-fill-dp50";
     case strategy::ours_fill_dp100:
         return "ours-fill-dp100";
+    case strategy::ours_service_dp1ms:
+        return "ours-service-dp1ms";
+    case strategy::ours_fill_dp1ms:
+        return "ours-fill-dp1ms";
     case strategy::ours_service_ringing:
         return "ours-service-ringing";
     case strategy::ours_fill_ringing:
@@ -201,6 +210,8 @@ bool is_ours(strategy s) {
     case strategy::ours_fill_dp5:
     case strategy::ours_fill_dp50:
     case strategy::ours_fill_dp100:
+    case strategy::ours_service_dp1ms:
+    case strategy::ours_fill_dp1ms:
     case strategy::ours_service_ringing:
     case strategy::ours_fill_ringing:
         return true;
@@ -211,7 +222,8 @@ bool is_ours(strategy s) {
 bool is_fill(strategy s) {
     return s == strategy::ours_fill || s == strategy::ours_fill_predict ||
            s == strategy::ours_fill_ringing || s == strategy::ours_fill_dp5 ||
-           s == strategy::ours_fill_dp50 || s == strategy::ours_fill_dp100;
+           s == strategy::ours_fill_dp50 || s == strategy::ours_fill_dp100 ||
+           s == strategy::ours_fill_dp1ms;
 }
 bool is_ringing(strategy s) {
     return s == strategy::ours_service_ringing || s == strategy::ours_fill_ringing;
@@ -231,9 +243,17 @@ std::uint64_t device_poll_us(strategy s) {
         return 50;
     case strategy::ours_fill_dp100:
         return 100;
+    case strategy::ours_service_dp1ms:
+    case strategy::ours_fill_dp1ms:
+        return 1000;
     default:
         return 0;
     }
+}
+// The park bound of the knob's variants (0: the default, 100 us). A device poll step never
+// outlasts the park bound, so the 1 ms variants raise it with the poll.
+std::uint64_t park_bound_us(strategy s) {
+    return s == strategy::ours_service_dp1ms || s == strategy::ours_fill_dp1ms ? 1000 : 0;
 }
 
 // The plan of the +predict strategies: the recommended flag plan with the README's example
@@ -287,6 +307,8 @@ public:
         if (is_ours(s)) port_.emplace(ctx_);
         if (port_ && device_poll_us(s) != 0)
             port_->device_poll(std::chrono::microseconds(device_poll_us(s)));
+        if (port_ && park_bound_us(s) != 0)
+            port_->park_bound(std::chrono::microseconds(park_bound_us(s)));
         if (port_ && s == strategy::ours_service_steps) port_->predicts(false);
         gpu_async::completion_line* line = nullptr;
         for (std::size_t i = 0; i < lanes_.size(); ++i) {
@@ -339,9 +361,12 @@ public:
                 ctx_.stop();
             });
         });
-        if (is_fill(strat_))
-            gpu_async::run_fill(ctx_);
-        else
+        if (is_fill(strat_)) {
+            gpu_async::fill_options opts;
+            if (park_bound_us(strat_) != 0)
+                opts.park_bound = std::chrono::microseconds(park_bound_us(strat_));
+            gpu_async::run_fill(ctx_, opts);
+        } else
             ctx_.run();
         teardown();
 
@@ -442,6 +467,8 @@ private:
         case strategy::ours_fill_dp5:
         case strategy::ours_fill_dp50:
         case strategy::ours_fill_dp100:
+        case strategy::ours_service_dp1ms:
+        case strategy::ours_fill_dp1ms:
         case strategy::ours_service_ringing:
         case strategy::ours_fill_ringing:
             port_->async_wait(l.stream->descriptor_for(l.seq),
