@@ -3,6 +3,7 @@
 // a GPU line with the doorbell attached does) and never rings: the reactor's waiter sees it
 // through the device word, within about one device poll interval without a user-mode monitor
 // and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
+#include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
@@ -100,6 +101,21 @@ BOOST_AUTO_TEST_CASE(the_device_poll_knob) {
     BOOST_TEST(other.device_poll().count() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_device_poll_park_spins_first_only_at_the_default_poll_or_faster) {
+    using detail::bell_waiter;
+    const dur_ns spin{doorbell::spin_ns};
+    BOOST_TEST(bell_waiter::first_step_spin(spin, false, default_device_poll).count() ==
+               spin.count());
+    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_us(5)).count() ==
+               spin.count());
+    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_us(21)).count() == 0u);
+    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_ms(1)).count() == 0u);
+    // Dense rings keep their (longer) spin at any poll.
+    const dur_ns dense_spin{bell_waiter::max_spin_ns};
+    BOOST_TEST(bell_waiter::first_step_spin(dense_spin, true, dur_ns::from_ms(1)).count() ==
+               dense_spin.count());
+}
+
 BOOST_AUTO_TEST_CASE(the_watcher_sees_a_store_only_device_through_the_device_word) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
@@ -155,36 +171,46 @@ BOOST_AUTO_TEST_CASE(run_fill_sees_a_store_only_device_through_the_device_word) 
 BOOST_AUTO_TEST_CASE(run_fill_serves_a_posted_handler_while_device_signals_keep_ending_its_parks) {
     // Device signals that complete none of this context's waits (another port's lines share the
     // doorbell) end each park at once; after each, run_fill asks the io_context too, so a
-    // handler posted from another thread runs long before the (30 s) park bound.
+    // handler posted from another thread runs long before the park bound (longer than the
+    // test's own watchdog).
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     device_producer producer(port.bell());
     completion_line line;
     std::atomic<bool> posted_ran{false};
+    std::atomic<bool> quit{false}; // set when the test ends, also by a failed requirement
     bool gpu = false;
     port.async_wait(memory_descriptor(line, *slot_id::at(3), 1), [&](error_code ec) {
         BOOST_TEST(posted_ran.load());
         gpu = !ec;
     });
     std::thread device([&] {
-        while (!posted_ran.load()) {
+        while (!posted_ran.load() && !quit.load()) {
             port.bell().line().words[doorbell::device_word].store(doorbell::device_signal,
                                                                   std::memory_order_release);
             std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
-        device_store(line, 3, 1, port.bell());
+        if (!quit.load()) device_store(line, 3, 1, port.bell());
     });
     std::thread other([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         asio::post(ctx, [&] { posted_ran = true; });
     });
+    struct joiner {
+        std::atomic<bool>& quit;
+        std::thread& a;
+        std::thread& b;
+        ~joiner() {
+            quit = true;
+            a.join();
+            b.join();
+        }
+    } join_at_exit{quit, device, other};
     fill_options opts;
-    opts.park_bound = long_bound;
+    opts.park_bound = 4 * test::run_bound;
     const auto t0 = std::chrono::steady_clock::now();
     BOOST_TEST(test::run_fill_bounded(ctx, opts) == 2u);
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
-    other.join();
-    device.join();
     BOOST_TEST(posted_ran.load());
     BOOST_TEST(gpu);
 }
