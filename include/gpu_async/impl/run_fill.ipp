@@ -10,7 +10,6 @@
 #include <gpu_async/detail/timer_slack.hpp>
 
 #include <chrono>
-#include <utility>
 
 namespace gpu_async {
 
@@ -45,35 +44,33 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
     detail::scoped_timer_slack slack; // a park of 100 us must not oversleep by 50 us
     std::size_t n = 0;
     clock::time_point last_scan = clock::now();
-    bool parked = false;
     for (;;) {
-        if (!parked) {
-            // Ready handlers, one at a time: however busy the queue stays (a handler that keeps
-            // re-posting itself), the lines are scanned at least once per park bound.
-            while (ctx.poll_one() != 0) {
-                ++n;
-                const clock::time_point now = clock::now();
-                if (now - last_scan >= scan_every) {
-                    last_scan = now;
-                    svc.poll_ready();
-                }
+        // Ready handlers, one at a time: however busy the queue stays (a handler that keeps
+        // re-posting itself), the lines are scanned at least once per park bound.
+        while (ctx.poll_one() != 0) {
+            ++n;
+            const clock::time_point now = clock::now();
+            if (now - last_scan >= scan_every) {
+                last_scan = now;
+                svc.poll_ready();
             }
-            if (ctx.stopped()) return n; // out of work, or stop()
         }
-        // Nothing ready, or a park has just ended (most likely on a completion: look before
-        // asking the io_context, whose poll costs a system call): look at the lines (the
-        // doorbell count is read first, so a ring after the scan ends the park below at once).
-        const bool after_park = std::exchange(parked, false);
+        if (ctx.stopped()) return n; // out of work, or stop()
+        // Nothing ready: look at the lines (the doorbell count is read first, so a ring after
+        // the scan ends the park below at once).
         const std::uint64_t seen = svc.bell().count();
         last_scan = clock::now();
-        if (svc.poll_ready() != 0 || after_park) continue;
+        if (svc.poll_ready() != 0) continue;
         if (svc.pending() == 0) {
             n += ctx.run_one_for(idle_bound);
             if (ctx.stopped()) return n;
             continue;
         }
         svc.park(seen, park_bound);
-        parked = true;
+        // What ended the park is most likely a completion: look before asking the io_context,
+        // whose poll costs a system call.
+        last_scan = clock::now();
+        svc.poll_ready();
     }
 }
 
