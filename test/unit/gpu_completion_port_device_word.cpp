@@ -341,4 +341,69 @@ BOOST_AUTO_TEST_CASE(run_fill_learns_the_rhythm_too) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(no_rhythm_is_learnt_when_two_device_polls_reach_the_park_bound) {
+    // A predicted sleep is taken only when longer than two device poll intervals and within the
+    // park bound: with a bound no longer than that, a prediction changes no park, so nothing is
+    // learnt (no clock read, no lookup per wait).
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    device_producer producer(port.bell());
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    port.device_poll(std::chrono::milliseconds(1));
+    port.park_bound(std::chrono::milliseconds(2));
+    std::uint64_t target = 0;
+    for (int round = 0; round < 3; ++round)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 2, ++target, std::chrono::microseconds(300)));
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+    // Half a poll more of bound: a sleep can be longer than two polls within it, and it learns.
+    port.park_bound(std::chrono::microseconds(2500));
+    for (int round = 0; round < 3; ++round)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 2, ++target, std::chrono::microseconds(300)));
+    BOOST_TEST(svc.rhythm_lines() == (predicting_here() ? 1u : 0u));
+}
+
+BOOST_AUTO_TEST_CASE(under_run_fill_its_own_park_bound_decides_whether_a_rhythm_is_learnt) {
+    // The port's park bound is long (the watcher would learn); run_fill parks at its own bound.
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(long_bound);
+    port.device_poll(std::chrono::microseconds(500));
+    device_producer producer(port.bell());
+    detail::reactor_service& svc = service_of(ctx);
+    completion_line line;
+    std::uint64_t target = 0;
+    // Waits started by handlers under run_fill, as a FILL driver's are.
+    auto rounds = [&](std::chrono::nanoseconds fill_bound) {
+        for (int round = 0; round < 3; ++round) {
+            asio::steady_timer guard(ctx, run_bound); // ends run_fill if a store is never seen
+            guard.async_wait([&](error_code) { ctx.stop(); });
+            bool ok = false;
+            const std::uint64_t t = ++target;
+            asio::post(ctx, [&, t] {
+                port.async_wait(memory_descriptor(line, *slot_id::at(5), t), [&](error_code ec) {
+                    ok = !ec;
+                    guard.cancel();
+                });
+            });
+            std::thread device([&, t] {
+                std::this_thread::sleep_for(std::chrono::microseconds(1500));
+                device_store(line, 5, t, port.bell());
+            });
+            fill_options options;
+            options.park_bound = fill_bound;
+            run_fill(ctx, options);
+            device.join();
+            ctx.restart();
+            BOOST_TEST_REQUIRE(ok);
+        }
+    };
+    rounds(std::chrono::milliseconds(1)); // two polls reach run_fill's bound
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+    rounds(std::chrono::milliseconds(5));
+    BOOST_TEST(svc.rhythm_lines() == (predicting_here() ? 1u : 0u));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -376,8 +376,9 @@ public:
     // --- FILL mode (run_fill) ----------------------------------------------------------------
 
     /// While at least one FILL driver is active, the watcher thread stands down and the drivers
-    /// are the waiters.
-    GPU_ASYNC_DECL void begin_fill();
+    /// are the waiters. `park_bound`: the driver's park bound (what predicting() weighs until
+    /// its first park).
+    GPU_ASYNC_DECL void begin_fill(dur_ns park_bound);
     GPU_ASYNC_DECL void end_fill();
 
     /// Scans the lines once and completes what is due; returns how many completed.
@@ -487,11 +488,21 @@ private:
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
         waiter_.park(*bell_, seen, bound, watching);
     }
-    /// Whether waits started now are predicted: predicts(), device producers on the doorbell and
-    /// no user-mode monitor (a monitor sees the device's store at once: nothing to predict).
+    /// Whether waits started now are predicted: predicts(), device producers on the doorbell, no
+    /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and
+    /// two device poll intervals shorter than the waiter's park bound. A predicted sleep is
+    /// taken only when it is longer than two intervals, and within the bound: with a bound no
+    /// longer than that, every park is the same with or without a prediction, and learning
+    /// would cost a clock read and a lookup per wait for nothing.
     bool predicting() const noexcept {
         return predict_.load(std::memory_order_relaxed) && bell_->device_producers() != 0 &&
-               !waiter_.has_monitor();
+               !waiter_.has_monitor() && two_polls().ns < waiter_bound().ns;
+    }
+    /// The park bound of the thread that waits for the table: a FILL driver's own (the bound
+    /// of its latest park), else the watcher's, park_bound().
+    dur_ns waiter_bound() const noexcept {
+        const std::uint64_t fill = fill_bound_ns_.load(std::memory_order_relaxed);
+        return dur_ns{fill != 0 ? fill : park_bound_ns_.load(std::memory_order_relaxed)};
     }
     /// The estimator's plan for the rhythm: the margin is one device poll interval.
     deadline_plan rhythm_plan() const noexcept;
@@ -521,6 +532,7 @@ private:
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
+    std::atomic<std::uint64_t> fill_bound_ns_{0}; // a FILL driver's park bound (0: none runs)
     std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
     table_type table_;

@@ -381,10 +381,11 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
     schedule(sched);
 }
 
-GPU_ASYNC_DECL void reactor_service::begin_fill() {
+GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
     {
         std::lock_guard lk(mutex_);
         ++fill_;
+        fill_bound_ns_.store(park_bound.ns, std::memory_order_relaxed);
         waiter_present_.store(true, std::memory_order_release);
     }
     // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
@@ -395,7 +396,7 @@ GPU_ASYNC_DECL void reactor_service::begin_fill() {
 GPU_ASYNC_DECL void reactor_service::end_fill() {
     {
         std::lock_guard lk(mutex_);
-        --fill_;
+        if (--fill_ == 0) fill_bound_ns_.store(0, std::memory_order_relaxed);
         const bool waits = !table_.empty() || has_incoming_locked();
         if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) {
             try {
@@ -459,6 +460,7 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
+    fill_bound_ns_.store(bound.ns, std::memory_order_relaxed); // waiter_bound(), for predicting()
     std::optional<dur_ns> sleep;
     const std::uint64_t from = detail::wordwait_now_ns(); // the look before this park
     {

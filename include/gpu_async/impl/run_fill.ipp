@@ -18,9 +18,9 @@ namespace detail {
 /// Marks the calling thread as the reactor's waiter for its lifetime.
 class fill_scope {
 public:
-    explicit fill_scope(reactor_service& svc)
+    fill_scope(reactor_service& svc, dur_ns park_bound)
         : svc_(svc) {
-        svc_.begin_fill();
+        svc_.begin_fill(park_bound);
     }
     fill_scope(const fill_scope&) = delete;
     fill_scope& operator=(const fill_scope&) = delete;
@@ -40,7 +40,7 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
         static_cast<std::int64_t>(min(park_bound, dur_ns{std::uint64_t{1} << 62}).ns));
     const std::chrono::nanoseconds idle_bound(static_cast<std::int64_t>(
         min(max(dur_ns::from(options.idle_bound), dur_ns{1}), dur_ns{std::uint64_t{1} << 62}).ns));
-    detail::fill_scope scope(svc);
+    detail::fill_scope scope(svc, park_bound);
     detail::scoped_timer_slack slack; // a park of 100 us must not oversleep by 50 us
     std::size_t n = 0;
     clock::time_point last_scan = clock::now();
