@@ -355,4 +355,58 @@ BOOST_AUTO_TEST_CASE(matches_a_brute_force_model_over_random_histories) {
     }
 }
 
+BOOST_AUTO_TEST_CASE(a_node_pool_reuses_blocks_of_its_size_and_keeps_at_most_max_free) {
+    detail::node_pool pool;
+    void* a = pool.allocate(48); // the pool's size from now on
+    BOOST_TEST(pool.kept() == 0u);
+    pool.deallocate(a, 48);
+    BOOST_TEST(pool.kept() == 1u);
+    BOOST_TEST(pool.allocate(48) == a); // the freed block, not the heap's
+    BOOST_TEST(pool.kept() == 0u);
+    void* other = pool.allocate(96); // another size: the heap's, never kept
+    pool.deallocate(other, 96);
+    BOOST_TEST(pool.kept() == 0u);
+    pool.deallocate(a, 48);
+    std::vector<void*> blocks;
+    for (std::size_t i = 0; i < detail::node_pool::max_free + 10; ++i)
+        blocks.push_back(pool.allocate(48));
+    BOOST_TEST(pool.kept() == 0u);
+    for (void* b : blocks)
+        pool.deallocate(b, 48);
+    BOOST_TEST(pool.kept() == detail::node_pool::max_free); // the rest went back to the heap
+}
+
+BOOST_AUTO_TEST_CASE(waits_that_come_and_go_reuse_their_map_nodes) {
+    completion_line line;
+    watch_table<int> t;
+    recorder r;
+    BOOST_TEST(t.nodes_kept() == 0u);
+    // One wait at a time, with and without a deadline: after the first, each takes the node
+    // the last one left (the table keeps one of each kind, no more).
+    for (std::uint64_t target = 1; target <= 100; ++target) {
+        const std::optional<mono_ns> deadline =
+            target % 2 == 0 ? std::optional<mono_ns>(mono_ns{1000 + target}) : std::nullopt;
+        BOOST_TEST_REQUIRE(
+            t.insert(desc(line, 1, target), static_cast<int>(target), r, deadline).has_value());
+        line.words[1].store(target);
+        BOOST_TEST_REQUIRE(t.collect(r) == 1u);
+        BOOST_TEST(t.nodes_kept() == (target == 1 ? 1u : 2u));
+    }
+    BOOST_TEST(r.got.size() == 100u);
+    // Many at once: their nodes are kept for the next, up to the pool's cap.
+    const std::size_t many = detail::node_pool::max_free + 100;
+    for (std::size_t i = 0; i < many; ++i)
+        BOOST_TEST_REQUIRE(t.insert(desc(line, 2, 1 + i), static_cast<int>(i), r).has_value());
+    BOOST_TEST(t.nodes_kept() == 1u); // the deadline map's node; the slot map's was taken
+    line.words[2].store(many);
+    BOOST_TEST(t.collect(r) == many);
+    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free + 1);
+    // Cancellation and a cleared table give their nodes back the same way.
+    auto h = t.insert(desc(line, 3, 1), 7, r);
+    BOOST_TEST_REQUIRE(h.has_value());
+    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free);
+    t.erase(*h);
+    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free + 1);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -31,7 +31,9 @@
 //
 // Cost. Registration and removal are O(log n) in the slot's waits. A scan of every slot reads one
 // word per watched slot (a dense list of lines with waits, a bit mask of slots with waits, the
-// cached anchor beside it) and touches a slot's map only when its word moved.
+// cached anchor beside it) and touches a slot's map only when its word moved. A wait's map
+// node comes from the table's own free list (the nodes of waits that left, up to
+// node_pool::max_free of them), so a steady stream of waits allocates nothing once warm.
 //
 // Sinks. `collect`, `collect_expired`, `remove_line` and `clear` call `sink(T value, watch_end
 // why)` once for each wait they remove, after it has left the table; a sink must not call back
@@ -48,8 +50,11 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -64,6 +69,93 @@ enum class watch_end : std::uint8_t {
     expired, ///< its deadline passed first
     removed, ///< its line was removed (the line's owner is going away) or the table cleared
 };
+
+namespace detail {
+
+/// A free list of blocks of one size: the nodes of a watch_table's maps. A block freed is kept
+/// (up to max_free of them) for the next node of that size; any other size, an over-aligned
+/// type, or an array goes to the heap. Not thread-safe: its table's owner serializes it.
+class node_pool {
+public:
+    /// The most freed blocks kept; past it they go back to the heap.
+    static constexpr std::size_t max_free = 4096;
+
+    node_pool() = default;
+    node_pool(const node_pool&) = delete;
+    node_pool& operator=(const node_pool&) = delete;
+    ~node_pool() {
+        while (free_ != nullptr)
+            ::operator delete(std::exchange(free_, free_->next));
+    }
+
+    /// A block of `size` bytes (aligned for any type of alignment at most
+    /// __STDCPP_DEFAULT_NEW_ALIGNMENT__). The first size asked is the pool's.
+    void* allocate(std::size_t size) {
+        if (size_ == 0 && size >= sizeof(block)) size_ = size;
+        if (size == size_ && free_ != nullptr) {
+            --kept_;
+            return std::exchange(free_, free_->next);
+        }
+        return ::operator new(size);
+    }
+    void deallocate(void* p, std::size_t size) noexcept {
+        if (size == size_ && kept_ < max_free) {
+            free_ = ::new (p) block{free_};
+            ++kept_;
+            return;
+        }
+        ::operator delete(p);
+    }
+    /// Blocks kept for reuse (for tests).
+    std::size_t kept() const noexcept { return kept_; }
+
+private:
+    struct block {
+        block* next;
+    };
+    block* free_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t kept_ = 0;
+};
+
+/// The allocator of a watch_table's maps: single nodes from its node_pool.
+template <class T>
+class node_pool_allocator {
+public:
+    using value_type = T;
+    explicit node_pool_allocator(node_pool& pool) noexcept
+        : pool_(&pool) {}
+    template <class U>
+    node_pool_allocator(const node_pool_allocator<U>& o) noexcept
+        : pool_(o.pool_) {}
+
+    T* allocate(std::size_t n) {
+        if constexpr (alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+            if (n == 1) return static_cast<T*>(pool_->allocate(sizeof(T)));
+        }
+        return std::allocator<T>().allocate(n);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        if constexpr (alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+            if (n == 1) {
+                pool_->deallocate(p, sizeof(T));
+                return;
+            }
+        }
+        std::allocator<T>().deallocate(p, n);
+    }
+    template <class U>
+    bool operator==(const node_pool_allocator<U>& o) const noexcept {
+        return pool_ == o.pool_;
+    }
+
+private:
+    template <class U>
+    friend class node_pool_allocator;
+    node_pool* pool_;
+};
+
+} // namespace detail
 
 /// The registry of pending waits by (line, slot, target) under the wrapping rule. See the header
 /// comment. `T` is the caller's record of a wait (a pointer, an index): copied in, handed back.
@@ -90,25 +182,37 @@ class watch_table {
         std::uint64_t target;
         T value;
     };
-    using deadline_map = std::multimap<std::uint64_t, expiry>;
+    using deadline_map =
+        std::multimap<std::uint64_t, expiry, std::less<std::uint64_t>,
+                      detail::node_pool_allocator<std::pair<const std::uint64_t, expiry>>>;
 
     struct entry {
         T value;
         std::optional<typename deadline_map::iterator> deadline;
     };
-    using slot_map = std::multimap<std::uint64_t, entry, by_distance>;
+    using slot_map =
+        std::multimap<std::uint64_t, entry, by_distance,
+                      detail::node_pool_allocator<std::pair<const std::uint64_t, entry>>>;
 
     struct slot_rec {
-        std::uint64_t anchor = 0;
-        slot_map waits{by_distance{&anchor}};
-        slot_rec() = default;
+        explicit slot_rec(detail::node_pool& pool)
+            : waits(by_distance{&anchor}, typename slot_map::allocator_type(pool)) {}
         slot_rec(const slot_rec&) = delete;
         slot_rec& operator=(const slot_rec&) = delete;
+        std::uint64_t anchor = 0;
+        slot_map waits;
     };
 
+    template <std::size_t... I>
+    static std::array<slot_rec, line_words> make_slots(detail::node_pool& pool,
+                                                       std::index_sequence<I...>) {
+        return {{(static_cast<void>(I), slot_rec(pool))...}};
+    }
+
     struct line_rec {
-        explicit line_rec(const completion_line* l) noexcept
-            : line(l) {}
+        line_rec(const completion_line* l, detail::node_pool& pool)
+            : line(l)
+            , slots(make_slots(pool, std::make_index_sequence<line_words>{})) {}
         line_rec(const line_rec&) = delete;
         line_rec& operator=(const line_rec&) = delete;
         // Read by every scan, so first and together.
@@ -116,7 +220,7 @@ class watch_table {
         std::uint32_t mask = 0; // slots with waits
         std::size_t count = 0;  // waits on this line
         std::size_t active_pos = 0;
-        std::array<slot_rec, line_words> slots{};
+        std::array<slot_rec, line_words> slots;
     };
 
 public:
@@ -158,7 +262,7 @@ public:
         const std::size_t s = d.slot().index();
         const std::uint64_t word = line->words[s].load(std::memory_order_acquire);
         if (sequence_reached(word, d.target())) return std::nullopt;
-        auto [it, fresh] = lines_.try_emplace(line, line);
+        auto [it, fresh] = lines_.try_emplace(line, line, slot_nodes_);
         line_rec& lr = it->second;
         if (fresh) {
             lr.active_pos = active_.size();
@@ -335,6 +439,8 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     /// Lines with at least one registered wait.
     std::size_t lines() const noexcept { return active_.size(); }
+    /// Map nodes kept for the next waits (for tests): at most 2 * detail::node_pool::max_free.
+    std::size_t nodes_kept() const noexcept { return slot_nodes_.kept() + deadline_nodes_.kept(); }
     /// Whether `line` has a registered wait.
     bool watches(const completion_line& line) const { return lines_.contains(&line); }
 
@@ -417,9 +523,12 @@ private:
         lines_.erase(lr.line);
     }
 
+    // First: the maps below give their nodes back to them when they are destroyed.
+    detail::node_pool slot_nodes_;
+    detail::node_pool deadline_nodes_;
     std::unordered_map<const completion_line*, line_rec> lines_;
     std::vector<line_rec*> active_;
-    deadline_map deadlines_;
+    deadline_map deadlines_{typename deadline_map::allocator_type(deadline_nodes_)};
     std::vector<T> scratch_;
     std::size_t size_ = 0;
 };
