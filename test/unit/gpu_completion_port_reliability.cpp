@@ -12,6 +12,7 @@
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
+#include "common/run_fill_bounded.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -68,23 +69,6 @@ bool run_on_threads(asio::io_context& ctx, int n,
         t.join();
     return ctx.stopped();
 }
-
-/// Bounds a run_fill (it has no bound of its own): stops `ctx` after the run bound unless the
-/// test cancels the timer once its work is done; `timed_out` says whether it stopped it.
-struct fill_guard {
-    explicit fill_guard(asio::io_context& ctx)
-        : timer(ctx, gpu_async::test::run_bound) {
-        timer.async_wait([this, &ctx](error_code ec) {
-            if (ec) return;
-            timed_out = true;
-            ctx.stop();
-        });
-    }
-    fill_guard(const fill_guard&) = delete;
-    fill_guard& operator=(const fill_guard&) = delete;
-    asio::steady_timer timer;
-    bool timed_out = false;
-};
 
 } // namespace
 
@@ -636,19 +620,16 @@ BOOST_AUTO_TEST_CASE(thousands_of_registrations_keep_their_order) {
         gpu_completion_port port(ctx);
         completion_line line;
         std::vector<std::size_t> order;
-        fill_guard guard(ctx);
         for (std::size_t i = 0; i < n; ++i)
             port.async_wait(memory_descriptor(line, slot(2), 1 + i % 3),
-                            [&order, &guard, i](error_code ec) {
+                            [&order, i](error_code ec) {
                                 if (!ec) order.push_back(i);
-                                if (order.size() == n) guard.timer.cancel();
                             });
         BOOST_TEST(port.pending() == n);
         line.words[2].store(3, std::memory_order_release);
         port.bell().ring();
         if (fill) {
-            gpu_async::run_fill(ctx);
-            BOOST_TEST_REQUIRE(!guard.timed_out);
+            gpu_async::test::run_fill_bounded(ctx); // returns once every handler ran
         } else {
             run_to_completion(ctx);
         }
@@ -699,18 +680,12 @@ BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
     std::vector<char> order;
     asio::cancellation_signal signal;
     bool d_aborted = false;
-    fill_guard guard(ctx);
-    auto done = [&] {
-        if (order.size() == 2 && d_aborted) guard.timer.cancel();
-    };
     port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
         if (!ec) order.push_back('A');
-        done();
     });
     port.async_wait(memory_descriptor(line, slot(1), 1),
                     asio::bind_cancellation_slot(signal.slot(), [&](error_code ec) {
                         d_aborted = ec == asio::error::operation_aborted;
-                        done();
                     }));
     // A cancellation takes A into the table (pending: its word is 0).
     asio::cancellation_signal first;
@@ -721,13 +696,11 @@ BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
         BOOST_TEST(port.pending() == 2u); // A and D
         port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
             if (!ec) order.push_back('B');
-            done();
         });
         line.words[0].store(1, std::memory_order_release); // no ring: no scan is asked for
         signal.emit(asio::cancellation_type::terminal);    // its merge finds B complete
     });
-    gpu_async::run_fill(ctx);
-    BOOST_TEST_REQUIRE(!guard.timed_out);
+    gpu_async::test::run_fill_bounded(ctx); // returns once every handler ran
     BOOST_TEST(d_aborted);
     BOOST_TEST((order == std::vector<char>{'A', 'B'}));
 }
