@@ -705,4 +705,62 @@ BOOST_AUTO_TEST_CASE(a_cancellation_keeps_one_targets_order) {
     BOOST_TEST((order == std::vector<char>{'A', 'B'}));
 }
 
+// 11. After run_fill returns, the service has no waiter until a registration starts the
+// watcher: a wait started then must not wait for the next run_fill.
+BOOST_AUTO_TEST_CASE(a_wait_started_after_run_fill_returned_is_served_by_the_watcher) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    gpu_async::test::run_fill_bounded(ctx); // nothing to do: it returns at once
+    bool served = false;
+    // And once run_fill has served a wait too.
+    port.async_wait(memory_descriptor(line, slot(4), 1), [&](error_code ec) { served = !ec; });
+    line.words[4].store(1, std::memory_order_release);
+    port.bell().ring();
+    ctx.restart();
+    gpu_async::test::run_fill_bounded(ctx);
+    BOOST_TEST_REQUIRE(served);
+    for (std::uint64_t target = 2; target <= 4; ++target) {
+        ctx.restart();
+        bool ok = false;
+        port.async_wait(memory_descriptor(line, slot(4), target), [&](error_code ec) { ok = !ec; });
+        std::jthread producer([&] { // joined however the test leaves
+            std::this_thread::sleep_for(std::chrono::microseconds(300));
+            line.words[4].store(target, std::memory_order_release);
+            port.bell().ring();
+        });
+        run_to_completion(ctx); // fails if no watcher serves it
+        BOOST_TEST_REQUIRE(ok, "target " << target);
+    }
+}
+
+// 12. A registration from another thread racing run_fill's return: either run_fill takes it in
+// before it ends, or the registration starts the watcher. Never neither.
+BOOST_AUTO_TEST_CASE(a_registration_racing_run_fills_return_is_never_stranded) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    const int rounds = race_rounds(400);
+    for (int round = 1; round <= rounds; ++round) {
+        ctx.restart();
+        const auto target = static_cast<std::uint64_t>(round);
+        std::atomic<bool> go{false};
+        bool ok = false;
+        std::jthread registrar([&] { // joined however the test leaves
+            while (!go.load(std::memory_order_acquire)) {
+            }
+            port.async_wait(memory_descriptor(line, slot(6), target),
+                            [&](error_code ec) { ok = !ec; });
+            line.words[6].store(target, std::memory_order_release);
+            port.bell().ring();
+        });
+        go.store(true, std::memory_order_release);
+        gpu_async::test::run_fill_bounded(ctx); // returns when out of work, the wait's or none
+        registrar.join();
+        ctx.restart();
+        run_to_completion(ctx); // the wait, if run_fill had ended before it registered
+        BOOST_TEST_REQUIRE(ok, "round " << round);
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -174,6 +174,18 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         wake_stand_back(); // a watcher standing back for drains scans now
     }
     if (idle || soon || tighter) bell_->ring();
+    if (!waiter_present_.load(std::memory_order_seq_cst)) {
+        // The last FILL driver ended between the look above and the push, finding no waits:
+        // this one is registered, so a watcher must run for it.
+        std::lock_guard lk(mutex_);
+        if (fill_ == 0 && !thread_.joinable() && !shut_down_.load(std::memory_order_relaxed)) {
+            try {
+                start_thread_locked();
+            } catch (...) {
+                // Registered without a watcher: the next registration or run_fill retries.
+            }
+        }
+    }
     return start_result::registered;
 }
 
@@ -397,13 +409,18 @@ GPU_ASYNC_DECL void reactor_service::end_fill() {
     {
         std::lock_guard lk(mutex_);
         if (--fill_ == 0) fill_bound_ns_.store(0, std::memory_order_relaxed);
-        const bool waits = !table_.empty() || has_incoming_locked();
-        if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) {
-            try {
-                start_thread_locked();
-            } catch (...) {
-                // No watcher: the pending waits complete at the next run_fill or on retry at the
-                // next registration. Nothing is lost.
+        if (fill_ == 0 && !thread_.joinable()) {
+            // No waiter now: a registration from here on starts the watcher (start() reads this
+            // after its push, so one pushed after the look below sees it).
+            waiter_present_.store(false, std::memory_order_seq_cst);
+            const bool waits = !table_.empty() || has_incoming_locked();
+            if (waits && !shut_down_) {
+                try {
+                    start_thread_locked();
+                } catch (...) {
+                    // No watcher: the pending waits complete at the next run_fill or on retry
+                    // at the next registration. Nothing is lost.
+                }
             }
         }
     }
