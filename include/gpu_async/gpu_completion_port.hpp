@@ -156,12 +156,13 @@ public:
     /// interval (within the park bound) instead of stepping, then polls in a pause loop for up
     /// to two intervals, then steps. Fewer wake-ups for streams with a steady rhythm; a
     /// completion earlier than any seen before waits up to the end of that sleep. It applies
-    /// only while two device poll intervals are shorter than the waiter's park bound
-    /// (run_fill's own under run_fill): a sleep is predicted only when longer than two
-    /// intervals and within the bound, so with a slow poll (`device_poll(1ms)` with
-    /// `park_bound(1ms)`) nothing is learnt and no wait pays for it. Default on; the execution
-    /// context's. Turned on, it learns from waits started after the change; turned off, the
-    /// waiter steps from its next park.
+    /// only while the device poll interval is shorter than the waiter's park bound (under
+    /// run_fill, fill_options::park_bound, the longest of the drivers'): with a poll no
+    /// shorter, every park sleeps the whole bound anyway, so nothing is learnt and no wait pays
+    /// for it (`device_poll(1ms)` with `park_bound(1ms)`). Default on; the execution context's.
+    /// Whether a wait teaches the rhythm is decided when it starts: turned on (or the bound
+    /// raised), it learns from waits started after the change; turned off, the waiter steps
+    /// from its next park.
     bool predicts() const noexcept { return service_->predicts(); }
     void predicts(bool on) noexcept { service_->predicts(on); }
 

@@ -341,24 +341,24 @@ BOOST_AUTO_TEST_CASE(run_fill_learns_the_rhythm_too) {
     }
 }
 
-BOOST_AUTO_TEST_CASE(no_rhythm_is_learnt_when_two_device_polls_reach_the_park_bound) {
-    // A predicted sleep is taken only when longer than two device poll intervals and within the
-    // park bound: with a bound no longer than that, a prediction changes no park, so nothing is
-    // learnt (no clock read, no lookup per wait).
+BOOST_AUTO_TEST_CASE(no_rhythm_is_learnt_when_the_device_poll_reaches_the_park_bound) {
+    // With a device poll no shorter than the park bound every park sleeps the whole bound, with
+    // or without a prediction, so nothing is learnt (no clock read, no lookup per wait).
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     device_producer producer(port.bell());
     detail::reactor_service& svc = service_of(ctx);
     completion_line line;
     port.device_poll(std::chrono::milliseconds(1));
-    port.park_bound(std::chrono::milliseconds(2));
+    port.park_bound(std::chrono::milliseconds(1));
     std::uint64_t target = 0;
     for (int round = 0; round < 3; ++round)
         BOOST_TEST_REQUIRE(
             watcher_round(ctx, port, line, 2, ++target, std::chrono::microseconds(300)));
     BOOST_TEST(svc.rhythm_lines() == 0u);
-    // Half a poll more of bound: a sleep can be longer than two polls within it, and it learns.
-    port.park_bound(std::chrono::microseconds(2500));
+    // A bound longer than one poll: a park can step, a prediction can save those steps, and it
+    // learns.
+    port.park_bound(std::chrono::microseconds(1500));
     for (int round = 0; round < 3; ++round)
         BOOST_TEST_REQUIRE(
             watcher_round(ctx, port, line, 2, ++target, std::chrono::microseconds(300)));
@@ -400,9 +400,16 @@ BOOST_AUTO_TEST_CASE(under_run_fill_its_own_park_bound_decides_whether_a_rhythm_
             BOOST_TEST_REQUIRE(ok);
         }
     };
-    rounds(std::chrono::milliseconds(1)); // two polls reach run_fill's bound
+    rounds(std::chrono::microseconds(500)); // the poll reaches run_fill's bound
     BOOST_TEST(svc.rhythm_lines() == 0u);
-    rounds(std::chrono::milliseconds(5));
+    // run_fill has ended: the watcher's own (long) bound applies again, and it learns.
+    for (int round = 0; round < 3; ++round)
+        BOOST_TEST_REQUIRE(
+            watcher_round(ctx, port, line, 5, ++target, std::chrono::microseconds(300)));
+    BOOST_TEST(svc.rhythm_lines() == (predicting_here() ? 1u : 0u));
+    retire_line(line);
+    BOOST_TEST(svc.rhythm_lines() == 0u);
+    rounds(std::chrono::milliseconds(5)); // a bound longer than the poll under run_fill too
     BOOST_TEST(svc.rhythm_lines() == (predicting_here() ? 1u : 0u));
 }
 

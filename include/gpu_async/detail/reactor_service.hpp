@@ -73,6 +73,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -376,10 +377,10 @@ public:
     // --- FILL mode (run_fill) ----------------------------------------------------------------
 
     /// While at least one FILL driver is active, the watcher thread stands down and the drivers
-    /// are the waiters. `park_bound`: the driver's park bound (what predicting() weighs until
-    /// its first park).
+    /// are the waiters. `park_bound`: the driver's park bound (predicting() weighs the longest
+    /// of the drivers'); end_fill() takes the same.
     GPU_ASYNC_DECL void begin_fill(dur_ns park_bound);
-    GPU_ASYNC_DECL void end_fill();
+    GPU_ASYNC_DECL void end_fill(dur_ns park_bound);
 
     /// Scans the lines once and completes what is due; returns how many completed.
     GPU_ASYNC_DECL std::size_t poll_ready();
@@ -489,17 +490,19 @@ private:
         waiter_.park(*bell_, seen, bound, watching);
     }
     /// Whether waits started now are predicted: predicts(), device producers on the doorbell, no
-    /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and
-    /// two device poll intervals shorter than the waiter's park bound. A predicted sleep is
-    /// taken only when it is longer than two intervals, and within the bound: with a bound no
-    /// longer than that, every park is the same with or without a prediction, and learning
-    /// would cost a clock read and a lookup per wait for nothing.
+    /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and a
+    /// device poll interval shorter than the waiter's park bound (polls_within()).
     bool predicting() const noexcept {
         return predict_.load(std::memory_order_relaxed) && bell_->device_producers() != 0 &&
-               !waiter_.has_monitor() && two_polls().ns < waiter_bound().ns;
+               !waiter_.has_monitor() && polls_within(waiter_bound());
     }
-    /// The park bound of the thread that waits for the table: a FILL driver's own (the bound
-    /// of its latest park), else the watcher's, park_bound().
+    /// Whether a park of `bound` can step: a device poll interval shorter than it. Otherwise a
+    /// park sleeps the whole bound, with or without a prediction (a predicted sleep is taken
+    /// only when longer than two intervals), so learning would cost a clock read and a lookup
+    /// per wait for nothing.
+    bool polls_within(dur_ns bound) const noexcept { return waiter_.device_poll().ns < bound.ns; }
+    /// The park bound of the thread that waits for the table: the longest of the FILL drivers'
+    /// own while any runs, else the watcher's, park_bound().
     dur_ns waiter_bound() const noexcept {
         const std::uint64_t fill = fill_bound_ns_.load(std::memory_order_relaxed);
         return dur_ns{fill != 0 ? fill : park_bound_ns_.load(std::memory_order_relaxed)};
@@ -516,9 +519,10 @@ private:
     /// throws: without memory the sample is dropped).
     void learn_locked(const reactor_op& op) noexcept;
     /// The sleep before the earliest expected completion of the pending waits, less the margin,
-    /// when every pending wait (at most predict_max_pending) has a learnt rhythm and that sleep
-    /// is longer than two device poll intervals; else none (the waiter steps).
-    std::optional<dur_ns> predicted_sleep_locked(std::uint64_t now_ns) const;
+    /// when every pending wait (at most predict_max_pending) has a learnt rhythm, the park of
+    /// `bound` can step (polls_within) and that sleep is longer than two device poll intervals;
+    /// else none (the waiter steps).
+    std::optional<dur_ns> predicted_sleep_locked(std::uint64_t now_ns, dur_ns bound) const;
     /// Parks as park_on_bell, or, with a predicted sleep within `bound`, sleeps to it and polls
     /// (bell_waiter::park_predicted); returns whether the next scan's samples are late.
     bool park_between_scans(std::uint64_t seen, dur_ns bound, std::optional<dur_ns> sleep);
@@ -532,7 +536,8 @@ private:
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
-    std::atomic<std::uint64_t> fill_bound_ns_{0}; // a FILL driver's park bound (0: none runs)
+    std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest in fill_bounds_ (0: none)
+    std::multiset<std::uint64_t> fill_bounds_;    // the FILL drivers' park bounds
     std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
     table_type table_;

@@ -396,8 +396,9 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
 GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
     {
         std::lock_guard lk(mutex_);
+        fill_bounds_.insert(park_bound.ns); // first: it may throw
+        fill_bound_ns_.store(*fill_bounds_.rbegin(), std::memory_order_relaxed);
         ++fill_;
-        fill_bound_ns_.store(park_bound.ns, std::memory_order_relaxed);
         waiter_present_.store(true, std::memory_order_release);
     }
     // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
@@ -405,10 +406,13 @@ GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
     stop_thread();
 }
 
-GPU_ASYNC_DECL void reactor_service::end_fill() {
+GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
     {
         std::lock_guard lk(mutex_);
-        if (--fill_ == 0) fill_bound_ns_.store(0, std::memory_order_relaxed);
+        --fill_;
+        fill_bounds_.erase(fill_bounds_.find(park_bound.ns));
+        fill_bound_ns_.store(fill_bounds_.empty() ? 0 : *fill_bounds_.rbegin(),
+                             std::memory_order_relaxed);
         if (fill_ == 0 && !thread_.joinable()) {
             // No waiter now: a registration from here on starts the watcher (start() reads this
             // after its push, so one pushed after the look below sees it).
@@ -477,13 +481,12 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
-    fill_bound_ns_.store(bound.ns, std::memory_order_relaxed); // waiter_bound(), for predicting()
     std::optional<dur_ns> sleep;
     const std::uint64_t from = detail::wordwait_now_ns(); // the look before this park
     {
         std::lock_guard lk(mutex_);
         bound = bound_locked(std::chrono::steady_clock::now(), bound);
-        sleep = predicted_sleep_locked(from);
+        sleep = predicted_sleep_locked(from, bound);
     }
     if (park_between_scans(seen, bound, sleep)) {
         std::lock_guard lk(mutex_);
@@ -512,9 +515,11 @@ GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
     return plan;
 }
 
-GPU_ASYNC_DECL std::optional<dur_ns>
-reactor_service::predicted_sleep_locked(std::uint64_t now_ns) const {
-    if (table_.empty() || table_.size() > predict_max_pending || !predicting()) return std::nullopt;
+GPU_ASYNC_DECL std::optional<dur_ns> reactor_service::predicted_sleep_locked(std::uint64_t now_ns,
+                                                                             dur_ns bound) const {
+    if (table_.empty() || table_.size() > predict_max_pending || !predicting() ||
+        !polls_within(bound))
+        return std::nullopt;
     const deadline_plan plan = rhythm_plan();
     // A sleep shorter than two steps saves nothing: the first wait due by then settles it.
     const std::uint64_t soon = mono_ns{now_ns}.after(two_polls()).ns;
@@ -812,7 +817,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
         const dur_ns bound = bound_locked(now, park_bound());
         const std::uint64_t from = detail::wordwait_now_ns(); // this look
         const std::optional<dur_ns> sleep =
-            list.head != nullptr ? std::nullopt : predicted_sleep_locked(from);
+            list.head != nullptr ? std::nullopt : predicted_sleep_locked(from, bound);
         lk.unlock();
         bool late = false;
         if (list.head != nullptr)

@@ -19,15 +19,17 @@ namespace detail {
 class fill_scope {
 public:
     fill_scope(reactor_service& svc, dur_ns park_bound)
-        : svc_(svc) {
+        : svc_(svc)
+        , park_bound_(park_bound) {
         svc_.begin_fill(park_bound);
     }
     fill_scope(const fill_scope&) = delete;
     fill_scope& operator=(const fill_scope&) = delete;
-    ~fill_scope() { svc_.end_fill(); }
+    ~fill_scope() { svc_.end_fill(park_bound_); }
 
 private:
     reactor_service& svc_;
+    dur_ns park_bound_;
 };
 
 } // namespace detail
