@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -407,6 +408,55 @@ BOOST_AUTO_TEST_CASE(waits_that_come_and_go_reuse_their_map_nodes) {
     BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free);
     t.erase(*h);
     BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free + 1);
+}
+
+BOOST_AUTO_TEST_CASE(a_lines_record_is_kept_for_the_next_line_emptied) {
+    std::array<completion_line, 20> lines;
+    watch_table<int> t;
+    recorder r;
+    // A line's last wait leaves: its record is kept, and the next line takes it.
+    BOOST_TEST_REQUIRE(t.insert(desc(lines[0], 3, 5), 1, r).has_value());
+    lines[0].words[3].store(5);
+    BOOST_TEST(t.collect(r) == 1u);
+    BOOST_TEST(t.lines() == 0u);
+    BOOST_TEST(!t.watches(lines[0]));
+    BOOST_TEST(t.line_records_kept() == 1u);
+    lines[1].words[3].store(100); // the taken record anchors at this line's word, not the old
+    BOOST_TEST_REQUIRE(t.insert(desc(lines[1], 3, 101), 2, r).has_value());
+    BOOST_TEST(t.line_records_kept() == 0u);
+    BOOST_TEST(t.watches(lines[1]));
+    BOOST_TEST(!t.watches(lines[0]));
+    lines[0].words[3].store(1000); // the old line is not read any more
+    BOOST_TEST(t.collect(r) == 0u);
+    lines[1].words[3].store(101);
+    BOOST_TEST(t.collect(r) == 1u);
+    BOOST_TEST((r.values() == std::vector<int>{1, 2}));
+    // A line removed with waits in several slots: its record is emptied before it is kept.
+    for (std::size_t slot = 0; slot < line_words; ++slot)
+        BOOST_TEST_REQUIRE(
+            t.insert(desc(lines[2], slot, 1), 10 + static_cast<int>(slot), r, mono_ns{50})
+                .has_value());
+    BOOST_TEST(t.remove_line(lines[2], r) == line_words);
+    BOOST_TEST(t.size() == 0u);
+    BOOST_TEST(!t.earliest_deadline().has_value());
+    BOOST_TEST(t.line_records_kept() == 1u);
+    BOOST_TEST_REQUIRE(t.insert(desc(lines[3], 0, 1), 20, r).has_value());
+    BOOST_TEST(t.size() == 1u);
+    lines[2].words[0].store(1);
+    lines[3].words[0].store(1);
+    r.got.clear();
+    BOOST_TEST(t.collect(r) == 1u);
+    BOOST_TEST((r.values() == std::vector<int>{20}));
+    BOOST_TEST(t.collect_expired(mono_ns{100}, r) == 0u);
+    // At most 16 are kept.
+    for (completion_line& l : lines)
+        BOOST_TEST_REQUIRE(t.insert(desc(l, 1, 1), 0, r).has_value());
+    BOOST_TEST(t.line_records_kept() == 0u);
+    for (completion_line& l : lines)
+        l.words[1].store(1);
+    BOOST_TEST(t.collect(r) == lines.size());
+    BOOST_TEST(t.line_records_kept() == 16u);
+    BOOST_TEST(t.lines() == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -33,7 +33,9 @@
 // word per watched slot (a dense list of lines with waits, a bit mask of slots with waits, the
 // cached anchor beside it) and touches a slot's map only when its word moved. A wait's map
 // node comes from the table's own free list (the nodes of waits that left, up to
-// node_pool::max_free of them), so a steady stream of waits allocates nothing once warm.
+// node_pool::max_free of them), and a line's record (its eight slots) from the records of lines
+// whose last wait left (up to 16 of them), so a steady stream of waits allocates nothing in the
+// table once warm (but for the hash table's own growth).
 //
 // Sinks. `collect`, `collect_expired`, `remove_line` and `clear` call `sink(T value, watch_end
 // why)` once for each wait they remove, after it has left the table; a sink must not call back
@@ -89,7 +91,9 @@ public:
     }
 
     /// A block of `size` bytes (aligned for any type of alignment at most
-    /// __STDCPP_DEFAULT_NEW_ALIGNMENT__). The first size asked is the pool's.
+    /// __STDCPP_DEFAULT_NEW_ALIGNMENT__). The first size asked is the pool's: a map whose
+    /// allocator allocated anything but its nodes first would pool that instead (correct, but
+    /// no saving); libstdc++'s and libc++'s maps allocate only nodes.
     void* allocate(std::size_t size) {
         if (size_ == 0 && size >= sizeof(block)) size_ = size;
         if (size == size_ && free_ != nullptr) {
@@ -222,6 +226,9 @@ class watch_table {
         std::size_t active_pos = 0;
         std::array<slot_rec, line_words> slots;
     };
+    using line_map = std::unordered_map<const completion_line*, line_rec>;
+    /// Emptied line records kept for the next lines.
+    static constexpr std::size_t max_spare_lines = 16;
 
 public:
     using value_type = T;
@@ -262,7 +269,7 @@ public:
         const std::size_t s = d.slot().index();
         const std::uint64_t word = line->words[s].load(std::memory_order_acquire);
         if (sequence_reached(word, d.target())) return std::nullopt;
-        auto [it, fresh] = lines_.try_emplace(line, line, slot_nodes_);
+        auto [it, fresh] = emplace_line(line);
         line_rec& lr = it->second;
         if (fresh) {
             lr.active_pos = active_.size();
@@ -441,6 +448,9 @@ public:
     std::size_t lines() const noexcept { return active_.size(); }
     /// Map nodes kept for the next waits (for tests): at most 2 * detail::node_pool::max_free.
     std::size_t nodes_kept() const noexcept { return slot_nodes_.kept() + deadline_nodes_.kept(); }
+    /// Records of lines that had their last wait leave, kept for the next lines (for tests): at
+    /// most 16.
+    std::size_t line_records_kept() const noexcept { return spare_count_; }
     /// Whether `line` has a registered wait.
     bool watches(const completion_line& line) const { return lines_.contains(&line); }
 
@@ -514,19 +524,42 @@ private:
         return out.size();
     }
 
-    // Erases the line's record (its waits, if any, are dropped without a sink).
+    // The record of `line`, made (or a spare one taken) when it has none.
+    std::pair<typename line_map::iterator, bool> emplace_line(const completion_line* line) {
+        if (spare_count_ == 0 || lines_.contains(line))
+            return lines_.try_emplace(line, line, slot_nodes_);
+        typename line_map::node_type& node = spare_lines_[spare_count_ - 1];
+        node.key() = line;
+        node.mapped().line = line;
+        // Unchanged if it throws (a rehash without memory): the spare stays a spare.
+        auto r = lines_.insert(std::move(node));
+        --spare_count_;
+        return {r.position, true};
+    }
+
+    // Erases the line's record (its waits, if any, are dropped without a sink). The record is
+    // kept as a spare for the next line (up to max_spare_lines of them), emptied.
     void drop_record(line_rec& lr) noexcept {
         line_rec* last = active_.back();
         active_[lr.active_pos] = last;
         last->active_pos = lr.active_pos;
         active_.pop_back();
-        lines_.erase(lr.line);
+        typename line_map::node_type node = lines_.extract(lr.line);
+        if (spare_count_ == max_spare_lines) return; // freed with `node`
+        line_rec& rec = node.mapped();
+        for (std::uint32_t mask = rec.mask; mask != 0; mask &= mask - 1)
+            rec.slots[std::countr_zero(mask)].waits.clear();
+        rec.mask = 0;
+        rec.count = 0;
+        spare_lines_[spare_count_++] = std::move(node);
     }
 
     // First: the maps below give their nodes back to them when they are destroyed.
     detail::node_pool slot_nodes_;
     detail::node_pool deadline_nodes_;
-    std::unordered_map<const completion_line*, line_rec> lines_;
+    line_map lines_;
+    std::array<typename line_map::node_type, max_spare_lines> spare_lines_{};
+    std::size_t spare_count_ = 0;
     std::vector<line_rec*> active_;
     deadline_map deadlines_{typename deadline_map::allocator_type(deadline_nodes_)};
     std::vector<T> scratch_;
