@@ -175,24 +175,6 @@ private:
         : completion_queue(svc, &do_schedule, &do_free)
         , ex_(ex) {}
 
-    /// Owns the reference the queue's drain holds; destroyed unrun, it reports that.
-    class drain {
-    public:
-        explicit drain(completion_queue* q) noexcept
-            : q_(q) {}
-        drain(drain&& o) noexcept
-            : q_(std::exchange(o.q_, nullptr)) {}
-        drain& operator=(drain&&) = delete;
-        ~drain() {
-            if (q_ != nullptr) q_->dropped();
-        }
-        void operator()() { std::exchange(q_, nullptr)->run(); }
-        completion_queue* disown() noexcept { return std::exchange(q_, nullptr); }
-
-    private:
-        completion_queue* q_;
-    };
-
     /// Hands out the queue's block when it is free and large enough, else the heap.
     template <class T>
     class drain_allocator {
@@ -229,11 +211,37 @@ private:
         port_completion_queue* q_;
     };
 
+    /// Owns the reference the queue's drain holds; destroyed unrun, it reports that. Its
+    /// allocator is a nested allocator_type, not an allocator_binder: a binder counts as an
+    /// associated executor of its own to asio::post, which then wraps the drain in a work
+    /// dispatcher (one more tracked executor and one more call per batch).
+    class drain {
+    public:
+        using allocator_type = drain_allocator<void>;
+        explicit drain(port_completion_queue* q) noexcept
+            : q_(q)
+            , block_(q) {}
+        drain(drain&& o) noexcept
+            : q_(std::exchange(o.q_, nullptr))
+            , block_(o.block_) {}
+        drain& operator=(drain&&) = delete;
+        ~drain() {
+            if (q_ != nullptr) q_->dropped();
+        }
+        void operator()() { std::exchange(q_, nullptr)->run(); }
+        completion_queue* disown() noexcept { return std::exchange(q_, nullptr); }
+        allocator_type get_allocator() const noexcept { return allocator_type(block_); }
+
+    private:
+        completion_queue* q_;
+        port_completion_queue* block_; // whose block the drain's memory comes from
+    };
+
     static bool do_schedule(completion_queue* base) noexcept {
         auto* self = static_cast<port_completion_queue*>(base);
-        drain d(base);
+        drain d(self);
         try {
-            asio::post(self->ex_, asio::bind_allocator(drain_allocator<void>(self), std::move(d)));
+            asio::post(self->ex_, std::move(d));
             return true;
         } catch (...) {
             // Not taken by the executor: the reference is the caller's again. (Taken and then
