@@ -12,21 +12,23 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 namespace gpu_async::test {
 
-/// Runs run_fill(ctx) with a watchdog: if it has not returned within the bound, the watchdog
+/// Runs run_fill(ctx) with a watchdog: if it has not returned within `bound`, the watchdog
 /// stops the context and the test fails. Returns run_fill's count.
-inline std::size_t run_fill_bounded(asio::io_context& ctx, gpu_async::fill_options opt = {}) {
+inline std::size_t run_fill_bounded(asio::io_context& ctx, gpu_async::fill_options opt = {},
+                                    std::chrono::nanoseconds bound = gpu_async::test::run_bound) {
     std::mutex m;
     std::condition_variable cv;
     bool finished = false, fired = false;
     std::thread watchdog([&] {
         std::unique_lock lk(m);
-        if (!cv.wait_for(lk, gpu_async::test::run_bound, [&] { return finished; })) {
+        if (!cv.wait_for(lk, bound, [&] { return finished; })) {
             fired = true;
             ctx.stop();
         }

@@ -16,7 +16,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -147,23 +146,19 @@ BOOST_AUTO_TEST_CASE(run_fill_sees_a_store_only_device_through_the_device_word) 
     gpu_completion_port port(ctx);
     device_producer producer(port.bell());
     completion_line line;
-    asio::steady_timer guard(ctx, run_bound); // ends run_fill if the store is never seen
-    guard.async_wait([&](error_code) { ctx.stop(); });
     bool done = false;
     port.async_wait(memory_descriptor(line, *slot_id::at(5), 1), [&](error_code ec) {
         BOOST_TEST(!ec);
-        done = true;
-        guard.cancel(); // then run_fill runs out of work and returns
+        done = true; // then run_fill runs out of work and returns
     });
-    std::thread device([&] {
+    std::jthread device([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         device_store(line, 5, 1, port.bell());
     });
     fill_options opts;
     opts.park_bound = long_bound;
     const auto t0 = std::chrono::steady_clock::now();
-    run_fill(ctx, opts);
-    device.join();
+    test::run_fill_bounded(ctx, opts, run_bound); // fails if the store is never seen
     BOOST_TEST(done);
     BOOST_TEST((std::chrono::steady_clock::now() - t0 < run_bound));
 }
@@ -317,18 +312,14 @@ BOOST_AUTO_TEST_CASE(run_fill_learns_the_rhythm_too) {
     detail::reactor_service& svc = service_of(ctx);
     completion_line line;
     for (std::uint64_t target = 1; target <= 6; ++target) {
-        asio::steady_timer guard(ctx, run_bound); // ends run_fill if the store is never seen
-        guard.async_wait([&](error_code) { ctx.stop(); });
         bool ok = false;
-        port.async_wait(memory_descriptor(line, *slot_id::at(6), target), [&](error_code ec) {
-            ok = !ec;
-            guard.cancel();
-        });
-        std::thread device([&] {
+        port.async_wait(memory_descriptor(line, *slot_id::at(6), target),
+                        [&](error_code ec) { ok = !ec; });
+        std::jthread device([&] {
             std::this_thread::sleep_for(std::chrono::microseconds(1500));
             device_store(line, 6, target, port.bell());
         });
-        run_fill(ctx);
+        test::run_fill_bounded(ctx, {}, run_bound); // fails if the store is never seen
         device.join();
         ctx.restart();
         BOOST_TEST_REQUIRE(ok);
@@ -378,23 +369,19 @@ BOOST_AUTO_TEST_CASE(under_run_fill_its_own_park_bound_decides_whether_a_rhythm_
     // Waits started by handlers under run_fill, as a FILL driver's are.
     auto rounds = [&](std::chrono::nanoseconds fill_bound) {
         for (int round = 0; round < 3; ++round) {
-            asio::steady_timer guard(ctx, run_bound); // ends run_fill if a store is never seen
-            guard.async_wait([&](error_code) { ctx.stop(); });
             bool ok = false;
             const std::uint64_t t = ++target;
             asio::post(ctx, [&, t] {
-                port.async_wait(memory_descriptor(line, *slot_id::at(5), t), [&](error_code ec) {
-                    ok = !ec;
-                    guard.cancel();
-                });
+                port.async_wait(memory_descriptor(line, *slot_id::at(5), t),
+                                [&](error_code ec) { ok = !ec; });
             });
-            std::thread device([&, t] {
+            std::jthread device([&, t] {
                 std::this_thread::sleep_for(std::chrono::microseconds(1500));
                 device_store(line, 5, t, port.bell());
             });
             fill_options options;
             options.park_bound = fill_bound;
-            run_fill(ctx, options);
+            test::run_fill_bounded(ctx, options, run_bound); // fails if a store is never seen
             device.join();
             ctx.restart();
             BOOST_TEST_REQUIRE(ok);

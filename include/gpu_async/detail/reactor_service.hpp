@@ -481,6 +481,9 @@ private:
     /// collect_locked(), which hands out what it found before it ran out of memory, if it does.
     void scan_locked(std::chrono::steady_clock::time_point now, ready_list& out) noexcept;
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const;
+    /// Whether no thread is the waiter: no FILL driver runs and no watcher thread (under the
+    /// lock). A wait registered then is scanned by nobody until a watcher starts.
+    bool no_waiter_locked() const noexcept { return fill_ == 0 && !thread_.joinable(); }
     void start_thread_locked();
     void stop_thread();
     void watcher_main();

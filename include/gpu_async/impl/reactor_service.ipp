@@ -134,7 +134,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     if (!waiter_present_.load(std::memory_order_acquire)) {
         // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
         std::lock_guard lk(mutex_);
-        if (fill_ == 0 && !thread_.joinable() && !shut_down_.load(std::memory_order_relaxed))
+        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed))
             start_thread_locked();
     }
     op->port_ = &port;
@@ -178,7 +178,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         // The last FILL driver ended between the look above and the push, finding no waits:
         // this one is registered, so a watcher must run for it.
         std::lock_guard lk(mutex_);
-        if (fill_ == 0 && !thread_.joinable() && !shut_down_.load(std::memory_order_relaxed)) {
+        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed)) {
             try {
                 start_thread_locked();
             } catch (...) {
@@ -413,7 +413,7 @@ GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
         fill_bounds_.erase(fill_bounds_.find(park_bound.ns));
         fill_bound_ns_.store(fill_bounds_.empty() ? 0 : *fill_bounds_.rbegin(),
                              std::memory_order_relaxed);
-        if (fill_ == 0 && !thread_.joinable()) {
+        if (no_waiter_locked()) {
             // No waiter now: a registration from here on starts the watcher (start() reads this
             // after its push, so one pushed after the look below sees it).
             waiter_present_.store(false, std::memory_order_seq_cst);
@@ -589,7 +589,7 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
     const bool waits = !table_.empty() || has_incoming_locked();
-    if (fill_ == 0 && waits && !thread_.joinable() && !shut_down_) start_thread_locked();
+    if (no_waiter_locked() && waits && !shut_down_) start_thread_locked();
 }
 
 GPU_ASYNC_DECL void reactor_service::link_locked(reactor_port* port, reactor_op* op) {
@@ -907,8 +907,7 @@ GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
     }
     q->next_schedule_ = retry_;
     retry_ = q;
-    const bool no_waiter = fill_ == 0 && !thread_.joinable() && !stop_;
-    if (no_waiter) {
+    if (no_waiter_locked() && !stop_) {
         try {
             start_thread_locked();
         } catch (...) {
