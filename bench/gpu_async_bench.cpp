@@ -21,7 +21,7 @@
 //   ours-fill             async_wait(descriptor) under run_fill (no watcher thread)
 //   ours-fill+predict     the plan-driven wait under run_fill
 //   ours-service-dp10/50/100  ours-service with the device poll knob at 10, 50, 100 us
-//   ours-fill-dp5/50/100  ours-fill with the device poll knob at 5, 50, 100 us
+//   ours-fill-dp5/25/50/100  ours-fill with the device poll knob at 5, 25, 50, 100 us
 //   ours-service-dp1ms, ours-fill-dp1ms  the low-CPU end of the knob: device poll 1 ms, with the
 //                         park bound (100 us by default, which caps a device poll step) at 1 ms too
 //   ours-service-steps    ours-service without the completion rhythm (predicts(false)): the
@@ -135,17 +135,18 @@ enum class strategy : std::uint8_t {
     ours_fill_dp100,
     ours_service_dp1ms,
     ours_fill_dp1ms,
+    ours_fill_dp25,
 };
 
 constexpr strategy all_strategies[] = {
-    strategy::ours_service,       strategy::ours_service_steps,   strategy::ours_service_predict,
-    strategy::ours_fill,          strategy::ours_fill_predict,    strategy::ours_fill_dp5,
-    strategy::ours_fill_dp50,     strategy::ours_fill_dp100,      strategy::ours_fill_dp1ms,
-    strategy::ours_service_dp10,  strategy::ours_service_dp50,    strategy::ours_service_dp100,
-    strategy::ours_service_dp1ms, strategy::ours_service_ringing, strategy::ours_fill_ringing,
-    strategy::callback_post,      strategy::callback_thread,      strategy::timer_50us,
-    strategy::timer_1ms,          strategy::blocking_cv,          strategy::spin_poll,
-    strategy::sleep_watcher};
+    strategy::ours_service,       strategy::ours_service_steps, strategy::ours_service_predict,
+    strategy::ours_fill,          strategy::ours_fill_predict,  strategy::ours_fill_dp5,
+    strategy::ours_fill_dp25,     strategy::ours_fill_dp50,     strategy::ours_fill_dp100,
+    strategy::ours_fill_dp1ms,    strategy::ours_service_dp10,  strategy::ours_service_dp50,
+    strategy::ours_service_dp100, strategy::ours_service_dp1ms, strategy::ours_service_ringing,
+    strategy::ours_fill_ringing,  strategy::callback_post,      strategy::callback_thread,
+    strategy::timer_50us,         strategy::timer_1ms,          strategy::blocking_cv,
+    strategy::spin_poll,          strategy::sleep_watcher};
 
 const char* name(strategy s) {
     switch (s) {
@@ -171,6 +172,8 @@ const char* name(strategy s) {
         return "ours-service-steps";
     case strategy::ours_fill_dp5:
         return "ours-fill-dp5";
+    case strategy::ours_fill_dp25:
+        return "ours-fill-dp25";
     case strategy::ours_fill_dp50:
         return "ours-fill-dp50";
     case strategy::ours_fill_dp100:
@@ -208,6 +211,7 @@ bool is_ours(strategy s) {
     case strategy::ours_service_dp100:
     case strategy::ours_service_steps:
     case strategy::ours_fill_dp5:
+    case strategy::ours_fill_dp25:
     case strategy::ours_fill_dp50:
     case strategy::ours_fill_dp100:
     case strategy::ours_service_dp1ms:
@@ -222,8 +226,8 @@ bool is_ours(strategy s) {
 bool is_fill(strategy s) {
     return s == strategy::ours_fill || s == strategy::ours_fill_predict ||
            s == strategy::ours_fill_ringing || s == strategy::ours_fill_dp5 ||
-           s == strategy::ours_fill_dp50 || s == strategy::ours_fill_dp100 ||
-           s == strategy::ours_fill_dp1ms;
+           s == strategy::ours_fill_dp25 || s == strategy::ours_fill_dp50 ||
+           s == strategy::ours_fill_dp100 || s == strategy::ours_fill_dp1ms;
 }
 bool is_ringing(strategy s) {
     return s == strategy::ours_service_ringing || s == strategy::ours_fill_ringing;
@@ -239,6 +243,8 @@ std::uint64_t device_poll_us(strategy s) {
         return 100;
     case strategy::ours_fill_dp5:
         return 5;
+    case strategy::ours_fill_dp25:
+        return 25;
     case strategy::ours_fill_dp50:
         return 50;
     case strategy::ours_fill_dp100:
@@ -465,6 +471,7 @@ private:
         case strategy::ours_service_dp100:
         case strategy::ours_service_steps:
         case strategy::ours_fill_dp5:
+        case strategy::ours_fill_dp25:
         case strategy::ours_fill_dp50:
         case strategy::ours_fill_dp100:
         case strategy::ours_service_dp1ms:

@@ -12,9 +12,9 @@ if (!exists("out")) out = stem.".png"
 if (!exists("cells")) cells = "1000:64"
 if (!exists("load")) load = "not recorded"
 
-strategies = "ours-service ours-service-steps ours-service+predict ours-fill ours-fill+predict ours-fill-dp5 ours-fill-dp50 ours-fill-dp100 ours-fill-dp1ms ours-service-dp10 ours-service-dp50 ours-service-dp100 ours-service-dp1ms ours-service-ringing ours-fill-ringing callback-post-idealized callback-thread-post timer-poll-50us timer-poll-1ms blocking-cv-thread spin-poll-thread sleep-watcher-20us"
-colors = "#d62728 #f5b041 #ff7f0e #1f77b4 #17becf #5dade2 #2874a6 #1b4f72 #0b1f3a #ff9896 #c5b0d5 #c49c94 #7b3f00 #aec7e8 #98df8a #2ca02c #bcbd22 #9467bd #8c564b #e377c2 #7f7f7f #17a589"
-ours_n = 15  # the first ours_n strategies are ours (solid lines)
+strategies = "ours-service ours-service-steps ours-service+predict ours-fill ours-fill+predict ours-fill-dp5 ours-fill-dp25 ours-fill-dp50 ours-fill-dp100 ours-fill-dp1ms ours-service-dp10 ours-service-dp50 ours-service-dp100 ours-service-dp1ms ours-service-ringing ours-fill-ringing callback-post-idealized callback-thread-post timer-poll-50us timer-poll-1ms blocking-cv-thread spin-poll-thread sleep-watcher-20us"
+colors = "#d62728 #f5b041 #ff7f0e #1f77b4 #17becf #5dade2 #3c8dbc #2874a6 #1b4f72 #0b1f3a #ff9896 #c5b0d5 #c49c94 #7b3f00 #aec7e8 #98df8a #2ca02c #bcbd22 #9467bd #8c564b #e377c2 #7f7f7f #17a589"
+ours_n = 16  # the first ours_n strategies are ours (solid lines)
 
 n = words(cells)
 per_row = (n < 3) ? n : 3
