@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: BSL-1.0
 # Builds and runs the demo (gpu-async-demo): a TCP server on one io_context awaiting simulated GPU
 # work with the completion port, driven by its built-in load generator over loopback for about
-# ten seconds. Installs the Debian packages it lacks. Arguments go to the demo (try --help).
+# ten seconds. Installs the Debian packages it lacks. Shares build/ with scripts/test.sh. Arguments go to the demo (try --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 build=${BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPU_ASYNC_BUILD_EXAMPLES=ON
+bash scripts/configure.sh "$build" -DGPU_ASYNC_BUILD_EXAMPLES=ON
 cmake --build "$build" -j"$(nproc)" --target gpu-async-demo
 exec "$build/example/gpu-async-demo" "$@"

@@ -32,7 +32,7 @@
 // order: if the ringer's fence comes first, the waiter's re-check after its own fence sees the
 // producer's store and W's increment (so it does not sleep, or FUTEX_WAIT returns at once);
 // if the waiter's fence comes first, the ringer's load sees S > 0 and issues the wake. Either
-// way no wake is lost; the torture test in test/unit/doorbell.cpp runs this race.
+// way no wake is lost; the torture test in test/unit/hosts/doorbell.cpp runs this race.
 //
 #ifndef GPU_ASYNC_DOORBELL_HPP
 #define GPU_ASYNC_DOORBELL_HPP

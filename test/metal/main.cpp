@@ -19,7 +19,7 @@
 //                               an event the program made itself, wrapped, and signalled from
 //                               another thread with setSignaledValue:
 //
-// Command buffer faults are tested against the fake runtime only (test/unit/metal.cpp): a
+// Command buffer faults are tested against the fake runtime only (test/unit/devices/metal.cpp): a
 // buffer fails here only after a GPU time-out of several seconds.
 //
 // Each result row is also printed as "RESULT|...". Exit status: 0 when every case passed or the

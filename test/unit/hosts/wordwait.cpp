@@ -234,14 +234,14 @@ BOOST_AUTO_TEST_CASE(park_sees_a_store_from_another_thread) {
     }
 }
 
-// Lost-wake torture on the probed path: 1e6 lock-step rounds in the normal suite (a round costs
-// a thread hand-off, 2-20 us on a shared 2-core VM); under a sanitizer, as many as fit in 1.5 s
-// (test::torture_budget).
+// Lost-wake torture on the probed path: 1e5 lock-step rounds (1e6 with GPU_ASYNC_LONG_TESTS=1; a
+// round costs a thread hand-off, 2-20 us on a shared 2-core VM); under a sanitizer, as many as fit
+// in 1.5 s (test::torture_budget).
 BOOST_AUTO_TEST_CASE(lost_wake_torture_probed_path) {
     completion_line line;
     const word_wait& ww = word_wait::probe();
     const auto r = test::lost_wake_torture(
-        line, test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
+        line, test::torture_rounds(), test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line& l, auto pred, dur_ns bound) { return ww.park(l, pred, bound); },
         [] {});
     BOOST_TEST_MESSAGE("word wait torture (" << to_string(ww.path()) << "): " << r.rounds
@@ -301,7 +301,7 @@ BOOST_AUTO_TEST_CASE(wfe_loop_is_bounded) {
 BOOST_AUTO_TEST_CASE(wfe_loop_lost_wake_torture) {
     completion_line line;
     const auto r = test::lost_wake_torture(
-        line, test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
+        line, test::torture_rounds(), test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line& l, auto pred, dur_ns bound) {
             return detail::arm::park_wfe(l, pred, detail::wordwait_now_ns() + bound.count());
         },
@@ -315,7 +315,7 @@ BOOST_AUTO_TEST_CASE(wfe_loop_lost_wake_torture) {
 BOOST_AUTO_TEST_SUITE_END()
 
 // The soak of the probed path (disabled by default; GPU_ASYNC_SOAK_ROUNDS, default 1e7):
-//   gpu_async_tests --run_test=wordwait_soak_suite/lost_wake_soak
+//   gpu_async_hosts_tests --run_test=wordwait_soak_suite/lost_wake_soak
 BOOST_AUTO_TEST_SUITE(wordwait_soak_suite)
 
 BOOST_AUTO_TEST_CASE(lost_wake_soak, *boost::unit_test::disabled()) {

@@ -16,7 +16,7 @@ using namespace gpu_async;
 
 namespace {
 
-// See test/unit/wordwait.cpp: a generous correctness slack for noisy CI machines.
+// See test/unit/hosts/wordwait.cpp: a generous correctness slack for noisy CI machines.
 constexpr auto park_slack = std::chrono::milliseconds(200);
 
 static_assert(alignof(doorbell) == 64);
@@ -109,6 +109,34 @@ BOOST_AUTO_TEST_CASE(ring_wakes_a_sleeper) {
     BOOST_TEST(bell.sleepers() == 0u);
 }
 
+// The lost-wake window, made deterministic: the store and its ring land after the waiter's last
+// look at the predicate and before it sleeps (the predicate itself rings on that look). The
+// futex compares the ring count read before that look, so the sleep returns at once; a waiter
+// that read the count after its look would sleep to the bound. The tortures below hit the same
+// window only by chance.
+BOOST_AUTO_TEST_CASE(a_ring_between_the_last_look_and_the_sleep_is_not_lost) {
+    doorbell bell;
+    bool stored = false;
+    int looks = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    // No spin: look 1 is the first check, look 2 the one after registering as a sleeper.
+    const bool seen = bell.wait(
+        [&] {
+            if (++looks == 2 && !stored) {
+                stored = true;
+                bell.ring();
+                return false;
+            }
+            return stored;
+        },
+        dur_ns::from_ms(2000), dur_ns{});
+    const auto took = std::chrono::steady_clock::now() - t0;
+    BOOST_TEST(seen);
+    BOOST_TEST(looks >= 3);
+    BOOST_TEST((took < std::chrono::milliseconds(1000)));
+    BOOST_TEST(bell.sleepers() == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(ring_wakes_every_sleeper) {
     doorbell bell;
     std::atomic<int> woke{0};
@@ -137,14 +165,15 @@ BOOST_AUTO_TEST_CASE(predicate_on_another_line_word) {
     producer.join();
 }
 
-// Lost-wake torture of the spin-then-futex path: 1e6 lock-step rounds in the normal suite;
+// Lost-wake torture of the spin-then-futex path: 1e5 lock-step rounds (1e6 with
+// GPU_ASYNC_LONG_TESTS=1);
 // under a sanitizer, as many as fit in 1.5 s (test::torture_budget). A lost wake shows as a wait
 // that ran to its 1 s bound. The soak below runs 1e7 rounds (GPU_ASYNC_SOAK_ROUNDS) when asked for:
-//   gpu_async_tests --run_test=doorbell_soak_suite/lost_wake_soak
+//   gpu_async_hosts_tests --run_test=doorbell_soak_suite/lost_wake_soak
 BOOST_AUTO_TEST_CASE(lost_wake_torture) {
     doorbell bell;
     const auto r = test::lost_wake_torture(
-        bell.line(), test::torture_rounds, test::torture_budget(), dur_ns::from_ms(1000),
+        bell.line(), test::torture_rounds(), test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line&, auto pred, dur_ns bound) { return bell.wait(pred, bound); },
         [&] { bell.ring(); });
     BOOST_TEST_MESSAGE("doorbell torture: " << r.rounds << " rounds, " << bell.wakes_issued()
