@@ -63,7 +63,8 @@ struct fake_hip {
     int fail_status = 999; // hipErrorUnknown
     int call_count = 0;
     std::string failed_call;
-    int live_streams = 0; // hipStreamCreate minus hipStreamDestroy
+    int live_streams = 0;   // hipStreamCreate minus hipStreamDestroy
+    int stream2_device = 0; // the device current when hipStreamCreate made stream 2
 
     hip::stream_t stream(int i) { return reinterpret_cast<hip::stream_t>(&stream_storage.at(i)); }
     hip::event_t event() { return reinterpret_cast<hip::event_t>(&event_storage.at(0)); }
@@ -162,7 +163,9 @@ inline int f_hipStreamSynchronize(hip::stream_t) {
     return fake->stream_status;
 }
 inline int f_hipStreamGetDevice(hip::stream_t s, int* d) {
-    *d = s == fake->stream(1) ? 1 : 0; // stream 1 is on device 1, others on device 0
+    // Stream 1 is on device 1, stream 2 (hipStreamCreate's) on the device current at its
+    // creation, stream 0 on device 0.
+    *d = s == fake->stream(1) ? 1 : s == fake->stream(2) ? fake->stream2_device : 0;
     return fake->failed("hipStreamGetDevice");
 }
 inline int f_hipStreamWriteValue64(hip::stream_t s, void* address, std::uint64_t value,
@@ -194,7 +197,8 @@ inline int f_hipStreamWaitEvent(hip::stream_t s, hip::event_t e, unsigned flags)
 }
 inline int f_hipStreamCreate(hip::stream_t* s) {
     if (int st = fake->failed("hipStreamCreate on " + std::to_string(fake->current))) return st;
-    *s = fake->stream(2); // of device 0
+    *s = fake->stream(2); // of the current device
+    fake->stream2_device = fake->current;
     ++fake->live_streams;
     return 0;
 }
@@ -251,6 +255,7 @@ struct fixture {
         auto d = hip_driver::from_resolver(&f_dlsym, &state);
         BOOST_TEST_REQUIRE(d.has_value());
         state.calls.clear();
+        state.call_count = 0; // fail_at counts from the first call after the load
         return std::move(d).value();
     }
 };
