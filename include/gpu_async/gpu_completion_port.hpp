@@ -9,6 +9,11 @@
 // detail/port_wait_op.hpp (the descriptor wait) and detail/plan_wait_op.hpp (the plan-driven
 // wait).
 //
+// Handlers that throw: completions are delivered in batches on the I/O executor. A handler run
+// inline that throws (directly, or through an executor it is bound to, e.g. a strand, that runs
+// it inline) ends its batch: the exception leaves run() or poll() as itself, and the rest of the
+// batch runs at the next run(), as with Asio's own operations.
+//
 #ifndef GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 

@@ -348,7 +348,9 @@ public:
     GPU_ASYNC_DECL result<memory_descriptor> await_event(cuda::event_t event);
 
     /// Destroys the waiter's stream (with the line's context pushed). Errors:
-    /// errc::driver_status. Closing a closed waiter does nothing.
+    /// errc::driver_status. When the push fails the stream is kept, and a later close() (or the
+    /// destructor) tries again; once cuStreamDestroy ran the stream is forgotten, whatever it
+    /// or the pop returned. Closing a closed waiter does nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
     /// The waiter's own stream (null once closed).

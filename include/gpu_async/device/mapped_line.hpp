@@ -67,10 +67,14 @@ inline std::string hex(const void* p) {
 
 /// What one driver hook returned: the vendor's status (0 is success) and, when the hook made a
 /// call other than the one its table names (e.g. a context push before an allocation), the name
-/// of the call that failed.
+/// of the call that failed. `done`: the hook's own call succeeded and only the restore of the
+/// calling thread's state after it (a context pop, a switch back to the previous device) failed,
+/// named by `call`: what the call made or freed is made or freed, and the caller must account
+/// for it (free the page it allocated, count as freed the page it freed).
 struct driver_status {
     int status = 0;
     const char* call = nullptr;
+    bool done = false;
 
     constexpr bool ok() const noexcept { return status == 0; }
     friend constexpr bool operator==(const driver_status&, const driver_status&) = default;

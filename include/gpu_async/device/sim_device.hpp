@@ -68,7 +68,11 @@
 // must outlive the device. Do not call `shutdown` from a work item.
 //
 // Thread safety: enqueue, query, block, arm, descriptor, park, set_doorbell and make_stream may
-// be called from any thread; step and shutdown from one thread at a time.
+// be called from any thread; step and shutdown from one thread at a time. A handle may be
+// dropped (or reset()) from any thread at any time, within the rule above about its own stream:
+// concurrently with other drops, with work enqueued through other handles, with shutdown() and
+// with the device's destructor (which waits for a give-back in progress). Each stream given back
+// is freed exactly once, by the thread that gave it back or by the worker that was running it.
 //
 #ifndef GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP

@@ -423,7 +423,8 @@ private:
             return;
         }
         // A callback of this registration is running: wait for it, unless we are inside it.
-        if (std::this_thread::get_id() != thread_.get_id())
+        // The id is the thread's own record under m_: thread_ itself is written by a join.
+        if (std::this_thread::get_id() != thread_id_)
             idle_cv_.wait(lk, [&] { return s->state != detail::watch_state::phase::firing; });
     }
 
@@ -475,6 +476,7 @@ private:
         // stop ring it.
         std::vector<state_ptr> fired;
         std::unique_lock lk(m_);
+        thread_id_ = std::this_thread::get_id();
         while (!stop_) {
             // Read before the scan (under the lock a registration takes): a ring after it ends
             // the park below.
@@ -550,7 +552,8 @@ private:
     std::vector<state_ptr> stranded_;       // future/on_complete forms pending at the stop
     bool stop_ = false;
     std::atomic<std::uint64_t> scans_{0};
-    std::mutex join_m_; // one shutdown() joins
+    std::thread::id thread_id_; // the watcher thread's, set by it (m_): drop() reads this
+    std::mutex join_m_;         // one shutdown() joins
     std::thread thread_;
 };
 

@@ -34,7 +34,7 @@ driver_status with_context(const cuda_driver& d, context_t context, const char* 
     context_t popped = nullptr;
     const status_t pop = a.ctx_pop_current(&popped);
     if (st != success) return driver_status{st, call_name};
-    if (pop != success) return driver_status{pop, "cuCtxPopCurrent"};
+    if (pop != success) return driver_status{pop, "cuCtxPopCurrent", true};
     return driver_status{};
 }
 
@@ -377,7 +377,13 @@ GPU_ASYNC_DECL result<cuda_event_waiter> cuda_event_waiter::create(cuda_line& li
         detail::cuda_impl::with_context(d, line.context(), "cuStreamCreate", [&] {
             return a.stream_create(&stream, cuda::stream_non_blocking);
         });
-    if (!st.ok()) return d.error(st.call, st.status);
+    if (!st.ok()) {
+        // Made, but the pop failed: the stream is ours to destroy (the error names the pop).
+        if (st.done)
+            static_cast<void>(detail::cuda_impl::with_context(
+                d, line.context(), "cuStreamDestroy", [&] { return a.stream_destroy(stream); }));
+        return d.error(st.call, st.status);
+    }
     return cuda_event_waiter(line, stream, slot);
 }
 
@@ -409,14 +415,20 @@ GPU_ASYNC_DECL result<memory_descriptor> cuda_event_waiter::await_event(cuda::ev
 GPU_ASYNC_DECL std::optional<coded_error> cuda_event_waiter::close() {
     if (stream_ == nullptr) return std::nullopt;
     const cuda_driver& d = line_->driver();
-    const cuda::stream_t stream = std::exchange(stream_, nullptr);
     // The line's context pushed while it holds it (a line closed first, against the rule that it
-    // outlives the waiter, has released it: the stream is then destroyed as it is).
+    // outlives the waiter, has released it: the stream is then destroyed as it is). The stream
+    // is forgotten once cuStreamDestroy ran, whatever it or the pop returned; a failed push
+    // leaves it for a later close().
+    bool destroyed = false;
+    auto destroy = [&] {
+        destroyed = true;
+        return d.api().stream_destroy(stream_);
+    };
     const driver_status st =
         line_->mapped().is_open()
-            ? detail::cuda_impl::with_context(d, line_->context(), "cuStreamDestroy",
-                                              [&] { return d.api().stream_destroy(stream); })
-            : driver_status{d.api().stream_destroy(stream), "cuStreamDestroy"};
+            ? detail::cuda_impl::with_context(d, line_->context(), "cuStreamDestroy", destroy)
+            : driver_status{destroy(), "cuStreamDestroy"};
+    if (destroyed) stream_ = nullptr;
     if (!st.ok()) return d.error(st.call, st.status);
     return std::nullopt;
 }

@@ -46,7 +46,7 @@ driver_status with_device(const hip_driver& d, device_t device, const char* call
     const status_t st = call();
     const status_t back = previous != device ? a.set_device(previous) : success;
     if (st != success) return driver_status{st, call_name};
-    if (back != success) return driver_status{back, "hipSetDevice"};
+    if (back != success) return driver_status{back, "hipSetDevice", true};
     return driver_status{};
 }
 
@@ -321,7 +321,11 @@ GPU_ASYNC_DECL result<hip_event_waiter> hip_event_waiter::create(hip_line& line,
     hip::stream_t stream = nullptr;
     const driver_status st = detail::hip_impl::with_device(
         d, line.device(), "hipStreamCreate", [&] { return a.stream_create(&stream); });
-    if (!st.ok()) return d.error(st.call, st.status);
+    if (!st.ok()) {
+        // Made, but the switch back failed: the stream is ours to destroy (the error names it).
+        if (st.done) static_cast<void>(a.stream_destroy(stream));
+        return d.error(st.call, st.status);
+    }
     return hip_event_waiter(line, stream, slot);
 }
 

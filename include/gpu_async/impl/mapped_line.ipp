@@ -55,17 +55,19 @@ end_registration_locked(doorbell_registry& reg, doorbell_registration* r) noexce
     std::unique_ptr<doorbell_registration> owned = std::move(*it);
     reg.live.erase(it);
     const line_driver& d = *r->driver;
-    if (const driver_status st = d.unregister_host(d.self, r->domain, doorbell_host(*r));
-        !st.ok()) {
+    const driver_status unreg = d.unregister_host(d.self, r->domain, doorbell_host(*r));
+    if (!unreg.ok() && !unreg.done) {
         try {
             reg.leaked.push_back(std::move(owned));
         } catch (...) {
             static_cast<void>(owned.release()); // leak it outright: never free registered memory
         }
-        return std::pair{driver_op::unregister_host, st};
+        return std::pair{driver_op::unregister_host, unreg};
     }
-    if (const driver_status st = d.release_domain(d.self, r->device, r->domain); !st.ok())
-        return std::pair{driver_op::release_domain, st};
+    // Unregistered (even when only the restore after it failed): the reference may go.
+    const driver_status rel = d.release_domain(d.self, r->device, r->domain);
+    if (!unreg.ok()) return std::pair{driver_op::unregister_host, unreg};
+    if (!rel.ok()) return std::pair{driver_op::release_domain, rel};
     return std::nullopt;
 }
 
@@ -104,7 +106,10 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
     // here only before any store could have been enqueued on it, so no settle is needed.
     auto unwind = [&](void* page, coded_error error) -> coded_error {
         bool released = page == nullptr;
-        if (page != nullptr) released = driver.free_page(driver.self, domain, page).ok();
+        if (page != nullptr) {
+            const driver_status st = driver.free_page(driver.self, domain, page);
+            released = st.ok() || st.done; // freed, even if the restore after it failed
+        }
         // A page that could not be freed keeps its domain alive: leak the reference with it.
         if (released) static_cast<void>(driver.release_domain(driver.self, device, domain));
         return error;
@@ -114,7 +119,8 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
     void* page = nullptr;
     if (const driver_status st = driver.alloc_page(driver.self, domain, page_bytes, &page);
         !st.ok())
-        return unwind(nullptr, driver_error(driver, driver_op::alloc_page, st));
+        // Allocated when only the restore after it failed: freed before the domain goes.
+        return unwind(st.done ? page : nullptr, driver_error(driver, driver_op::alloc_page, st));
     if (page == nullptr || reinterpret_cast<std::uintptr_t>(page) % alignof(completion_line) != 0)
         return unwind(page, coded_error(errc::backend,
                                         {std::string(driver.call_name(driver_op::alloc_page)) +
@@ -234,7 +240,14 @@ mapped_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
         if (const driver_status st = d.register_host(
                 d.self, made->domain, detail::doorbell_host(*made), sizeof(completion_line));
             !st.ok()) {
-            static_cast<void>(d.release_domain(d.self, device_, made->domain));
+            if (st.done) {
+                // Registered, but the restore after it failed: undo it as a last user would
+                // (a failed unregistration leaks it, with its reference).
+                reg.live.push_back(std::move(made)); // reserved above: cannot throw
+                static_cast<void>(detail::end_registration_locked(reg, reg.live.back().get()));
+            } else {
+                static_cast<void>(d.release_domain(d.self, device_, made->domain));
+            }
             return driver_error(d, driver_op::register_host, st);
         }
         reg.live.push_back(std::move(made));
@@ -267,12 +280,15 @@ GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quie
     const line_driver& d = *driver_;
     std::optional<close_failure> failure;
     bool page_leaked = false;
-    if (const driver_status st = d.settle(d.self, domain_); !st.ok()) {
+    // A hook whose own call succeeded and only the restore after it failed (`done`) did its
+    // work: the close goes on, and reports the restore's failure.
+    if (const driver_status st = d.settle(d.self, domain_); !st.ok() && !st.done) {
         // A store may still be pending: never free or unregister under it. Leak the page, the
         // reference and the doorbell use.
         failure = close_failure{driver_op::settle, st};
         page_leaked = true;
     } else {
+        if (!st.ok()) failure = close_failure{driver_op::settle, st};
         if (bell_ != nullptr) {
             // No store of this line is pending (settled): drop its use of the doorbell.
             detail::doorbell_registry& reg = detail::doorbells();
@@ -280,11 +296,12 @@ GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quie
             bell_->bell->remove_device_producer();
             if (--bell_->users == 0)
                 if (auto f = detail::end_registration_locked(reg, bell_))
-                    failure = close_failure{f->first, f->second};
+                    if (!failure) failure = close_failure{f->first, f->second};
         }
-        if (const driver_status fst = d.free_page(d.self, domain_, page_); !fst.ok()) {
+        const driver_status fst = d.free_page(d.self, domain_, page_);
+        if (!fst.ok() && !failure) failure = close_failure{driver_op::free_page, fst};
+        if (!fst.ok() && !fst.done) {
             // The page may still be live in the domain: keep the domain alive with it.
-            if (!failure) failure = close_failure{driver_op::free_page, fst};
             page_leaked = true;
         } else if (const driver_status rst = d.release_domain(d.self, device_, domain_);
                    !rst.ok()) {

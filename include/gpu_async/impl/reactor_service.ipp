@@ -7,6 +7,9 @@
 
 #include <gpu_async/detail/reactor_service.hpp>
 
+#include <boost/asio/detail/thread_context.hpp>
+#include <boost/asio/detail/thread_info_base.hpp>
+
 #include <algorithm>
 #include <exception>
 #include <functional>
@@ -1021,6 +1024,14 @@ GPU_ASYNC_DECL void completion_queue::run() {
         if (batch != nullptr && batch->next_ready_ != nullptr) prefetch_op(batch->next_ready_);
         try {
             op->complete();
+            // A handler dispatched to another executor that ran it inline (a strand's invoker
+            // under an io_context or thread_pool executor) threw into that executor's execute(),
+            // which keeps the exception for after the current handler, this drain: bring it out
+            // now, so that it leaves run() on its own and the rest of the batch waits, as with a
+            // handler that throws straight out of complete().
+            if (boost::asio::detail::thread_info_base* t =
+                    boost::asio::detail::thread_context::top_of_thread_call_stack())
+                t->rethrow_pending_exception();
         } catch (...) {
             // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
             // a later drain and the exception leaves run() / poll().

@@ -251,6 +251,7 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
 }
 
+// Called exactly once per stream: by release() when no worker holds it, else by that worker.
 GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
     const bool own = s.own_line_;
     completion_line* line = s.line_;
@@ -403,28 +404,25 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
     }
     for (auto& w : workers_)
         if (w->thread.joinable()) w->thread.join();
-    // No worker runs any more: drop what is left; its numbers are never stored.
-    std::vector<sim_stream*> released; // given back while a worker held them
-    {
-        std::lock_guard<std::mutex> lk(mutex_);
-        for (auto& s : streams_) {
-            std::lock_guard<std::mutex> wl(s->worker_->mutex);
-            if (!s->queue_.empty()) {
-                s->fail_locked(detail::sim_cancelled());
-                s->queue_.clear();
-            }
-            s->scheduled_ = false;
-            if (s->released_) released.push_back(s.get());
+    // No worker runs any more: drop what is left; its numbers are never stored. A stream given
+    // back is not ours to free: exactly one thread disposes of it, the one that gave it back or
+    // the worker that held it (joined above), and the former may still be inside dispose() now
+    // (an explicit shutdown takes no life lock), so it stays listed until that dispose erases it.
+    std::lock_guard<std::mutex> lk(mutex_);
+    for (auto& s : streams_) {
+        std::lock_guard<std::mutex> wl(s->worker_->mutex);
+        if (!s->queue_.empty()) {
+            s->fail_locked(detail::sim_cancelled());
+            s->queue_.clear();
         }
-        for (auto& w : workers_) {
-            std::lock_guard<std::mutex> wl(w->mutex);
-            w->heap = {};
-            w->active = 0;
-            w->done_cv.notify_all();
-        }
+        s->scheduled_ = false;
     }
-    for (sim_stream* s : released)
-        dispose(*s);
+    for (auto& w : workers_) {
+        std::lock_guard<std::mutex> wl(w->mutex);
+        w->heap = {};
+        w->active = 0;
+        w->done_cv.notify_all();
+    }
 }
 
 } // namespace gpu_async

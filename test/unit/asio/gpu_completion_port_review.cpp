@@ -10,9 +10,11 @@
 
 #include <boost/asio/bind_allocator.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -21,6 +23,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -293,6 +296,46 @@ BOOST_AUTO_TEST_CASE(a_throwing_handler_leaves_the_rest_of_its_batch_queued) {
     BOOST_CHECK_THROW(ctx.run_for(gpu_async::test::run_bound), std::runtime_error);
     BOOST_TEST(order.size() == 1u);
     BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 1u); // posted again
+    ctx.restart();
+    gpu_async::test::run_to_completion(ctx);
+    BOOST_TEST((order == std::vector<std::uint64_t>{1, 2, 3}));
+    BOOST_TEST(gpu_async::test::reactor_of(port).drains_out() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(throwing_strand_handlers_each_leave_their_own_run) {
+    // Issue 27, item 4. One drain delivers three completions whose handlers, bound to a strand,
+    // all throw. The strand runs each inline through the io_context executor's execute(), which
+    // catches and keeps what it throws for after the drain: the drain used to go on, and the
+    // three came back as one asio::multiple_exceptions keeping only the first. As with
+    // steady_timer waits, each std::runtime_error must leave its own run(), the rest of the
+    // batch waiting for the next.
+    asio::io_context ctx;
+    auto strand = asio::make_strand(ctx);
+    gpu_completion_port port(ctx);
+    completion_line line;
+    std::vector<std::uint64_t> order;
+    for (std::uint64_t t = 1; t <= 3; ++t)
+        port.async_wait(memory_descriptor(line, slot(3), t),
+                        asio::bind_executor(strand, [&order, t](error_code ec) {
+                            BOOST_TEST(!ec);
+                            order.push_back(t);
+                            throw std::runtime_error("handler " + std::to_string(t));
+                        }));
+    line.words[3].store(3, std::memory_order_release);
+    port.bell().ring();
+    for (std::uint64_t t = 1; t <= 3; ++t) {
+        ctx.restart();
+        try {
+            ctx.run_for(gpu_async::test::run_bound);
+            BOOST_ERROR("run() returned without handler " << t << "'s exception");
+        } catch (const std::runtime_error& e) {
+            BOOST_TEST(e.what() == "handler " + std::to_string(t));
+        } catch (const std::exception& e) {
+            BOOST_ERROR("run() threw " << e.what() << " instead of handler " << t
+                                       << "'s exception");
+        }
+        BOOST_TEST(order.size() == t);
+    }
     ctx.restart();
     gpu_async::test::run_to_completion(ctx);
     BOOST_TEST((order == std::vector<std::uint64_t>{1, 2, 3}));

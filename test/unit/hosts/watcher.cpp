@@ -439,4 +439,32 @@ BOOST_AUTO_TEST_CASE(destructor_ends_on_end_registrations) {
     BOOST_TEST(!stop.valid());
 }
 
+// Handles dropped on another thread while shutdown() joins the watcher thread (issue 27, item
+// 3): drop() used to read the std::thread that join() writes. The drops below start once the
+// first registration's callback has run and go on while the thread ends and is joined, unordered
+// with the join. ThreadSanitizer cannot see the write inside libstdc++'s join(); Helgrind does
+// (valgrind --tool=helgrind gpu_async_tests --run_test=watcher/drop_while_shutdown_joins).
+BOOST_AUTO_TEST_CASE(drop_while_shutdown_joins) {
+    constexpr std::size_t n = 200;
+    for (int round = 0; round < 5; ++round) {
+        completion_line line;
+        std::atomic<bool> ended{false};
+        std::atomic<std::size_t> shut{0};
+        std_watcher w;
+        std::vector<watch_handle> hs;
+        for (std::size_t i = 0; i < n; ++i)
+            hs.push_back(w.on_end(memory_descriptor(line, slot(i % 8), 1), [&](std::error_code ec) {
+                if (ec == errc::shut_down) ++shut;
+                ended = true;
+            }));
+        std::thread stopper([&] { w.shutdown(); });
+        BOOST_TEST_REQUIRE(eventually([&] { return ended.load(); }));
+        for (watch_handle& h : hs)
+            h.reset(); // races the join in `stopper`
+        stopper.join();
+        BOOST_TEST(shut.load() == n);
+        BOOST_TEST(w.stopped());
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()

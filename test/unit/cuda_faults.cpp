@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: BSL-1.0
+#include <gpu_async/device/cuda.hpp>
+
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include "common/fake_cuda_driver.hpp"
+#include "common/io_context_fixture.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/test/unit_test.hpp>
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The CUDA backend when driver calls fail (issue 27, item 2): a context pop that fails after the
+// real call succeeded, and a sweep failing each call of a line's and an event waiter's life.
+
+using namespace gpu_async;
+using namespace gpu_async::test::cuda_fake;
+
+namespace {
+
+slot_id slot(std::size_t i) {
+    return *slot_id::at(i);
+}
+
+bool names(const std::string& message, const std::string& call) {
+    return message.find(call) != std::string::npos;
+}
+
+// The number (1-based, as fail_at counts) of the first call starting with `next` after the
+// first call starting with `after`; 0 when there is none.
+int call_after(const std::vector<std::string>& calls, const std::string& after,
+               const std::string& next) {
+    bool seen = false;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        if (!seen) {
+            seen = calls[i].rfind(after, 0) == 0;
+            continue;
+        }
+        if (calls[i].rfind(next, 0) == 0) return static_cast<int>(i + 1);
+    }
+    return 0;
+}
+
+// What a run of the scenario below saw.
+struct run_result {
+    std::string error;    // the first error's message (empty: none)
+    std::deque<int> ends; // per wait started: how many times its handler ran
+};
+
+// A line's life with the caller's context 0 current: create it on device 0, attach the port's
+// doorbell, store, create an event waiter and await an event, then close the waiter and the
+// line. Stops at the first error (a failed close() is retried once, as a caller would), closes
+// what it made, and runs the port until every wait has ended.
+run_result scenario(const cuda_driver& drv) {
+    run_result r;
+    boost::asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    auto fail = [&](const coded_error& e) {
+        if (r.error.empty()) r.error = e.message();
+    };
+    auto wait = [&](const memory_descriptor& d) {
+        int& ends = r.ends.emplace_back(0);
+        port.async_wait(d, [&ends](boost::system::error_code) { ++ends; });
+    };
+    {
+        auto line = cuda_line::create_on(drv, 0);
+        if (!line.has_value()) {
+            fail(line.error());
+        } else {
+            cuda_line& l = line.value();
+            bool ok = true;
+            if (auto e = l.attach_doorbell(port.shared_bell())) {
+                fail(*e);
+                ok = false;
+            }
+            if (ok) {
+                if (auto d = l.store(slot(0), fake->stream(0)); d.has_value())
+                    wait(d.value());
+                else {
+                    fail(d.error());
+                    ok = false;
+                }
+            }
+            std::optional<cuda_event_waiter> w;
+            if (ok) {
+                if (auto made = cuda_event_waiter::create(l, slot(1)); made.has_value())
+                    w.emplace(std::move(made).value());
+                else {
+                    fail(made.error());
+                    ok = false;
+                }
+            }
+            if (ok) {
+                if (auto d = w->await_event(fake->event(0)); d.has_value())
+                    wait(d.value());
+                else
+                    fail(d.error());
+            }
+            if (w) {
+                if (auto e = w->close()) {
+                    fail(*e);
+                    static_cast<void>(w->close());
+                }
+            }
+            if (auto e = l.close()) fail(*e);
+        }
+    }
+    ctx.run_for(gpu_async::test::run_bound);
+    BOOST_TEST_REQUIRE(ctx.stopped(), "the port's waits did not end within the bound");
+    return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(cuda_faults)
+
+// The pop after a successful cuMemHostAlloc fails: the page is live, so it must be freed before
+// the domain's reference goes (it used to be leaked, and the reference released under it).
+BOOST_FIXTURE_TEST_CASE(a_failed_pop_after_the_page_is_allocated_frees_it, fixture) {
+    auto d = driver();
+    {
+        auto clean = cuda_line::create_on(*d, 0);
+        BOOST_TEST_REQUIRE(clean.has_value());
+    }
+    const int n = call_after(state.calls, "cuMemHostAlloc", "cuCtxPopCurrent");
+    BOOST_TEST_REQUIRE(n > 0);
+    state.calls.clear();
+    state.call_count = 0;
+    state.fail_at = n;
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(!line.has_value());
+    BOOST_TEST(state.failed_call == "cuCtxPopCurrent");
+    BOOST_TEST(names(line.error().message(), "cuCtxPopCurrent"));
+    BOOST_TEST(state.pages.empty());
+    BOOST_TEST(state.refs[0] == 0);
+}
+
+// The pop after a successful cuStreamCreate fails: the stream must be destroyed, not leaked.
+BOOST_FIXTURE_TEST_CASE(a_failed_pop_after_the_waiters_stream_is_made_destroys_it, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    state.calls.clear();
+    state.fail_at = state.call_count + 3; // push, cuStreamCreate, pop
+    auto w = cuda_event_waiter::create(line.value(), slot(1));
+    BOOST_TEST_REQUIRE(!w.has_value());
+    BOOST_TEST(state.failed_call == "cuCtxPopCurrent");
+    BOOST_TEST(names(w.error().message(), "cuCtxPopCurrent"));
+    BOOST_TEST(state.live_streams == 0);
+}
+
+// The push before cuStreamDestroy fails: the waiter keeps its stream, so a second close()
+// destroys it (it used to forget the stream first, and a second close() did nothing).
+BOOST_FIXTURE_TEST_CASE(a_failed_push_at_close_keeps_the_stream_for_a_second_close, fixture) {
+    auto d = driver();
+    auto line = cuda_line::create_on(*d, 0);
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto w = cuda_event_waiter::create(line.value(), slot(1));
+    BOOST_TEST_REQUIRE(w.has_value());
+    BOOST_TEST(state.live_streams == 1);
+    state.fail_at = state.call_count + 1;
+    auto e = w.value().close();
+    BOOST_TEST_REQUIRE(e.has_value());
+    BOOST_TEST(state.failed_call == "cuCtxPushCurrent");
+    BOOST_TEST(names(e->message(), "cuCtxPushCurrent"));
+    BOOST_TEST(w.value().stream() != nullptr);
+    BOOST_TEST(state.live_streams == 1);
+    BOOST_TEST(!w.value().close());
+    BOOST_TEST(w.value().stream() == nullptr);
+    BOOST_TEST(state.live_streams == 0);
+}
+
+// Every call of the scenario fails in turn. After each run: what failed is named by the error;
+// nothing the driver holds is left behind (pages, context references, registrations, streams),
+// except where the failing call is a settle, a free, an unregistration or a stream's destruction,
+// which leak by design rather than free what a device may still use, or the release of a context
+// reference itself; the caller's context is
+// current again and the stack empty (unless the failing call is that restore); every wait that
+// started ended exactly once.
+BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
+    std::vector<std::string> clean;
+    {
+        fixture f;
+        auto d = f.driver();
+        f.state.current = 0;
+        const run_result r = scenario(*d);
+        BOOST_TEST_REQUIRE(r.error.empty(), r.error);
+        BOOST_TEST_REQUIRE(r.ends.size() == 2u);
+        clean = f.state.calls;
+        BOOST_TEST(f.state.pages.empty());
+        BOOST_TEST(f.state.live_streams == 0);
+    }
+    BOOST_TEST_REQUIRE(clean.size() > 10u);
+    BOOST_TEST_MESSAGE("CUDA sweep: " << clean.size() << " calls, each failed in turn");
+    for (int n = 1; n <= static_cast<int>(clean.size()); ++n) {
+        fixture f;
+        auto d = f.driver();
+        f.state.current = 0;
+        f.state.fail_at = n;
+        const run_result r = scenario(*d);
+        const std::string failed = f.state.failed_call;
+        BOOST_TEST_REQUIRE(!failed.empty(), "call " << n);
+        const std::string call = failed.substr(0, failed.find(' '));
+        // The call a failed push was for: the next one of the clean run.
+        const std::string meant =
+            call == "cuCtxPushCurrent" && static_cast<std::size_t>(n) < clean.size()
+                ? clean[static_cast<std::size_t>(n)]
+                : failed;
+        const bool may_leak =
+            meant.rfind("cuCtxSynchronize", 0) == 0 || meant.rfind("cuMemFreeHost", 0) == 0 ||
+            meant.rfind("cuMemHostUnregister", 0) == 0 || meant.rfind("cuStreamDestroy", 0) == 0 ||
+            meant.rfind("cuDevicePrimaryCtxRelease", 0) == 0;
+        BOOST_TEST_CONTEXT("call " << n << ": " << failed << " (for " << meant << ")") {
+            BOOST_TEST(names(r.error, call), "error: " << r.error);
+            if (!may_leak) {
+                BOOST_TEST(f.state.pages.empty());
+                BOOST_TEST(f.state.refs[0] == 0);
+                BOOST_TEST(f.state.registered.empty());
+                BOOST_TEST(f.state.live_streams == 0);
+            }
+            if (call != "cuCtxPopCurrent") {
+                BOOST_TEST(f.state.current == 0);
+                BOOST_TEST(f.state.pushed.empty());
+            }
+            for (int ends : r.ends)
+                BOOST_TEST(ends == 1);
+        }
+    }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
