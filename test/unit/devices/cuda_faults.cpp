@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-// The CUDA backend when driver calls fail (issue 27, item 2): a context pop that fails after the
+// The CUDA backend when driver calls fail: a context pop that fails after the
 // real call succeeded, and a sweep failing each call of a line's and an event waiter's life.
 
 using namespace gpu_async;

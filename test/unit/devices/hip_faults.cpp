@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-// The HIP backend when runtime calls fail (issue 27, item 2): a switch back to the caller's device
+// The HIP backend when runtime calls fail: a switch back to the caller's device
 // that fails after the real call succeeded, and a sweep failing each call of a line's and an
 // event waiter's life.
 

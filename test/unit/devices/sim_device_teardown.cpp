@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-// Handles dropped on one thread while another stops or destroys the device (issue 27, item 1).
+// Handles dropped on one thread while another stops or destroys the device.
 
 using namespace gpu_async;
 

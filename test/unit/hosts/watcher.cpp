@@ -439,11 +439,11 @@ BOOST_AUTO_TEST_CASE(destructor_ends_on_end_registrations) {
     BOOST_TEST(!stop.valid());
 }
 
-// Handles dropped on another thread while shutdown() joins the watcher thread (issue 27, item
-// 3): drop() used to read the std::thread that join() writes. The drops below start once the
-// first registration's callback has run and go on while the thread ends and is joined, unordered
-// with the join. ThreadSanitizer cannot see the write inside libstdc++'s join(); Helgrind does
-// (valgrind --tool=helgrind gpu_async_tests --run_test=watcher/drop_while_shutdown_joins).
+// Handles dropped on another thread while shutdown() joins the watcher thread: drop() used to read
+// the std::thread that join() writes. The drops below start once the first registration's callback
+// has run and go on while the thread ends and is joined, unordered with the join. ThreadSanitizer
+// cannot see the write inside libstdc++'s join(); Helgrind does (valgrind --tool=helgrind
+// gpu_async_hosts_tests --run_test=watcher/drop_while_shutdown_joins).
 BOOST_AUTO_TEST_CASE(drop_while_shutdown_joins) {
     constexpr std::size_t n = 200;
     for (int round = 0; round < 5; ++round) {
