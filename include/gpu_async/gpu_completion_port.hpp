@@ -12,7 +12,10 @@
 // Handlers that throw: completions are delivered in batches on the I/O executor. A handler run
 // inline that throws (directly, or through an executor it is bound to, e.g. a strand, that runs
 // it inline) ends its batch: the exception leaves run() or poll() as itself, and the rest of the
-// batch runs at the next run(), as with Asio's own operations.
+// batch runs at the next run(), as with Asio's own operations. A handler bound to an executor
+// other than the port's (whose execute() may keep what it throws until the batch returns) is
+// always the last of its batch, thrown or not: such handlers cost up to one post each, as Asio's
+// own operations do; handlers on the port's executor share one post per batch.
 //
 #ifndef GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP

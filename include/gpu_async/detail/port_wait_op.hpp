@@ -303,7 +303,11 @@ private:
         , io_work_(make_work(io_ex, true))
         // Work on the handler's executor when it is another one (the I/O executor's work keeps
         // its context running already), as Asio's handler_work does.
-        , handler_work_(make_work(handler_ex_, !same_executor(handler_ex_, io_ex))) {}
+        , handler_work_(make_work(handler_ex_, !same_executor(handler_ex_, io_ex))) {
+        // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
+        // then stops after it (see completion_queue::run).
+        set_foreign_executor(!same_executor(handler_ex_, io_ex));
+    }
 
     template <class Executor>
     static work_holder<Executor> make_work(const Executor& ex, bool track) {
@@ -338,10 +342,9 @@ private:
 
     static void do_complete(reactor_op* base) {
         auto* op = static_cast<port_wait_op*>(base);
-        if constexpr (std::is_same_v<handler_executor, IoExecutor>) {
-            // Running in the drain on the I/O executor: the handler's own executor.
-            if (op->handler_ex_ == op->io_ex_) return final_step(op)();
-        }
+        // Running in the drain on the I/O executor: when that is the handler's own executor
+        // (decided at initiation), the handler runs here.
+        if (!op->foreign_executor()) return final_step(op)();
         auto alloc = asio::get_associated_allocator(op->handler_);
         const handler_executor ex = op->handler_ex_;
         asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));

@@ -123,6 +123,11 @@ public:
 protected:
     ~reactor_op() = default;
 
+    /// Set at initiation when `complete` hands the handler to an executor other than the I/O
+    /// executor the drain runs on (dispatch), rather than invoking it: see completion_queue::run.
+    void set_foreign_executor(bool foreign) noexcept { foreign_executor_ = foreign; }
+    bool foreign_executor() const noexcept { return foreign_executor_; }
+
 private:
     friend class reactor_service;
     friend class completion_queue;
@@ -134,6 +139,7 @@ private:
     std::uint64_t deadline_ns_ = 0; // with has_deadline_: the registration's deadline
     std::uint64_t started_ns_ = 0;  // when it was registered (wordwait clock), 0: not predicted
     bool has_deadline_ = false;
+    bool foreign_executor_ = false; // see set_foreign_executor (in has_deadline_'s padding)
     reactor_port* port_ = nullptr;  // the port it was started for
     reactor_port* owner_ = nullptr; // the port whose list it is linked in (while in the table)
     reactor_op* prev_ = nullptr;    // in the owner's list
@@ -189,7 +195,9 @@ public:
     /// Runs on the I/O executor (the drain): delivers the waits queued when it started, in
     /// order, then posts itself again if more arrived meanwhile. If a delivery throws (a handler
     /// invoked inline threw), the waits not yet delivered stay queued, a drain is posted for them,
-    /// and the exception propagates. Consumes the drain's reference.
+    /// and the exception propagates. A wait whose handler has an executor of its own ends the
+    /// drain too (the rest is posted again after it): that executor may run the handler inline
+    /// and keep what it throws until the drain returns. Consumes the drain's reference.
     GPU_ASYNC_DECL void run();
 
     /// The drain was destroyed without running. When the service has shut down (the execution

@@ -7,9 +7,6 @@
 
 #include <gpu_async/detail/reactor_service.hpp>
 
-#include <boost/asio/detail/thread_context.hpp>
-#include <boost/asio/detail/thread_info_base.hpp>
-
 #include <algorithm>
 #include <exception>
 #include <functional>
@@ -1022,16 +1019,9 @@ GPU_ASYNC_DECL void completion_queue::run() {
         // the second of the batch): a long batch's ops are out of the cache, and a handler's
         // run hides the fetch.
         if (batch != nullptr && batch->next_ready_ != nullptr) prefetch_op(batch->next_ready_);
+        const bool foreign = op->foreign_executor_; // read now: complete() consumes the op
         try {
             op->complete();
-            // A handler dispatched to another executor that ran it inline (a strand's invoker
-            // under an io_context or thread_pool executor) threw into that executor's execute(),
-            // which keeps the exception for after the current handler, this drain: bring it out
-            // now, so that it leaves run() on its own and the rest of the batch waits, as with a
-            // handler that throws straight out of complete().
-            if (boost::asio::detail::thread_info_base* t =
-                    boost::asio::detail::thread_context::top_of_thread_call_stack())
-                t->rethrow_pending_exception();
         } catch (...) {
             // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
             // a later drain and the exception leaves run() / poll().
@@ -1043,14 +1033,25 @@ GPU_ASYNC_DECL void completion_queue::run() {
             }
             throw;
         }
+        // The handler went to an executor of its own (a strand, say). Where that executor runs
+        // it inline (a strand's invoker through the io_context or thread_pool executor this
+        // drain runs on), its execute() catches what the handler throws and keeps it until this
+        // drain returns; a second one kept meanwhile would merge both into
+        // asio::multiple_exceptions. Whether it threw cannot be seen from here (public API), so
+        // such a completion is the drain's last: the rest is posted again below, after this
+        // handler was handed over (the order holds), and a kept exception leaves run() by
+        // itself, as when a handler throws out of complete(). Handlers on the I/O executor (the
+        // common case) keep the batch going: no extra post.
+        if (foreign) break;
     }
     // The batch's handlers may have started waits and stored or rung: scan now, on this thread
     // (what a scan finds joins the queues; ours is posted again below), rather than wake the
     // waiter for each of them.
     svc_->scan_after_drain();
-    if (settle(nullptr)) {
-        // More arrived while this batch ran: post again, behind what is already queued (a
-        // busy port cannot hold the executor's other handlers back).
+    if (settle(batch)) {
+        // More arrived while this batch ran, or the batch stopped after a handler with an
+        // executor of its own: post again, behind what is already queued (a busy port cannot
+        // hold the executor's other handlers back).
         next_schedule_ = nullptr;
         svc_->schedule(self.release_ownership());
     } else {
