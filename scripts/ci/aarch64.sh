@@ -19,7 +19,8 @@ if [ ${#need[@]} -ne 0 ]; then
 fi
 
 timeout 120 cmake -S test/aarch64 -B "$build_dir" \
-    -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchain-aarch64.cmake" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG"
 timeout 480 cmake --build "$build_dir" -j"$jobs"
 
 echo "== file: $(file -b "$build_dir/gpu_async_aarch64_tests" | cut -d, -f1-2)"
