@@ -4,7 +4,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/fake_cuda_driver.hpp"
-#include "common/io_context_fixture.hpp"
+#include "common/fault_sweep.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -21,99 +21,15 @@
 
 using namespace gpu_async;
 using namespace gpu_async::test::cuda_fake;
+using namespace gpu_async::test;
 
 namespace {
 
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
-
-bool names(const std::string& message, const std::string& call) {
-    return message.find(call) != std::string::npos;
-}
-
-// The number (1-based, as fail_at counts) of the first call starting with `next` after the
-// first call starting with `after`; 0 when there is none.
-int call_after(const std::vector<std::string>& calls, const std::string& after,
-               const std::string& next) {
-    bool seen = false;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        if (!seen) {
-            seen = calls[i].rfind(after, 0) == 0;
-            continue;
-        }
-        if (calls[i].rfind(next, 0) == 0) return static_cast<int>(i + 1);
-    }
-    return 0;
-}
-
-// What a run of the scenario below saw.
-struct run_result {
-    std::string error;    // the first error's message (empty: none)
-    std::deque<int> ends; // per wait started: how many times its handler ran
-};
-
-// A line's life with the caller's context 0 current: create it on device 0, attach the port's
-// doorbell, store, create an event waiter and await an event, then close the waiter and the
-// line. Stops at the first error (a failed close() is retried once, as a caller would), closes
-// what it made, and runs the port until every wait has ended.
+// A line's life with the caller's context 0 current, on device 0 (test::line_life).
 run_result scenario(const cuda_driver& drv) {
-    run_result r;
-    boost::asio::io_context ctx;
-    gpu_completion_port port(ctx);
-    auto fail = [&](const coded_error& e) {
-        if (r.error.empty()) r.error = e.message();
-    };
-    auto wait = [&](const memory_descriptor& d) {
-        int& ends = r.ends.emplace_back(0);
-        port.async_wait(d, [&ends](boost::system::error_code) { ++ends; });
-    };
-    {
-        auto line = cuda_line::create_on(drv, 0);
-        if (!line.has_value()) {
-            fail(line.error());
-        } else {
-            cuda_line& l = line.value();
-            bool ok = true;
-            if (auto e = l.attach_doorbell(port.shared_bell())) {
-                fail(*e);
-                ok = false;
-            }
-            if (ok) {
-                if (auto d = l.store(slot(0), fake->stream(0)); d.has_value())
-                    wait(d.value());
-                else {
-                    fail(d.error());
-                    ok = false;
-                }
-            }
-            std::optional<cuda_event_waiter> w;
-            if (ok) {
-                if (auto made = cuda_event_waiter::create(l, slot(1)); made.has_value())
-                    w.emplace(std::move(made).value());
-                else {
-                    fail(made.error());
-                    ok = false;
-                }
-            }
-            if (ok) {
-                if (auto d = w->await_event(fake->event(0)); d.has_value())
-                    wait(d.value());
-                else
-                    fail(d.error());
-            }
-            if (w) {
-                if (auto e = w->close()) {
-                    fail(*e);
-                    static_cast<void>(w->close());
-                }
-            }
-            if (auto e = l.close()) fail(*e);
-        }
-    }
-    ctx.run_for(gpu_async::test::run_bound);
-    BOOST_TEST_REQUIRE(ctx.stopped(), "the port's waits did not end within the bound");
-    return r;
+    return line_life<cuda_event_waiter>(
+        [&] { return cuda_line::create_on(drv, 0); }, fake->stream(0),
+        [](cuda_event_waiter& w) { return w.await_event(fake->event(0)); });
 }
 
 } // namespace

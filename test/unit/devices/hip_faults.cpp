@@ -4,7 +4,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/fake_hip_driver.hpp"
-#include "common/io_context_fixture.hpp"
+#include "common/fault_sweep.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -22,104 +22,22 @@
 
 using namespace gpu_async;
 using namespace gpu_async::test::hip_fake;
+using namespace gpu_async::test;
 
 namespace {
 
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
-
-bool names(const std::string& message, const std::string& call) {
-    return message.find(call) != std::string::npos;
-}
-
-// The number (1-based, as fail_at counts) of the first call starting with `next` after the
-// first call starting with `after`; 0 when there is none.
-int call_after(const std::vector<std::string>& calls, const std::string& after,
-               const std::string& next) {
-    bool seen = false;
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-        if (!seen) {
-            seen = calls[i].rfind(after, 0) == 0;
-            continue;
-        }
-        if (calls[i].rfind(next, 0) == 0) return static_cast<int>(i + 1);
-    }
-    return 0;
-}
-
-// What a run of the scenario below saw.
-struct run_result {
-    std::string error;    // the first error's message (empty: none)
-    std::deque<int> ends; // per wait started: how many times its handler ran
-};
-
-// A line's life on device 1 with the caller's device 0 current (so each call in the line's
-// device switches and switches back): create the line, attach the port's doorbell, store,
-// create an event waiter and await an event (with device 1 current, as the event's recorder
-// has), then close the waiter and the line. Stops at the first error (a failed close() is
-// retried once, as a caller would), closes what it made, and runs the port until every wait
-// has ended.
+// A line's life on device 1 with the caller's device 0 current (test::line_life), so each call
+// in the line's device switches and switches back; the event is awaited with device 1 current,
+// as the event's recorder has it.
 run_result scenario(const hip_driver& drv) {
-    run_result r;
-    boost::asio::io_context ctx;
-    gpu_completion_port port(ctx);
-    auto fail = [&](const coded_error& e) {
-        if (r.error.empty()) r.error = e.message();
-    };
-    auto wait = [&](const memory_descriptor& d) {
-        int& ends = r.ends.emplace_back(0);
-        port.async_wait(d, [&ends](boost::system::error_code) { ++ends; });
-    };
-    {
-        auto line = hip_line::create_on(drv, 1);
-        if (!line.has_value()) {
-            fail(line.error());
-        } else {
-            hip_line& l = line.value();
-            bool ok = true;
-            if (auto e = l.attach_doorbell(port.shared_bell())) {
-                fail(*e);
-                ok = false;
-            }
-            if (ok) {
-                if (auto d = l.store(slot(0), fake->stream(1)); d.has_value())
-                    wait(d.value());
-                else {
-                    fail(d.error());
-                    ok = false;
-                }
-            }
-            std::optional<hip_event_waiter> w;
-            if (ok) {
-                if (auto made = hip_event_waiter::create(l, slot(1)); made.has_value())
-                    w.emplace(std::move(made).value());
-                else {
-                    fail(made.error());
-                    ok = false;
-                }
-            }
-            if (ok) {
-                const int caller = fake->current;
-                fake->current = 1; // the caller's own switch to the event's device
-                if (auto d = w->await_event(fake->event()); d.has_value())
-                    wait(d.value());
-                else
-                    fail(d.error());
-                fake->current = caller;
-            }
-            if (w) {
-                if (auto e = w->close()) {
-                    fail(*e);
-                    static_cast<void>(w->close());
-                }
-            }
-            if (auto e = l.close()) fail(*e);
-        }
-    }
-    ctx.run_for(gpu_async::test::run_bound);
-    BOOST_TEST_REQUIRE(ctx.stopped(), "the port's waits did not end within the bound");
-    return r;
+    return line_life<hip_event_waiter>([&] { return hip_line::create_on(drv, 1); }, fake->stream(1),
+                                       [](hip_event_waiter& w) {
+                                           const int caller = fake->current;
+                                           fake->current = 1; // the caller's own switch
+                                           auto d = w.await_event(fake->event());
+                                           fake->current = caller;
+                                           return d;
+                                       });
 }
 
 } // namespace
