@@ -29,6 +29,11 @@ for f in ./usr/include/gpu_async/gpu_completion_port.hpp ./usr/include/gpu_async
     grep -qF " $f" <<<"$contents" || { echo "deb.sh: $f is not in the package" >&2; exit 1; }
 done
 [ "$(dpkg-deb --field "$deb" Version)" = "$version" ] || { echo "deb.sh: wrong version" >&2; exit 1; }
+# Any Boost from 1.81 on satisfies it, not only Debian 12's.
+depends=$(dpkg-deb --field "$deb" Depends)
+for alt in "libboost1.81-dev" "libboost1.83-dev" "libboost-dev (>= 1.81)"; do
+    grep -qF "$alt" <<<"$depends" || { echo "deb.sh: Depends lacks '$alt': $depends" >&2; exit 1; }
+done
 
 if [ "$(id -u)" -ne 0 ]; then
     echo "deb.sh: not root: package built and checked, not installed"
