@@ -445,7 +445,9 @@ inline result<wait_plan> wait_plan::parse(std::string_view text) {
         return fail("'block' takes no '+predict:' (nothing to sleep in front of a blocking wait)");
     const std::string_view suffix = text.substr(plus);
     if (!suffix.starts_with(predict_tag))
-        return fail("unknown suffix " + detail::plan_quote(suffix) + " (expected '+predict:')");
+        return fail("unknown suffix " + detail::plan_quote(suffix) +
+                    " (expected '+predict:margin_us=N,min_sleep_us=N,max_sleep_us=N,window=N',"
+                    " every value given)");
     std::array<std::uint64_t, 4> d{};
     if (auto fault =
             detail::parse_plan_keys(suffix.substr(predict_tag.size()), detail::deadline_keys, d))
