@@ -287,6 +287,30 @@ void settle(options& o, executor_kind runs) {
     }
 }
 
+// The first line a server prints: what runs, in the words of a reader who knows Asio but not this
+// library's executor kinds, then the kind's name (--executor) and the wait (--wait) for reference.
+// E.g. "server: one io_context thread; GPU waits through the completion port's watcher thread;
+// simulated device (executor kind gpu-reactor, wait service)". A fallback names the kind asked.
+std::string run_description(const options& o) {
+    std::string what;
+    if (o.runs == executor_kind::naive) {
+        what = "one io_context thread that blocks in each GPU wait, one request at a time";
+    } else if (o.runs == executor_kind::io_uring) {
+        what = "one thread on one io_uring ring for the sockets and the GPU waits";
+    } else if (o.mode == wait_mode::fill) {
+        what = "one io_context thread in run_fill, which watches the GPU waits between handlers";
+    } else if (o.mode == wait_mode::plan) {
+        what = "one io_context thread; each GPU wait follows its plan on the completion port";
+    } else {
+        what = "one io_context thread; GPU waits through the completion port's watcher thread";
+    }
+    const std::string device = o.device == "cuda" ? "CUDA device 0" : "simulated device";
+    std::string kind = "executor kind " + std::string(gpu_async::to_string(o.runs));
+    if (o.runs != o.requested)
+        kind += " instead of " + std::string(gpu_async::to_string(o.requested));
+    return "server: " + what + "; " + device + " (" + kind + ", wait " + o.wait_label + ")";
+}
+
 // ---------------------------------------------------------------------------------------------
 // Messages: 16 bytes each way. Request: {id, 0}. Reply: {id, completion-to-handler ns}.
 
@@ -1256,10 +1280,7 @@ int main(int argc, char** argv) {
             o.requested, o.strict, o.fail_ring, info, "gpu-async-demo: ");
         if (!resolved.has_value()) return 1;
         settle(o, resolved.value().kind);
-        std::fprintf(info, "gpu-async-demo: executor %s (asked %s), wait %s, device %s\n",
-                     std::string(gpu_async::to_string(o.runs)).c_str(),
-                     std::string(gpu_async::to_string(o.requested)).c_str(), o.wait_label.c_str(),
-                     o.device.c_str());
+        std::fprintf(info, "gpu-async-demo: %s\n", run_description(o).c_str());
         std::fflush(info);
     }
     try {

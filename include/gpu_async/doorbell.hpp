@@ -1,39 +1,38 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/doorbell.hpp: a completion line that host-thread producers ring.
-//
-// A producer that is a CPU thread (the simulated device, a test, a host thread) may ring: it
-// stores its completion (release), then `ring()`s, which increments word 0 of the doorbell's line
-// and wakes, with a shared futex (not FUTEX_PRIVATE_FLAG), every thread sleeping on that word's
-// low 32 bits. The wake system call is skipped when nobody sleeps.
-//
-// A waiter that knows all of its producers ring may `wait()`: a short spin, then futex sleeps,
-// bounded. A GPU store cannot ring (no device executes a system call), so a device path never
-// relies on ringing alone: it parks with `word_wait` on the line, or bounds its futex sleeps and
-// re-checks (the reactor's backstop query), and the ring only shortens the host-producer case.
-// GPU producers may store to the doorbell's line as well; a hardware park on it sees those
-// stores, a futex sleeper does not.
-//
-// Device signals. A GPU backend with a doorbell attached (mapped_line::attach_doorbell) follows
-// each completion store, in the same stream, by a store of `device_signal` into word
-// `device_word` (1). Not word 0: that is the host ring counter, which ringers fetch_add and
-// futex sleepers compare, and a device store into it would overwrite counts and break the
-// futex protocol above. The value carries nothing but "some device stored": the store's only
-// purpose is the write to the line, which ends a user-mode monitor (UMWAIT, MWAITX, WFE) armed
-// on it. A waiter that wants to return on such a store, not merely wake and re-check, consumes
-// the signal: `take_device_signal()` (exchange to 0) before it scans its lines, and
-// `device_signaled()` in its park's predicate. The device's completion store precedes its signal
-// store (the driver fences before each 64-bit stream write), so a signal taken before a scan
-// never hides a completion from that scan, and one stored after it ends the next park.
-//
-// Memory ordering (the lost-wake argument). Ringer: increment W (word 0), seq_cst fence, load S
-// (sleepers). Waiter: increment S, seq_cst fence, then re-check `done()` and hand the last W it
-// saw to FUTEX_WAIT, which compares again in the kernel. Both fences are in the single total
-// order: if the ringer's fence comes first, the waiter's re-check after its own fence sees the
-// producer's store and W's increment (so it does not sleep, or FUTEX_WAIT returns at once);
-// if the waiter's fence comes first, the ringer's load sees S > 0 and issues the wake. Either
-// way no wake is lost; the torture test in test/unit/hosts/doorbell.cpp runs this race.
-//
+/// @file
+/// @brief A completion line that host-thread producers ring.
+///
+/// A producer that is a CPU thread (the simulated device, a test, a host thread) may ring: it
+/// stores its completion (release), then `ring()`s, which increments word 0 of the doorbell's line
+/// and wakes, with a shared futex (not FUTEX_PRIVATE_FLAG), every thread sleeping on that word's
+/// low 32 bits. The wake system call is skipped when nobody sleeps.
+///
+/// A waiter that knows all of its producers ring may `wait()`: a short spin, then futex sleeps,
+/// bounded. A GPU store cannot ring (no device executes a system call), so a device path never
+/// relies on ringing alone: it parks with `word_wait` on the line, or bounds its futex sleeps and
+/// re-checks (the reactor's backstop query), and the ring only shortens the host-producer case.
+/// GPU producers may store to the doorbell's line as well; a hardware park on it sees those
+/// stores, a futex sleeper does not.
+///
+/// Device signals. A GPU backend with a doorbell attached (mapped_line::attach_doorbell) follows
+/// each completion store, in the same stream, by a store of `device_signal` into word
+/// `device_word` (1). Not word 0: that is the host ring counter, which ringers fetch_add and
+/// futex sleepers compare, and a device store into it would overwrite counts and break the
+/// futex protocol above. The value carries nothing but "some device stored": the store's only
+/// purpose is the write to the line, which ends a user-mode monitor (UMWAIT, MWAITX, WFE) armed
+/// on it. A waiter that wants to return on such a store, not merely wake and re-check, consumes
+/// the signal: `take_device_signal()` (exchange to 0) before it scans its lines, and
+/// `device_signaled()` in its park's predicate. The device's completion store precedes its signal
+/// store (the driver fences before each 64-bit stream write), so a signal taken before a scan
+/// never hides a completion from that scan, and one stored after it ends the next park.
+///
+/// Memory ordering (the lost-wake argument). Ringer: increment W (word 0), seq_cst fence, load S
+/// (sleepers). Waiter: increment S, seq_cst fence, then re-check `done()` and hand the last W it
+/// saw to FUTEX_WAIT, which compares again in the kernel. Both fences are in the single total
+/// order: if the ringer's fence comes first, the waiter's re-check after its own fence sees the
+/// producer's store and W's increment (so it does not sleep, or FUTEX_WAIT returns at once);
+/// if the waiter's fence comes first, the ringer's load sees S > 0 and issues the wake. Either
+/// way no wake is lost; the torture test in test/unit/hosts/doorbell.cpp runs this race.
 #ifndef GPU_ASYNC_DOORBELL_HPP
 #define GPU_ASYNC_DOORBELL_HPP
 

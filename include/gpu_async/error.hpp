@@ -1,27 +1,26 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/error.hpp: the registry's codes as native Boost error codes (the Asio layer).
-//
-// An Asio handler receives a boost::system::error_code. With this header,
-//
-//     boost::system::error_code ec = gpu_async::errc::device_fault;
-//     ec.category().name();            // "gpu_async"
-//     ec.value();                      // 14, the registry number
-//     ec == gpu_async::errc::device_fault;   // true, both ways round
-//
-// as Beast and Boost.MySQL do it: boost::system::is_error_code_enum<errc> is specialized, and
-// the errc_code that make_error_code(errc) returns converts to a code of the Boost category.
-// The standard side is unchanged: std::error_code ec = errc::x has the standard category of the
-// same name (<gpu_async/core/error.hpp>). Conversions between the two code types keep the
-// comparison against the enum:
-//
-//     std::error_code s = ec;          // Boost's standard view: "gpu_async", 14
-//     s == gpu_async::errc::device_fault;                     // true
-//     gpu_async::to_boost_error_code(std_code);               // native again
-//
-// Include it (or <gpu_async/gpu_async.hpp>) wherever a boost::system::error_code is made from
-// an errc: without it that conversion does not compile.
-//
+/// @file
+/// @brief The registry's codes as native Boost error codes (the Asio layer).
+///
+/// An Asio handler receives a boost::system::error_code. With this header,
+///
+///     boost::system::error_code ec = gpu_async::errc::device_fault;
+///     ec.category().name();            // "gpu_async"
+///     ec.value();                      // 14, the registry number
+///     ec == gpu_async::errc::device_fault;   // true, both ways round
+///
+/// as Beast and Boost.MySQL do it: boost::system::is_error_code_enum<errc> is specialized, and
+/// the errc_code that make_error_code(errc) returns converts to a code of the Boost category.
+/// The standard side is unchanged: std::error_code ec = errc::x has the standard category of the
+/// same name (<gpu_async/core/error.hpp>). Conversions between the two code types keep the
+/// comparison against the enum:
+///
+///     std::error_code s = ec;          // Boost's standard view: "gpu_async", 14
+///     s == gpu_async::errc::device_fault;                     // true
+///     gpu_async::to_boost_error_code(std_code);               // native again
+///
+/// Include it (or <gpu_async/gpu_async.hpp>) wherever a boost::system::error_code is made from
+/// an errc: without it that conversion does not compile.
 #ifndef GPU_ASYNC_ERROR_HPP
 #define GPU_ASYNC_ERROR_HPP
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/gpu_async.hpp: every public header that needs no vendor SDK.
-//
+/// @file
+/// @brief Every public header that needs no vendor SDK.
 #ifndef GPU_ASYNC_GPU_ASYNC_HPP
 #define GPU_ASYNC_GPU_ASYNC_HPP
 

@@ -1,20 +1,19 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/line_retirement.hpp: ending the waits on a completion line before its memory goes.
-//
-// A reactor reads the words of every line it has waits on. The owner of a line (the simulated
-// device, a mapped CUDA or HIP line, your own code) must therefore not free the line while a
-// reactor may still read it. `retire_line(line)` tells every reactor of the process to end its
-// waits on `line` (their handlers get asio::error::operation_aborted, exactly once) and returns
-// only once none of them will read the line again. The library's line owners call it from their
-// destructors (and from mapped_line::close()); call it yourself before freeing a line you own
-// while waits on it may be pending.
-//
-// Reactors register themselves (an Asio reactor service from its construction to its
-// destruction). `retire_line` holds the registry's lock while it asks each of them, so a reactor
-// being destroyed waits for a retirement in progress; a reactor never takes that lock while it
-// holds its own.
-//
+/// @file
+/// @brief Ending the waits on a completion line before its memory goes.
+///
+/// A reactor reads the words of every line it has waits on. The owner of a line (the simulated
+/// device, a mapped CUDA or HIP line, your own code) must therefore not free the line while a
+/// reactor may still read it. `retire_line(line)` tells every reactor of the process to end its
+/// waits on `line` (their handlers get asio::error::operation_aborted, exactly once) and returns
+/// only once none of them will read the line again. The library's line owners call it from their
+/// destructors (and from mapped_line::close()); call it yourself before freeing a line you own
+/// while waits on it may be pending.
+///
+/// Reactors register themselves (an Asio reactor service from its construction to its
+/// destruction). `retire_line` holds the registry's lock while it asks each of them, so a reactor
+/// being destroyed waits for a retirement in progress; a reactor never takes that lock while it
+/// holds its own.
 #ifndef GPU_ASYNC_LINE_RETIREMENT_HPP
 #define GPU_ASYNC_LINE_RETIREMENT_HPP
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/run_fill.hpp: run an io_context in FILL mode on the calling thread.
-//
-// FILL: the wait is filled with live work; the thread idles only when nothing is ready.
-//
+/// @file
+/// @brief Run an io_context in FILL mode on the calling thread.
+///
+/// FILL: the wait is filled with live work; the thread idles only when nothing is ready.
 #ifndef GPU_ASYNC_RUN_FILL_HPP
 #define GPU_ASYNC_RUN_FILL_HPP
 

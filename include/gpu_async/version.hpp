@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/version.hpp: the library's version, the same as the CMake package's
-// (find_package(gpu_async 0.1) and the Debian package read it from here).
-//
-// Preprocessor only, so any layer may include it.
-//
+/// @file
+/// @brief The library's version, the same as the CMake package's
+/// (find_package(gpu_async 0.1) and the Debian package read it from here).
+///
+/// Preprocessor only, so any layer may include it.
 #ifndef GPU_ASYNC_VERSION_HPP
 #define GPU_ASYNC_VERSION_HPP
 

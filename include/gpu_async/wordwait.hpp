@@ -1,48 +1,48 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/wordwait.hpp: parking the calling thread on a completion line, in user mode.
-//
-// `word_wait` is a capability: the only way to get one is `word_wait::probe()` (or
-// `word_wait::portable()`, which always runs the portable path), so an instruction the probe did
-// not confirm can never execute: there is no public constructor to forge one with.
-//
-//   | path     | target                                   | arm        | wait |
-//   |----------|------------------------------------------|------------|---------------------------|
-//   | umwait   | x86-64, CPUID.(7,0):ECX[5] WAITPKG       | UMONITOR   | UMWAIT C0.1, TSC deadline
-//   | | monitorx | x86-64, CPUID.80000001H:ECX[29] MONITORX | MONITORX   | MWAITX with its timer |
-//   | wfet     | aarch64, AT_HWCAP2 bit 31 (FEAT_WFxT)    | LDXR       | WFET, counter deadline |
-//   | wfe      | aarch64, AT_HWCAP bit 2 (event stream)   | LDXR       | WFE (event stream ~100us)
-//   | | fallback | everywhere                               | -          | pause-spin ~2us, yield |
-//
-// `park(line, done, bound)` arms the monitor on the line, re-checks `done()`, and only then waits,
-// so a store that lands between the check and the wait ends the wait at once (the monitor saw
-// it). It loops (arm, check, wait) until `done()` holds or `bound` has passed, and returns
-// `done()`. Each single hardware wait is itself bounded by the time left:
-//  - UMWAIT: TSC deadline now + min(left in ns, the OS cap read from
-//    /sys/devices/system/cpu/umwait_control/max_time, 100000 ticks by default). The TSC of every
-//    WAITPKG CPU runs at 1 GHz or more, so `left` ns as ticks never overshoots `left`.
-//  - MWAITX: its timer (EBX, P0 cycles, again at 1 GHz or more) is set to min(left ns, 2^32-1).
-//  - WFET: a deadline on CNTVCT_EL0 computed from CNTFRQ_EL0.
-//  - WFE: has no timer of its own; the path exists only where the kernel runs the timer event
-//    stream (HWCAP_EVTSTRM), which wakes WFE about every 100 us, so each wait ends within that.
-// Any wake (a store to another word of the line, an interrupt, the OS cap) just re-runs the loop.
-//
-// aarch64 reservation granule: the exclusive monitor LDXR opens covers CTR_EL0.ERG bytes, read by
-// the probe. A 64-byte line needs ERG >= 64 so that a store to any of its eight words clears the
-// reservation: the line is 64-byte aligned and granules are naturally aligned powers of two, so a
-// granule of 64 bytes or more contains the whole line. A granule larger than 64 bytes also covers
-// neighbouring memory: stores there wake the park spuriously, which the loop absorbs (it re-checks
-// `done()` and waits again), so the path stays correct, it only wakes more often. A granule below
-// 64 bytes could miss a store to another word, so the probe refuses WFE and WFET then.
-//
-// Slack: a park returns at most one wait quantum after its bound (UMWAIT's OS cap, ~100 us of
-// event stream for WFE, one scheduler quantum for the fallback's yield), plus scheduling delay.
-// Scheduling delay on a loaded machine dominates (tens of ms at 4x overload on a 2-core VM);
-// the tests allow bound + 200 ms.
-//
-// The environment variable GPU_ASYNC_WORD_WAIT=fallback makes probe() choose the portable path
-// (it can only take a path away, never grant one).
-//
+/// @file
+/// @brief Parking the calling thread on a completion line, in user mode.
+///
+/// `word_wait` is a capability: the only way to get one is `word_wait::probe()` (or
+/// `word_wait::portable()`, which always runs the portable path), so an instruction the probe did
+/// not confirm can never execute: there is no public constructor to forge one with.
+///
+/// | path     | target                                   | arm      | wait                      |
+/// |----------|------------------------------------------|----------|---------------------------|
+/// | umwait   | x86-64, CPUID.(7,0):ECX[5] WAITPKG       | UMONITOR | UMWAIT C0.1, TSC deadline |
+/// | monitorx | x86-64, CPUID.80000001H:ECX[29] MONITORX | MONITORX | MWAITX with its timer     |
+/// | wfet     | aarch64, AT_HWCAP2 bit 31 (FEAT_WFxT)    | LDXR     | WFET, counter deadline    |
+/// | wfe      | aarch64, AT_HWCAP bit 2 (event stream)   | LDXR     | WFE (event stream ~100us) |
+/// | fallback | everywhere                               | -        | pause-spin ~2us, yield    |
+///
+/// `park(line, done, bound)` arms the monitor on the line, re-checks `done()`, and only then waits,
+/// so a store that lands between the check and the wait ends the wait at once (the monitor saw
+/// it). It loops (arm, check, wait) until `done()` holds or `bound` has passed, and returns
+/// `done()`. Each single hardware wait is itself bounded by the time left:
+///  - UMWAIT: TSC deadline now + min(left in ns, the OS cap read from
+///    /sys/devices/system/cpu/umwait_control/max_time, 100000 ticks by default). The TSC of every
+///    WAITPKG CPU runs at 1 GHz or more, so `left` ns as ticks never overshoots `left`.
+///  - MWAITX: its timer (EBX, P0 cycles, again at 1 GHz or more) is set to min(left ns, 2^32-1).
+///  - WFET: a deadline on CNTVCT_EL0 computed from CNTFRQ_EL0.
+///  - WFE: has no timer of its own; the path exists only where the kernel runs the timer event
+///    stream (HWCAP_EVTSTRM), which wakes WFE about every 100 us, so each wait ends within that.
+///
+/// Any wake (a store to another word of the line, an interrupt, the OS cap) just re-runs the loop.
+///
+/// aarch64 reservation granule: the exclusive monitor LDXR opens covers CTR_EL0.ERG bytes, read by
+/// the probe. A 64-byte line needs ERG >= 64 so that a store to any of its eight words clears the
+/// reservation: the line is 64-byte aligned and granules are naturally aligned powers of two, so a
+/// granule of 64 bytes or more contains the whole line. A granule larger than 64 bytes also covers
+/// neighbouring memory: stores there wake the park spuriously, which the loop absorbs (it re-checks
+/// `done()` and waits again), so the path stays correct, it only wakes more often. A granule below
+/// 64 bytes could miss a store to another word, so the probe refuses WFE and WFET then.
+///
+/// Slack: a park returns at most one wait quantum after its bound (UMWAIT's OS cap, ~100 us of
+/// event stream for WFE, one scheduler quantum for the fallback's yield), plus scheduling delay.
+/// Scheduling delay on a loaded machine dominates (tens of ms at 4x overload on a 2-core VM);
+/// the tests allow bound + 200 ms.
+///
+/// The environment variable GPU_ASYNC_WORD_WAIT=fallback makes probe() choose the portable path
+/// (it can only take a path away, never grant one).
 #ifndef GPU_ASYNC_WORDWAIT_HPP
 #define GPU_ASYNC_WORDWAIT_HPP
 

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/completion_line.hpp: the completion line, its slots and the memory descriptor.
-//
-// A GPU stream stores an increasing 64-bit sequence number into one word of a completion line
-// behind its work. A memory descriptor names (line, slot, target) and is complete once the word
-// has reached the target in wrapping order. Standard library only.
-//
+/// @file
+/// @brief The completion line, its slots and the memory descriptor.
+///
+/// A GPU stream stores an increasing 64-bit sequence number into one word of a completion line
+/// behind its work. A memory descriptor names (line, slot, target) and is complete once the word
+/// has reached the target in wrapping order. Standard library only.
 #ifndef GPU_ASYNC_CORE_COMPLETION_LINE_HPP
 #define GPU_ASYNC_CORE_COMPLETION_LINE_HPP
 

@@ -1,29 +1,28 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/completion_rhythm.hpp: what a waiter learns of each watched slot's completions.
-//
-// A GPU stream that stores its word only (no host ring) is seen by a waiter without a user-mode
-// monitor only when it looks. Looking often costs a wake-up each time; looking rarely costs
-// latency. But a stream's work has a rhythm: the time from a wait's registration to its
-// completion repeats from one wait of a slot to the next. A completion_rhythm keeps, per (line,
-// slot), a point_estimate of that time (<gpu_async/core/estimator.hpp>: the minimum of the last
-// `window` samples, so a sleep to it rarely oversleeps and a late sample never raises it), and
-// tells the waiter how long after a registration it may sleep before it must look again.
-//
-// Samples. observe(): the completion was seen by a look, `took` after the wait's start (an upper
-// bound: at most a step late while the waiter steps, more when a ring ended a long sleep; the
-// minimum over the window absorbs the late ones). observe_between(): the first look after
-// a sleep to a prediction found it done, so it came after the look before the sleep and before
-// the prediction: the middle of that span is taken (a bisection: a rhythm that shortened is
-// found again in a few waits, and a wrong guess costs wake-ups, not a lost completion).
-//
-// Size. At most max_lines lines are remembered; past that the table starts over (a waiter
-// without samples looks in steps again, as before it learnt). forget() drops a line whose memory
-// is going away (its owner retires it), so a new line at the same address starts cold.
-//
-// Sans-I/O and standard library only: it never reads a clock (the caller passes durations) and
-// holds no lock (its owner serializes access).
-//
+/// @file
+/// @brief What a waiter learns of each watched slot's completions.
+///
+/// A GPU stream that stores its word only (no host ring) is seen by a waiter without a user-mode
+/// monitor only when it looks. Looking often costs a wake-up each time; looking rarely costs
+/// latency. But a stream's work has a rhythm: the time from a wait's registration to its
+/// completion repeats from one wait of a slot to the next. A completion_rhythm keeps, per (line,
+/// slot), a point_estimate of that time (<gpu_async/core/estimator.hpp>: the minimum of the last
+/// `window` samples, so a sleep to it rarely oversleeps and a late sample never raises it), and
+/// tells the waiter how long after a registration it may sleep before it must look again.
+///
+/// Samples. observe(): the completion was seen by a look, `took` after the wait's start (an upper
+/// bound: at most a step late while the waiter steps, more when a ring ended a long sleep; the
+/// minimum over the window absorbs the late ones). observe_between(): the first look after
+/// a sleep to a prediction found it done, so it came after the look before the sleep and before
+/// the prediction: the middle of that span is taken (a bisection: a rhythm that shortened is
+/// found again in a few waits, and a wrong guess costs wake-ups, not a lost completion).
+///
+/// Size. At most max_lines lines are remembered; past that the table starts over (a waiter
+/// without samples looks in steps again, as before it learnt). forget() drops a line whose memory
+/// is going away (its owner retires it), so a new line at the same address starts cold.
+///
+/// Sans-I/O and standard library only: it never reads a clock (the caller passes durations) and
+/// holds no lock (its owner serializes access).
 #ifndef GPU_ASYNC_CORE_COMPLETION_RHYTHM_HPP
 #define GPU_ASYNC_CORE_COMPLETION_RHYTHM_HPP
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/completion_source.hpp: the concept a backend implements so the wait machine can
-// drive it (the Asio I/O object is the "port"; the per-backend thing is the "source").
-//
-// Standard library only.
-//
+/// @file
+/// @brief The concept a backend implements so the wait machine can
+/// drive it (the Asio I/O object is the "port"; the per-backend thing is the "source").
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_COMPLETION_SOURCE_HPP
 #define GPU_ASYNC_CORE_COMPLETION_SOURCE_HPP
 

@@ -1,30 +1,29 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/error.hpp: the coded-error registry.
-//
-// One append-only registry: numbers are never reused or changed; texts may change, the number
-// never does; callers branch on codes only. The enum is a standard error-code enum:
-//
-//     std::error_code ec = gpu_async::errc::stalled;   // category "gpu_async", value() 7
-//     ec == gpu_async::errc::stalled;                   // true, both ways round
-//
-// The Asio layer (<gpu_async/error.hpp>, included by every Asio-layer header) gives the same
-// enum a native Boost category, so a boost::system::error_code made from it (what an Asio
-// handler receives) also says "gpu_async" and the registry number:
-//
-//     boost::system::error_code b = gpu_async::errc::stalled;  // "gpu_async", value() 7
-//
-// That is why make_error_code(errc) returns an errc_code, which becomes whichever error code it
-// initializes. Standard and Boost codes are two categories of the same name; a code converted
-// from one to the other still compares equal to the enum (comparisons against an errc go by
-// value and category name). Compare codes against the enum, not against each other.
-//
-// Warnings (park_fallback, executor_fallback) are codes of the same registry, as the numbers
-// are fixed: they are never delivered as a failed operation's error code, only carried beside a
-// result that runs (a resolved plan's or executor's `warning`); is_warning() tells them apart.
-//
-// Standard library only.
-//
+/// @file
+/// @brief The coded-error registry.
+///
+/// One append-only registry: numbers are never reused or changed; texts may change, the number
+/// never does; callers branch on codes only. The enum is a standard error-code enum:
+///
+///     std::error_code ec = gpu_async::errc::stalled;   // category "gpu_async", value() 7
+///     ec == gpu_async::errc::stalled;                   // true, both ways round
+///
+/// The Asio layer (<gpu_async/error.hpp>, included by every Asio-layer header) gives the same
+/// enum a native Boost category, so a boost::system::error_code made from it (what an Asio
+/// handler receives) also says "gpu_async" and the registry number:
+///
+///     boost::system::error_code b = gpu_async::errc::stalled;  // "gpu_async", value() 7
+///
+/// That is why make_error_code(errc) returns an errc_code, which becomes whichever error code it
+/// initializes. Standard and Boost codes are two categories of the same name; a code converted
+/// from one to the other still compares equal to the enum (comparisons against an errc go by
+/// value and category name). Compare codes against the enum, not against each other.
+///
+/// Warnings (park_fallback, executor_fallback) are codes of the same registry, as the numbers
+/// are fixed: they are never delivered as a failed operation's error code, only carried beside a
+/// result that runs (a resolved plan's or executor's `warning`); is_warning() tells them apart.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_ERROR_HPP
 #define GPU_ASYNC_CORE_ERROR_HPP
 

@@ -1,22 +1,21 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/estimator.hpp: the deadline estimator.
-//
-// Each readback point (a call site, a caller-chosen key) keeps the last `window` samples in a
-// ring of at most window_max (16). The prediction is the minimum of those samples. An exact
-// outcome pushes its residual; a late outcome pushes min(woke, prediction) / 2, and woke / 2 on
-// a cold point (one with no sample yet: as if its prediction were unbounded), so a late wake
-// never raises the prediction and a run of them halves it each time. The sleep is none for a
-// cold point; else s = prediction - margin (saturating at 0); none if s < min_sleep; else
-// min(s, max_sleep).
-//
-// The window is read from the deadline_plan given to each call, clamped to 1..window_max (a
-// plan from wait_plan::parse is always in range): observe() keeps the last `window` samples,
-// and sleep_ns() reads at most the last `window`. Everything is integer arithmetic on
-// nanoseconds, reproducible to the nanosecond.
-//
-// Standard library only.
-//
+/// @file
+/// @brief The deadline estimator.
+///
+/// Each readback point (a call site, a caller-chosen key) keeps the last `window` samples in a
+/// ring of at most window_max (16). The prediction is the minimum of those samples. An exact
+/// outcome pushes its residual; a late outcome pushes min(woke, prediction) / 2, and woke / 2 on
+/// a cold point (one with no sample yet: as if its prediction were unbounded), so a late wake
+/// never raises the prediction and a run of them halves it each time. The sleep is none for a
+/// cold point; else s = prediction - margin (saturating at 0); none if s < min_sleep; else
+/// min(s, max_sleep).
+///
+/// The window is read from the deadline_plan given to each call, clamped to 1..window_max (a
+/// plan from wait_plan::parse is always in range): observe() keeps the last `window` samples,
+/// and sleep_ns() reads at most the last `window`. Everything is integer arithmetic on
+/// nanoseconds, reproducible to the nanosecond.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_ESTIMATOR_HPP
 #define GPU_ASYNC_CORE_ESTIMATOR_HPP
 

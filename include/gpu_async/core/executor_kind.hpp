@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/executor_kind.hpp: the selectable executor kinds, their parse, the host's
-// capabilities for them, and resolve() along the declared chain io-uring -> gpu-reactor -> naive.
-//
-// - `naive` (executor_kind::naive): waits run inline on the waiting thread (run_wait).
-// - `gpu-reactor` (executor_kind::fill): the FILL executor (fill_executor) idling on the reactor.
-// - `io-uring` (executor_kind::io_uring): as gpu-reactor, but the deadline sleep is an io_uring
-//   timeout.
-//
-// Capabilities are probed by the host (io_uring setup, the word-wait probe), never by the core:
-// they come in as values carrying a reason text. A kind resolves once, at start: available, it
-// runs as asked; missing and not strict, the next kind of the chain that is available runs, with
-// the coded warning errc::executor_fallback {requested, why, what runs}; missing and strict, the
-// coded refusal errc::executor_refused {requested, why}.
-//
-// Standard library only.
-//
+/// @file
+/// @brief The selectable executor kinds, their parse, the host's
+/// capabilities for them, and resolve() along the declared chain io-uring -> gpu-reactor -> naive.
+///
+/// - `naive` (executor_kind::naive): waits run inline on the waiting thread (run_wait).
+/// - `gpu-reactor` (executor_kind::fill): the FILL executor (fill_executor) idling on the reactor.
+/// - `io-uring` (executor_kind::io_uring): as gpu-reactor, but the deadline sleep is an io_uring
+///   timeout.
+///
+/// Capabilities are probed by the host (io_uring setup, the word-wait probe), never by the core:
+/// they come in as values carrying a reason text. A kind resolves once, at start: available, it
+/// runs as asked; missing and not strict, the next kind of the chain that is available runs, with
+/// the coded warning errc::executor_fallback {requested, why, what runs}; missing and strict, the
+/// coded refusal errc::executor_refused {requested, why}.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_EXECUTOR_KIND_HPP
 #define GPU_ASYNC_CORE_EXECUTOR_KIND_HPP
 

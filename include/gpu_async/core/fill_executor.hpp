@@ -1,28 +1,27 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/fill_executor.hpp: the FILL executor: a single-threaded executor of C++20
-// coroutine tasks whose waits are filled with live work. It idles (sleeps or parks, through the
-// host's idle) only when no task is ready.
-//
-//     fill_executor ex(dur_ns::from_us(100));              // the park bound
-//     reactor& r = ex.get_reactor();
-//     ex.spawn([](reactor& r, memory_descriptor d) -> fill_task<> {
-//         const bool ok = co_await r.ready(d, std::nullopt); // true: d completed
-//     }(r, d));
-//     ex.spawn([]() -> fill_task<> { for (...) { work(); co_await yield_now(); } }());
-//     auto stats = ex.run(idle);                              // or errc::stalled
-//
-// Rules: a task is resumed only after it was woken (by the reactor, by yield_now) or once at
-// spawn; completions are checked between any two resumptions, so they become ready work
-// promptly; run() returns when every task finished, or with errc::stalled when tasks are left
-// that nothing registered can wake. Tasks must not let exceptions escape (the core does not use
-// exceptions): an escaping exception terminates the program.
-//
-// Compiler note: g++ 12 miscompiles a co_await used directly as an if-condition
-// (`if (co_await x)`: the coroutine's body never runs). Bind the result first, as above.
-//
-// Standard library only: no threads, no blocking, no clock (the idle reads it).
-//
+/// @file
+/// @brief The FILL executor: a single-threaded executor of C++20
+/// coroutine tasks whose waits are filled with live work. It idles (sleeps or parks, through the
+/// host's idle) only when no task is ready.
+///
+///     fill_executor ex(dur_ns::from_us(100));              // the park bound
+///     reactor& r = ex.get_reactor();
+///     ex.spawn([](reactor& r, memory_descriptor d) -> fill_task<> {
+///         const bool ok = co_await r.ready(d, std::nullopt); // true: d completed
+///     }(r, d));
+///     ex.spawn([]() -> fill_task<> { for (...) { work(); co_await yield_now(); } }());
+///     auto stats = ex.run(idle);                              // or errc::stalled
+///
+/// Rules: a task is resumed only after it was woken (by the reactor, by yield_now) or once at
+/// spawn; completions are checked between any two resumptions, so they become ready work
+/// promptly; run() returns when every task finished, or with errc::stalled when tasks are left
+/// that nothing registered can wake. Tasks must not let exceptions escape (the core does not use
+/// exceptions): an escaping exception terminates the program.
+///
+/// Compiler note: g++ 12 miscompiles a co_await used directly as an if-condition
+/// (`if (co_await x)`: the coroutine's body never runs). Bind the result first, as above.
+///
+/// Standard library only: no threads, no blocking, no clock (the idle reads it).
 #ifndef GPU_ASYNC_CORE_FILL_EXECUTOR_HPP
 #define GPU_ASYNC_CORE_FILL_EXECUTOR_HPP
 

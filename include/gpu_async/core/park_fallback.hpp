@@ -1,15 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/park_fallback.hpp: what a host can do for a wait plan (plan capabilities), the
-// declared constant fallback table, and resolve(): the plan that runs on that host.
-//
-// Capabilities are probed by hosts (CPUID, auxv, the backend's entry points), never by the core:
-// the core only takes them as a value. A plan resolves once, at start; when the plan that runs
-// differs from the one asked for, resolve() also gives a coded warning errc::park_fallback whose
-// arguments are {requested plan label, missing capability, why, label of the plan that runs}.
-//
-// Standard library only.
-//
+/// @file
+/// @brief What a host can do for a wait plan (plan capabilities), the
+/// declared constant fallback table, and resolve(): the plan that runs on that host.
+///
+/// Capabilities are probed by hosts (CPUID, auxv, the backend's entry points), never by the core:
+/// the core only takes them as a value. A plan resolves once, at start; when the plan that runs
+/// differs from the one asked for, resolve() also gives a coded warning errc::park_fallback whose
+/// arguments are {requested plan label, missing capability, why, label of the plan that runs}.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_PARK_FALLBACK_HPP
 #define GPU_ASYNC_CORE_PARK_FALLBACK_HPP
 

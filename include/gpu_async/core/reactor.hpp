@@ -1,24 +1,23 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/reactor.hpp: the FILL executor's reactor: registrations of memory
-// descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision
-// `turn()`.
-//
-// The reactor never reads a clock, sleeps or parks by itself: `turn()` asks an idle (the host's
-// clock, sleep and park on a line) to do that, so every decision replays on virtual time.
-//
-//     reactor r;
-//     reactor_waiter w;
-//     r.watch(descriptor, deadline, w);          // or r.add_alarm(at, w)
-//     auto t = r.turn(idle, park_bound, tasks_left);
-//     while (reactor_waiter* fired = r.pop_fired()) { ... fired->completed ... }
-//
-// Coroutines await it directly: `co_await r.ready(descriptor, until)` gives true when the
-// descriptor completed, false when `until` passed first; `co_await r.alarm(at)` resumes at `at`.
-// Whoever drains pop_fired() (the FILL executor) resumes the waiting coroutines.
-//
-// Standard library only: no threads, no blocking, no clock.
-//
+/// @file
+/// @brief The FILL executor's reactor: registrations of memory
+/// descriptors (each with an optional deadline) and alarms, `fire()`, and the idle decision
+/// `turn()`.
+///
+/// The reactor never reads a clock, sleeps or parks by itself: `turn()` asks an idle (the host's
+/// clock, sleep and park on a line) to do that, so every decision replays on virtual time.
+///
+///     reactor r;
+///     reactor_waiter w;
+///     r.watch(descriptor, deadline, w);          // or r.add_alarm(at, w)
+///     auto t = r.turn(idle, park_bound, tasks_left);
+///     while (reactor_waiter* fired = r.pop_fired()) { ... fired->completed ... }
+///
+/// Coroutines await it directly: `co_await r.ready(descriptor, until)` gives true when the
+/// descriptor completed, false when `until` passed first; `co_await r.alarm(at)` resumes at `at`.
+/// Whoever drains pop_fired() (the FILL executor) resumes the waiting coroutines.
+///
+/// Standard library only: no threads, no blocking, no clock.
 #ifndef GPU_ASYNC_CORE_REACTOR_HPP
 #define GPU_ASYNC_CORE_REACTOR_HPP
 

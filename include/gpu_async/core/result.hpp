@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/result.hpp: a value or a coded error, for operations that must not throw
-// (parsers, resolution). A small stand-in for C++23 std::expected<T, coded_error>.
-//
-// Standard library only.
-//
+/// @file
+/// @brief A value or a coded error, for operations that must not throw
+/// (parsers, resolution). A small stand-in for C++23 std::expected<T, coded_error>.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_RESULT_HPP
 #define GPU_ASYNC_CORE_RESULT_HPP
 

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/time.hpp: monotonic time points, durations, the clock and timer concepts, and
-// the manual clock that replays every wait on virtual time.
-//
-// The core reads time only through a clock and sleeps only through a timer. Time points and
-// durations are whole nanoseconds in 64 bits; arithmetic on them saturates instead of wrapping.
-//
-// Standard library only: no threads, no blocking, no real clock.
-//
+/// @file
+/// @brief Monotonic time points, durations, the clock and timer concepts, and
+/// the manual clock that replays every wait on virtual time.
+///
+/// The core reads time only through a clock and sleeps only through a timer. Time points and
+/// durations are whole nanoseconds in 64 bits; arithmetic on them saturates instead of wrapping.
+///
+/// Standard library only: no threads, no blocking, no real clock.
 #ifndef GPU_ASYNC_CORE_TIME_HPP
 #define GPU_ASYNC_CORE_TIME_HPP
 

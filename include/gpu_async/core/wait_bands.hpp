@@ -1,21 +1,22 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/wait_bands.hpp: choose the wait plan by the row count of the current step,
-// e.g. the batch rows of an LLM decode step.
-//
-//   bands := plan | plan (";rows>=" N ":" plan){1,3}
-//
-// The first band starts at 0 rows and takes no edge; each later band starts at its edge,
-// inclusive, and edges strictly increase, up to 2^32-1; at most 4 bands. Numbers follow the plan
-// rules (digits only, no leading zero), so every accepted text is canonical:
-// label(parse(t)) == t. A refusal is errc::invalid_plan with the arguments {text, fault} (a text
-// over plan_text_quote_max characters is quoted up to that many); a bad plan inside a band
-// names the band.
-//
-// Parsing allocates nothing unless it fails; selecting reads at most 4 edges.
-//
-// Standard library only.
-//
+/// @file
+/// @brief Choose the wait plan by the row count of the current step, e.g. the batch rows of an
+/// LLM decode step.
+///
+/// ```
+/// bands := plan | plan (";rows>=" N ":" plan){1,3}
+/// ```
+///
+/// The first band starts at 0 rows and takes no edge; each later band starts at its edge,
+/// inclusive, and edges strictly increase, up to 2^32-1; at most 4 bands. Numbers follow the plan
+/// rules (digits only, no leading zero), so every accepted text is canonical:
+/// label(parse(t)) == t. A refusal is errc::invalid_plan with the arguments {text, fault} (a text
+/// over plan_text_quote_max characters is quoted up to that many); a bad plan inside a band
+/// names the band.
+///
+/// Parsing allocates nothing unless it fails; selecting reads at most 4 edges.
+///
+/// Standard library only.
 #ifndef GPU_ASYNC_CORE_WAIT_BANDS_HPP
 #define GPU_ASYNC_CORE_WAIT_BANDS_HPP
 

@@ -1,32 +1,31 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/wait_machine.hpp: the wait driver, written once as a sans-I/O state machine.
-//
-// The machine never touches a device, a clock or a timer. It is started with the plan, the
-// point's sleep estimate and the start time, and answers each event with the next action the
-// host must execute. The host reads its own clock and passes the time with every event, so
-// every decision replays on virtual time. Hosts only execute actions: inline on a thread
-// (run_wait below), as an Asio composed operation, as a FILL task, or on an io_uring.
-//
-//     wait_machine m;
-//     wait_action a = m.start(plan, estimate, clock.now());
-//     while (!a.is_terminal()) {
-//         switch (a.kind) {
-//         case wait_action::type::query: a = m.on_event(wait_event::queried(src.query(), now()));
-//         ...
-//         }
-//     }
-//
-// Invariants (each tested): a block plan runs the blocking wait and nothing else; every other
-// plan starts with one immediate query; a flag plan arms after that query and before any sleep;
-// no sleep ends later than start + min(estimate, max_sleep); the machine reports success only
-// after a query or the blocking wait said done; a source error ends the wait with that error,
-// unchanged; a flag plan issues a status query at least every backstop while the word does not
-// arrive, and once the word is seen, a final query is the authority; a poll plan queries until
-// done.
-//
-// Standard library only: no threads, no blocking, no clock.
-//
+/// @file
+/// @brief The wait driver, written once as a sans-I/O state machine.
+///
+/// The machine never touches a device, a clock or a timer. It is started with the plan, the
+/// point's sleep estimate and the start time, and answers each event with the next action the
+/// host must execute. The host reads its own clock and passes the time with every event, so
+/// every decision replays on virtual time. Hosts only execute actions: inline on a thread
+/// (run_wait below), as an Asio composed operation, as a FILL task, or on an io_uring.
+///
+///     wait_machine m;
+///     wait_action a = m.start(plan, estimate, clock.now());
+///     while (!a.is_terminal()) {
+///         switch (a.kind) {
+///         case wait_action::type::query: a = m.on_event(wait_event::queried(src.query(), now()));
+///         ...
+///         }
+///     }
+///
+/// Invariants (each tested): a block plan runs the blocking wait and nothing else; every other
+/// plan starts with one immediate query; a flag plan arms after that query and before any sleep;
+/// no sleep ends later than start + min(estimate, max_sleep); the machine reports success only
+/// after a query or the blocking wait said done; a source error ends the wait with that error,
+/// unchanged; a flag plan issues a status query at least every backstop while the word does not
+/// arrive, and once the word is seen, a final query is the authority; a poll plan queries until
+/// done.
+///
+/// Standard library only: no threads, no blocking, no clock.
 #ifndef GPU_ASYNC_CORE_WAIT_MACHINE_HPP
 #define GPU_ASYNC_CORE_WAIT_MACHINE_HPP
 

@@ -1,27 +1,31 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/wait_plan.hpp: typed wait plans, parsed once from text, then immutable.
-//
-//   plan     := kind | kind "+predict:" deadline
-//   kind     := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N
-//   deadline := "margin_us=" N ",min_sleep_us=" N ",max_sleep_us=" N ",window=" N
-//
-// Units are microseconds in text, nanoseconds in the types. Standard library only.
-//
-// Lexical rules (beyond the grammar): the text is case sensitive and has no spaces; a number is
-// one or more decimal digits, with no sign and no leading zero (write "0", never "00" or
-// "0150"), so every accepted text is already canonical: label(parse(t)) == t. Every key comes
-// exactly once and in the order shown. Bounds: window 1..16; park_us 1..10000;
-// backstop_us 1..1000000; park_us <= backstop_us; min_sleep_us <= max_sleep_us; margin_us,
-// min_sleep_us and max_sleep_us up to the largest value whose nanoseconds fit in 64 bits
-// (18446744073709551 us): a larger value is refused, never wrapped. "block" takes no
-// "+predict:". The first fault found, reading left to right, is the one reported; the error
-// quotes at most the first 64 characters of the text (plan_text_quote_max).
-//
-// Parsing allocates nothing unless it fails (then only the error's text); label() allocates
-// its text. What a host can run, and the fallback when it cannot run a plan:
-// <gpu_async/core/park_fallback.hpp>; plans chosen by step rows: <gpu_async/core/wait_bands.hpp>.
-//
+/// @file
+/// @brief Typed wait plans, parsed once from text, then immutable.
+///
+/// ```
+/// plan     := kind | kind "+predict:" deadline
+/// kind     := "block" | "poll" | "flag:park_us=" N ",backstop_us=" N
+/// deadline := "margin_us=" N ",min_sleep_us=" N ",max_sleep_us=" N ",window=" N
+/// ```
+///
+/// E.g. `poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=8`. Nothing has a
+/// default: a "+predict:" gives all four values.
+///
+/// Units are microseconds in text, nanoseconds in the types. Standard library only.
+///
+/// Lexical rules (beyond the grammar): the text is case sensitive and has no spaces; a number is
+/// one or more decimal digits, with no sign and no leading zero (write "0", never "00" or
+/// "0150"), so every accepted text is already canonical: label(parse(t)) == t. Every key comes
+/// exactly once and in the order shown. Bounds: window 1..16; park_us 1..10000;
+/// backstop_us 1..1000000; park_us <= backstop_us; min_sleep_us <= max_sleep_us; margin_us,
+/// min_sleep_us and max_sleep_us up to the largest value whose nanoseconds fit in 64 bits
+/// (18446744073709551 us): a larger value is refused, never wrapped. "block" takes no
+/// "+predict:". The first fault found, reading left to right, is the one reported; the error
+/// quotes at most the first 64 characters of the text (plan_text_quote_max).
+///
+/// Parsing allocates nothing unless it fails (then only the error's text); label() allocates
+/// its text. What a host can run, and the fallback when it cannot run a plan:
+/// <gpu_async/core/park_fallback.hpp>; plans chosen by step rows: <gpu_async/core/wait_bands.hpp>.
 #ifndef GPU_ASYNC_CORE_WAIT_PLAN_HPP
 #define GPU_ASYNC_CORE_WAIT_PLAN_HPP
 
@@ -441,7 +445,9 @@ inline result<wait_plan> wait_plan::parse(std::string_view text) {
         return fail("'block' takes no '+predict:' (nothing to sleep in front of a blocking wait)");
     const std::string_view suffix = text.substr(plus);
     if (!suffix.starts_with(predict_tag))
-        return fail("unknown suffix " + detail::plan_quote(suffix) + " (expected '+predict:')");
+        return fail("unknown suffix " + detail::plan_quote(suffix) +
+                    " (expected '+predict:margin_us=N,min_sleep_us=N,max_sleep_us=N,window=N',"
+                    " every value given)");
     std::array<std::uint64_t, 4> d{};
     if (auto fault =
             detail::parse_plan_keys(suffix.substr(predict_tag.size()), detail::deadline_keys, d))

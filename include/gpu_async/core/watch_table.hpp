@@ -1,46 +1,45 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/core/watch_table.hpp: the registry of pending waits by line, slot and target.
-//
-// A watch_table holds waits on memory descriptors (line, slot, target) and answers one question
-// at a time: which of them have completed. It is sans-I/O: it reads the watched words (acquire
-// loads), never blocks, never reads a clock (deadlines are compared with the `now` the caller
-// passes) and holds no lock (its owner serializes access).
-//
-// The rule. A wait completes when its slot's word has reached its target in wrapping order,
-// `word - target (mod 2^64) < 2^63`, as read at the time of the scan. It holds for any history of
-// stores: steps of any size, jumps near 2^63 and 2^64, words that wrap.
-//
-// How. Each watched slot keeps its waits ordered by `target - anchor (mod 2^64)`, where the
-// anchor is the word value the table last read for that slot. Every pending wait has that
-// distance in [1, 2^63]. When a scan reads a new word w, `delta = w - anchor`: for delta up to
-// 2^63 the completed waits are exactly those at distance at most delta (a prefix); for larger
-// delta (the word moved "backwards" in wrapping order), those at distance above delta - 2^63 (a
-// suffix). The waits that stay pending keep their relative order under the new anchor w (their
-// distances shift by one constant without wrapping), so the anchor moves to w at every scan with
-// no re-sorting. A registration reads the word once and uses that one value both to decide
-// whether the wait has already completed and, for an empty slot, as the anchor; when the new
-// target does not fit the slot's order under its anchor (the word moved far since the last
-// scan), the slot is scanned at that same value first. Reading the word twice (once to test,
-// once to anchor) would let a store between the reads misplace the wait, which is why the table
-// never does.
-//
-// Order. A scan hands each slot's completed waits to the sink in ascending target order (wrapping
-// order from the anchor): the order the producer finished them. Slots and lines are visited in
-// an unspecified order.
-//
-// Cost. Registration and removal are O(log n) in the slot's waits. A scan of every slot reads one
-// word per watched slot (a dense list of lines with waits, a bit mask of slots with waits, the
-// cached anchor beside it) and touches a slot's map only when its word moved. A wait's map
-// node comes from the table's own free list (the nodes of waits that left, up to
-// node_pool::max_free of them), and a line's record (its eight slots) from the records of lines
-// whose last wait left (up to 16 of them), so a steady stream of waits allocates nothing in the
-// table once warm (but for the hash table's own growth).
-//
-// Sinks. `collect`, `collect_expired`, `remove_line` and `clear` call `sink(T value, watch_end
-// why)` once for each wait they remove, after it has left the table; a sink must not call back
-// into the table.
-//
+/// @file
+/// @brief The registry of pending waits by line, slot and target.
+///
+/// A watch_table holds waits on memory descriptors (line, slot, target) and answers one question
+/// at a time: which of them have completed. It is sans-I/O: it reads the watched words (acquire
+/// loads), never blocks, never reads a clock (deadlines are compared with the `now` the caller
+/// passes) and holds no lock (its owner serializes access).
+///
+/// The rule. A wait completes when its slot's word has reached its target in wrapping order,
+/// `word - target (mod 2^64) < 2^63`, as read at the time of the scan. It holds for any history of
+/// stores: steps of any size, jumps near 2^63 and 2^64, words that wrap.
+///
+/// How. Each watched slot keeps its waits ordered by `target - anchor (mod 2^64)`, where the
+/// anchor is the word value the table last read for that slot. Every pending wait has that
+/// distance in [1, 2^63]. When a scan reads a new word w, `delta = w - anchor`: for delta up to
+/// 2^63 the completed waits are exactly those at distance at most delta (a prefix); for larger
+/// delta (the word moved "backwards" in wrapping order), those at distance above delta - 2^63 (a
+/// suffix). The waits that stay pending keep their relative order under the new anchor w (their
+/// distances shift by one constant without wrapping), so the anchor moves to w at every scan with
+/// no re-sorting. A registration reads the word once and uses that one value both to decide
+/// whether the wait has already completed and, for an empty slot, as the anchor; when the new
+/// target does not fit the slot's order under its anchor (the word moved far since the last
+/// scan), the slot is scanned at that same value first. Reading the word twice (once to test,
+/// once to anchor) would let a store between the reads misplace the wait, which is why the table
+/// never does.
+///
+/// Order. A scan hands each slot's completed waits to the sink in ascending target order (wrapping
+/// order from the anchor): the order the producer finished them. Slots and lines are visited in
+/// an unspecified order.
+///
+/// Cost. Registration and removal are O(log n) in the slot's waits. A scan of every slot reads one
+/// word per watched slot (a dense list of lines with waits, a bit mask of slots with waits, the
+/// cached anchor beside it) and touches a slot's map only when its word moved. A wait's map
+/// node comes from the table's own free list (the nodes of waits that left, up to
+/// node_pool::max_free of them), and a line's record (its eight slots) from the records of lines
+/// whose last wait left (up to 16 of them), so a steady stream of waits allocates nothing in the
+/// table once warm (but for the hash table's own growth).
+///
+/// Sinks. `collect`, `collect_expired`, `remove_line` and `clear` call `sink(T value, watch_end
+/// why)` once for each wait they remove, after it has left the table; a sink must not call back
+/// into the table.
 #ifndef GPU_ASYNC_CORE_WATCH_TABLE_HPP
 #define GPU_ASYNC_CORE_WATCH_TABLE_HPP
 

@@ -1,38 +1,37 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/device/cuda.hpp: the CUDA backend: the driver loaded at run time, a mapped line on a
-// device's primary context, and a completion source over one stream.
-//
-// Nothing links libcuda: `cuda_driver::load()` opens "libcuda.so.1" by name with dlopen and takes
-// every entry point through cuGetProcAddress_v2 (CUDA 12+ drivers), so every binary starts on a
-// machine without a driver and learns at run time, as a coded error, what is missing.
-//
-// No CUDA header is needed: the few driver types, statuses and constants used here are declared
-// below with the driver's ABI values (scripts/ci/backends.sh checks them against cuda.h). The
-// handle types are the driver's own incomplete structs, so a CUstream or cudaStream_t converts
-// to `cuda::stream_t` without a cast.
-//
-//     auto driver = gpu_async::cuda_driver::load();          // errc::unavailable without one
-//     auto line = gpu_async::cuda_line::create(*driver.value());   // current context's device
-//     auto source = gpu_async::cuda_source::create(line.value(), *slot_id::at(0), stream);
-//
-// Ownership: the line retains the device's primary context before its page is allocated and
-// releases it only after the page is freed; it accepts stores only from streams of that context; it
-// synchronizes the context before freeing, and leaks rather than free when that fails.
-//
-// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
-// (cuMemHostRegister, PORTABLE | DEVICEMAP: write-back heap memory, pinned and mapped, not
-// write-combined) and takes its device pointer in the line's context (cuMemHostGetDevicePointer);
-// each later store is then one cuStreamBatchMemOp of two CU_STREAM_MEM_OP_WRITE_VALUE_64
-// operations, the completion word first and the doorbell's device word second (two
-// cuStreamWriteValue64 calls on a driver without cuStreamBatchMemOp). See mapped_line.
-//
-// Events and graphs: a cuda_event_waiter owns a stream of its own on one slot of a line;
-// `await_event(ev)` enqueues there cuStreamWaitEvent(ev) and the slot's next store, and returns
-// the descriptor the port awaits. The event stays the caller's (never destroyed here). A graph
-// is awaited the same way: cuGraphLaunch(graph, stream), cuEventRecord(ev, stream), then
-// await_event(ev).
-//
+/// @file
+/// @brief The CUDA backend: the driver loaded at run time, a mapped line on a
+/// device's primary context, and a completion source over one stream.
+///
+/// Nothing links libcuda: `cuda_driver::load()` opens "libcuda.so.1" by name with dlopen and takes
+/// every entry point through cuGetProcAddress_v2 (CUDA 12+ drivers), so every binary starts on a
+/// machine without a driver and learns at run time, as a coded error, what is missing.
+///
+/// No CUDA header is needed: the few driver types, statuses and constants used here are declared
+/// below with the driver's ABI values (scripts/ci/backends.sh checks them against cuda.h). The
+/// handle types are the driver's own incomplete structs, so a CUstream or cudaStream_t converts
+/// to `cuda::stream_t` without a cast.
+///
+///     auto driver = gpu_async::cuda_driver::load();          // errc::unavailable without one
+///     auto line = gpu_async::cuda_line::create(*driver.value());   // current context's device
+///     auto source = gpu_async::cuda_source::create(line.value(), *slot_id::at(0), stream);
+///
+/// Ownership: the line retains the device's primary context before its page is allocated and
+/// releases it only after the page is freed; it accepts stores only from streams of that context;
+/// it synchronizes the context before freeing, and leaks rather than free when that fails.
+///
+/// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
+/// (cuMemHostRegister, PORTABLE | DEVICEMAP: write-back heap memory, pinned and mapped, not
+/// write-combined) and takes its device pointer in the line's context (cuMemHostGetDevicePointer);
+/// each later store is then one cuStreamBatchMemOp of two CU_STREAM_MEM_OP_WRITE_VALUE_64
+/// operations, the completion word first and the doorbell's device word second (two
+/// cuStreamWriteValue64 calls on a driver without cuStreamBatchMemOp). See mapped_line.
+///
+/// Events and graphs: a cuda_event_waiter owns a stream of its own on one slot of a line;
+/// `await_event(ev)` enqueues there cuStreamWaitEvent(ev) and the slot's next store, and returns
+/// the descriptor the port awaits. The event stays the caller's (never destroyed here). A graph
+/// is awaited the same way: cuGraphLaunch(graph, stream), cuEventRecord(ev, stream), then
+/// await_event(ev).
 #ifndef GPU_ASYNC_DEVICE_CUDA_HPP
 #define GPU_ASYNC_DEVICE_CUDA_HPP
 

@@ -1,33 +1,32 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/device/hip.hpp: the HIP (AMD ROCm) backend: the runtime loaded at run time, a mapped
-// line on a device's primary context, and a completion source over one stream.
-//
-// Nothing links libamdhip64: `hip_driver::load()` opens "libamdhip64.so" (then the versioned
-// names .so.7, .so.6, .so.5) with dlopen and takes every entry point with dlsym, so every binary
-// starts on a machine without ROCm and learns at run time, as a coded error, what is missing.
-//
-// No HIP header is needed: the few types, statuses and flags used here are declared below with
-// the ABI values of hip_runtime_api.h for the AMD platform (scripts/ci/backends.sh checks them
-// against Debian's libamdhip64-dev headers, with __HIP_PLATFORM_AMD__). A hipStream_t converts
-// to `hip::stream_t` without a cast.
-//
-// Ownership: the line retains the device's primary context (hipDevicePrimaryCtxRetain) before its
-// page is allocated (hipHostMalloc, mapped and coherent) and releases it only after the page is
-// freed; it accepts stores only from streams of that device (hipStreamGetDevice: a runtime without
-// it fails line creation, since the rule could not be checked); it synchronizes the device before
-// freeing, and leaks rather than free when that fails.
-//
-// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
-// (hipHostRegister, Mapped | Portable; ordinary write-back heap memory) and takes its device
-// pointer on the line's device; each later store is then two hipStreamWriteValue64 calls on the
-// same stream, the completion word first and the doorbell's device word second. Never one
-// hipStreamBatchMemOp: it is newer than the ROCm headers this backend's declarations are checked
-// against (scripts/ci/backends.sh), so its parameter layout could not be checked.
-//
-// Events: a hip_event_waiter owns a stream of its own on one slot of a line; `await_event(ev)`
-// enqueues there hipStreamWaitEvent(ev) and the slot's next store. The event stays the caller's.
-//
+/// @file
+/// @brief The HIP (AMD ROCm) backend: the runtime loaded at run time, a mapped
+/// line on a device's primary context, and a completion source over one stream.
+///
+/// Nothing links libamdhip64: `hip_driver::load()` opens "libamdhip64.so" (then the versioned
+/// names .so.7, .so.6, .so.5) with dlopen and takes every entry point with dlsym, so every binary
+/// starts on a machine without ROCm and learns at run time, as a coded error, what is missing.
+///
+/// No HIP header is needed: the few types, statuses and flags used here are declared below with
+/// the ABI values of hip_runtime_api.h for the AMD platform (scripts/ci/backends.sh checks them
+/// against Debian's libamdhip64-dev headers, with `__HIP_PLATFORM_AMD__`). A hipStream_t converts
+/// to `hip::stream_t` without a cast.
+///
+/// Ownership: the line retains the device's primary context (hipDevicePrimaryCtxRetain) before its
+/// page is allocated (hipHostMalloc, mapped and coherent) and releases it only after the page is
+/// freed; it accepts stores only from streams of that device (hipStreamGetDevice: a runtime without
+/// it fails line creation, since the rule could not be checked); it synchronizes the device before
+/// freeing, and leaks rather than free when that fails.
+///
+/// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
+/// (hipHostRegister, Mapped | Portable; ordinary write-back heap memory) and takes its device
+/// pointer on the line's device; each later store is then two hipStreamWriteValue64 calls on the
+/// same stream, the completion word first and the doorbell's device word second. Never one
+/// hipStreamBatchMemOp: it is newer than the ROCm headers this backend's declarations are checked
+/// against (scripts/ci/backends.sh), so its parameter layout could not be checked.
+///
+/// Events: a hip_event_waiter owns a stream of its own on one slot of a line; `await_event(ev)`
+/// enqueues there hipStreamWaitEvent(ev) and the slot's next store. The event stays the caller's.
 #ifndef GPU_ASYNC_DEVICE_HIP_HPP
 #define GPU_ASYNC_DEVICE_HIP_HPP
 

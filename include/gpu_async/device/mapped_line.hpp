@@ -1,37 +1,36 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/device/mapped_line.hpp: a completion line in one pinned, device-mapped host page, with
-// the ownership rules of a GPU driver, over a driver table.
-//
-// A backend (CUDA, HIP, or a fake in tests) fills a `line_driver`: a table of plain function
-// pointers with a context pointer. `mapped_line` owns:
-//
-//   - a reference on a domain (the device's primary context), taken before the page is
-//     allocated and dropped only after the page is freed;
-//   - one whole 4 KiB page of pinned, device-mapped host memory that holds the line and nothing
-//     else (no other allocation shares the page with a device writer).
-//
-// It enqueues 64-bit stores of increasing sequence numbers only from streams of its own domain
-// (a foreign stream is refused and nothing is enqueued). On destruction it settles the domain
-// (waits for every pending store), frees the page, then releases the domain; if settling fails it
-// leaks the page and the reference rather than free memory a device may still write.
-//
-// A line may also carry a doorbell (`attach_doorbell`, normally the port's `shared_bell()`): every
-// completion store is then followed, in the same stream, by a store of doorbell::device_signal
-// into word doorbell::device_word of the doorbell's line, in one batch of stream memory
-// operations where the backend has one (else as two stores, in order). The doorbell's line is
-// ordinary write-back heap memory (a user-mode monitor is not armed on write-combined pages): it
-// is registered with the driver (pinned, device-mapped, portable) once per driver table and
-// doorbell, by the first line that attaches it, and unregistered when the last such line closes.
-// The registration holds its own reference on the registering device's domain and keeps the
-// doorbell alive; each line asks the device address of the doorbell in its own domain. A line
-// settles its domain before it drops its use (no store of it is pending when the last use goes);
-// a line whose settle fails leaks its use with its page, and a failed unregistration leaks the
-// registration (the doorbell stays alive and pinned) rather than free registered memory.
-//
-// Uses the core, the doorbell and the standard library only; the vendor APIs live behind the
-// table.
-//
+/// @file
+/// @brief A completion line in one pinned, device-mapped host page, with
+/// the ownership rules of a GPU driver, over a driver table.
+///
+/// A backend (CUDA, HIP, or a fake in tests) fills a `line_driver`: a table of plain function
+/// pointers with a context pointer. `mapped_line` owns:
+///
+///   - a reference on a domain (the device's primary context), taken before the page is
+///     allocated and dropped only after the page is freed;
+///   - one whole 4 KiB page of pinned, device-mapped host memory that holds the line and nothing
+///     else (no other allocation shares the page with a device writer).
+///
+/// It enqueues 64-bit stores of increasing sequence numbers only from streams of its own domain
+/// (a foreign stream is refused and nothing is enqueued). On destruction it settles the domain
+/// (waits for every pending store), frees the page, then releases the domain; if settling fails it
+/// leaks the page and the reference rather than free memory a device may still write.
+///
+/// A line may also carry a doorbell (`attach_doorbell`, normally the port's `shared_bell()`): every
+/// completion store is then followed, in the same stream, by a store of doorbell::device_signal
+/// into word doorbell::device_word of the doorbell's line, in one batch of stream memory
+/// operations where the backend has one (else as two stores, in order). The doorbell's line is
+/// ordinary write-back heap memory (a user-mode monitor is not armed on write-combined pages): it
+/// is registered with the driver (pinned, device-mapped, portable) once per driver table and
+/// doorbell, by the first line that attaches it, and unregistered when the last such line closes.
+/// The registration holds its own reference on the registering device's domain and keeps the
+/// doorbell alive; each line asks the device address of the doorbell in its own domain. A line
+/// settles its domain before it drops its use (no store of it is pending when the last use goes);
+/// a line whose settle fails leaks its use with its page, and a failed unregistration leaks the
+/// registration (the doorbell stays alive and pinned) rather than free registered memory.
+///
+/// Uses the core, the doorbell and the standard library only; the vendor APIs live behind the
+/// table.
 #ifndef GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
 #define GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
 

@@ -1,36 +1,35 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/device/metal.hpp: the Metal backend: the Objective-C runtime and Metal.framework
-// loaded at run time, and a completion source over an MTLSharedEvent.
-//
-// Nothing links libobjc or Metal: `metal_runtime::load()` opens /usr/lib/libobjc.A.dylib and
-// /System/Library/Frameworks/Metal.framework/Metal with dlopen and takes objc_getClass,
-// sel_registerName, objc_msgSend and MTLCreateSystemDefaultDevice with dlsym. Off Apple systems
-// the load is a coded error (errc::unavailable) naming the library that is missing, so every
-// binary builds and starts anywhere. This header is plain C++: no Objective-C, no Apple SDK.
-//
-// objc_msgSend is not variadic on arm64 (the callee reads its arguments as the method declares
-// them), so it is never called as declared: the runtime table holds it once per message, each
-// entry cast to that message's exact signature. A test fills the same table with plain C++
-// functions (test/common/fake_metal_runtime.hpp).
-//
-//     auto runtime = gpu_async::metal_runtime::load();              // errc::unavailable off Apple
-//     auto device = gpu_async::metal_device::create_system_default(*runtime.value());
-//     auto source = gpu_async::metal_source::create(device.value());    // a new event, at 0
-//     // per step: encode the work, then
-//     source.value().encode_signal(command_buffer);  // [cb encodeSignalEvent:e value:target+1]
-//     // commit the command buffer, then wait: port.async_wait(source.value(), plan, "step", tok)
-//
-// There is no completion line on Metal: the event's signaledValue is the word. The source keeps
-// a host line whose word mirrors the last signaledValue it read (each query, park and block
-// stores it), so descriptor() names the mirror and the target. A port's flag plan parks on the
-// reactor, which no Metal event stores to: such a wait sees the event at its status queries (the
-// backstop). A plan run on a thread (run_wait) parks in waitUntilSignaledValue:timeoutMS:.
-//
-// Ownership: an object this backend creates (the device from MTLCreateSystemDefaultDevice, the
-// event from newSharedEvent) or retains (a wrapped event, a watched command buffer) is released
-// exactly once, by the owner's destructor (or, for a command buffer, once it is seen completed).
-//
+/// @file
+/// @brief The Metal backend: the Objective-C runtime and Metal.framework
+/// loaded at run time, and a completion source over an MTLSharedEvent.
+///
+/// Nothing links libobjc or Metal: `metal_runtime::load()` opens /usr/lib/libobjc.A.dylib and
+/// /System/Library/Frameworks/Metal.framework/Metal with dlopen and takes objc_getClass,
+/// sel_registerName, objc_msgSend and MTLCreateSystemDefaultDevice with dlsym. Off Apple systems
+/// the load is a coded error (errc::unavailable) naming the library that is missing, so every
+/// binary builds and starts anywhere. This header is plain C++: no Objective-C, no Apple SDK.
+///
+/// objc_msgSend is not variadic on arm64 (the callee reads its arguments as the method declares
+/// them), so it is never called as declared: the runtime table holds it once per message, each
+/// entry cast to that message's exact signature. A test fills the same table with plain C++
+/// functions (test/common/fake_metal_runtime.hpp).
+///
+///     auto runtime = gpu_async::metal_runtime::load();              // errc::unavailable off Apple
+///     auto device = gpu_async::metal_device::create_system_default(*runtime.value());
+///     auto source = gpu_async::metal_source::create(device.value());    // a new event, at 0
+///     // per step: encode the work, then
+///     source.value().encode_signal(command_buffer);  // [cb encodeSignalEvent:e value:target+1]
+///     // commit the command buffer, then wait: port.async_wait(source.value(), plan, "step", tok)
+///
+/// There is no completion line on Metal: the event's signaledValue is the word. The source keeps
+/// a host line whose word mirrors the last signaledValue it read (each query, park and block
+/// stores it), so descriptor() names the mirror and the target. A port's flag plan parks on the
+/// reactor, which no Metal event stores to: such a wait sees the event at its status queries (the
+/// backstop). A plan run on a thread (run_wait) parks in waitUntilSignaledValue:timeoutMS:.
+///
+/// Ownership: an object this backend creates (the device from MTLCreateSystemDefaultDevice, the
+/// event from newSharedEvent) or retains (a wrapped event, a watched command buffer) is released
+/// exactly once, by the owner's destructor (or, for a command buffer, once it is seen completed).
 #ifndef GPU_ASYNC_DEVICE_METAL_HPP
 #define GPU_ASYNC_DEVICE_METAL_HPP
 

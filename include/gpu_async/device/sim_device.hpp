@@ -1,79 +1,78 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/device/sim_device.hpp: the simulated device, a software GPU for machines without one.
-//
-// A `sim_device` runs streams. A `sim_stream` executes queued work items in order: a duration
-// (the item takes that long from the moment the previous item finished), a callable (run on a
-// device thread when its turn comes), or both (wait the duration, then run the callable). Behind
-// each item the stream release-stores the item's sequence number into its word of a completion
-// line (its slot), exactly as a GPU stream's cuStreamWriteValue64 with the default fence would:
-// once a reader's acquire load sees the number, everything the item wrote is visible.
-//
-// Streams are cheap: a device has a few worker threads (options::workers), and each stream is
-// assigned to one of them; a worker keeps a timer queue of its streams' next items, so thousands
-// of streams with overlapping durations complete concurrently, in the order their durations
-// dictate (e.g. random durations give a random completion order). Streams may get a line of
-// their own (`make_stream()`, slot 0) or share one slot by slot (`make_line()` then
-// `make_stream(line, slot)`): eight streams per line, one waiter per line.
-//
-// A callable occupies its worker thread while it runs: the other streams of that worker wait for
-// it (as kernels queued behind a long one do); use more workers, or durations, for overlap.
-//
-// Each stream is a `completion_source` (query, block, arm, descriptor, park) over its tail: the
-// last sequence number enqueued.
-//
-// Faults: `enqueue_fault()` (or a callable returning a non-empty std::error_code) fails when its
-// turn comes: its number is never stored, the fault is sticky as on a real device (the stream's
-// queued and later items never run, their numbers are never stored), and `query()` reports
-// failed with the code (errc::device_fault by default); `block()` and `arm()` return it; `park()`
-// returns false early.
-//
-// Ringing: `set_doorbell(bell)` (a std::shared_ptr, e.g. a port's shared_bell()) makes the stream
-// ring the doorbell after each store (and after a fault), as a host producer does, and `park()`
-// then sleeps on the doorbell's futex instead of the word wait. `set_doorbell(bell,
-// sim_signal::device_store)` makes it behave as a GPU line with the doorbell attached instead:
-// after each store it stores the doorbell's device word and never rings (no system call), and
-// it counts as a device producer of the doorbell while set. With no doorbell at all the stream
-// only stores its word, as a GPU without doorbell stores. The stream shares the doorbell's
-// ownership, so a device that outlives the reactor whose doorbell it signals stays safe.
-//
-// Manual mode (options::manual): no worker threads; nothing runs until the caller calls
-// `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
-// `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
-// the device).
-//
-// Streams are given back: `make_stream()` returns a `sim_stream_handle`, a move-only owner
-// (`*h`, `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items
-// are dropped (their numbers are never stored); an item a worker is running finishes first and
-// the worker then frees the stream; a line the device made for that stream alone
-// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
-// and reused (zeroed) for a later stream. A stream on a shared or caller's line (`make_stream(line,
-// slot)`) leaves its line alone: end waits on its slot before dropping it. Do not drop a handle
-// while another thread still uses its stream (block(), park(), step()), nor while a wait given
-// the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is pending: such a wait
-// reads the stream object, not only its word. A handle may outlive its
-// device: dropping it then does nothing (the device freed the stream already); the stream itself
-// must not be used after the device is gone.
-//
-// Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
-// reactor ends its waits on them with operation_aborted), then stops the device (below); the
-// lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
-//
-// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
-// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
-// each worker finish the item it is running, then drops every queued item. Work refused or
-// dropped is never stored; its stream reports failed with std::errc::operation_canceled. Both
-// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
-// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
-// must outlive the device. Do not call `shutdown` from a work item.
-//
-// Thread safety: enqueue, query, block, arm, descriptor, park, set_doorbell and make_stream may
-// be called from any thread; step and shutdown from one thread at a time. A handle may be
-// dropped (or reset()) from any thread at any time, within the rule above about its own stream:
-// concurrently with other drops, with work enqueued through other handles, with shutdown() and
-// with the device's destructor (which waits for a give-back in progress). Each stream given back
-// is freed exactly once, by the thread that gave it back or by the worker that was running it.
-//
+/// @file
+/// @brief The simulated device, a software GPU for machines without one.
+///
+/// A `sim_device` runs streams. A `sim_stream` executes queued work items in order: a duration
+/// (the item takes that long from the moment the previous item finished), a callable (run on a
+/// device thread when its turn comes), or both (wait the duration, then run the callable). Behind
+/// each item the stream release-stores the item's sequence number into its word of a completion
+/// line (its slot), exactly as a GPU stream's cuStreamWriteValue64 with the default fence would:
+/// once a reader's acquire load sees the number, everything the item wrote is visible.
+///
+/// Streams are cheap: a device has a few worker threads (options::workers), and each stream is
+/// assigned to one of them; a worker keeps a timer queue of its streams' next items, so thousands
+/// of streams with overlapping durations complete concurrently, in the order their durations
+/// dictate (e.g. random durations give a random completion order). Streams may get a line of
+/// their own (`make_stream()`, slot 0) or share one slot by slot (`make_line()` then
+/// `make_stream(line, slot)`): eight streams per line, one waiter per line.
+///
+/// A callable occupies its worker thread while it runs: the other streams of that worker wait for
+/// it (as kernels queued behind a long one do); use more workers, or durations, for overlap.
+///
+/// Each stream is a `completion_source` (query, block, arm, descriptor, park) over its tail: the
+/// last sequence number enqueued.
+///
+/// Faults: `enqueue_fault()` (or a callable returning a non-empty std::error_code) fails when its
+/// turn comes: its number is never stored, the fault is sticky as on a real device (the stream's
+/// queued and later items never run, their numbers are never stored), and `query()` reports
+/// failed with the code (errc::device_fault by default); `block()` and `arm()` return it; `park()`
+/// returns false early.
+///
+/// Ringing: `set_doorbell(bell)` (a std::shared_ptr, e.g. a port's shared_bell()) makes the stream
+/// ring the doorbell after each store (and after a fault), as a host producer does, and `park()`
+/// then sleeps on the doorbell's futex instead of the word wait. `set_doorbell(bell,
+/// sim_signal::device_store)` makes it behave as a GPU line with the doorbell attached instead:
+/// after each store it stores the doorbell's device word and never rings (no system call), and
+/// it counts as a device producer of the doorbell while set. With no doorbell at all the stream
+/// only stores its word, as a GPU without doorbell stores. The stream shares the doorbell's
+/// ownership, so a device that outlives the reactor whose doorbell it signals stays safe.
+///
+/// Manual mode (options::manual): no worker threads; nothing runs until the caller calls
+/// `step(stream)` (runs that stream's next item on the calling thread, durations ignored) or
+/// `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
+/// the device).
+///
+/// Streams are given back: `make_stream()` returns a `sim_stream_handle`, a move-only owner
+/// (`*h`, `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items
+/// are dropped (their numbers are never stored); an item a worker is running finishes first and
+/// the worker then frees the stream; a line the device made for that stream alone
+/// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
+/// and reused (zeroed) for a later stream. A stream on a shared or caller's line
+/// (`make_stream(line, slot)`) leaves its line alone: end waits on its slot before dropping it.
+/// Do not drop a handle while another thread still uses its stream (block(), park(), step()), nor
+/// while a wait given the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is
+/// pending: such a wait reads the stream object, not only its word. A handle may outlive its
+/// device: dropping it then does nothing (the device freed the stream already); the stream itself
+/// must not be used after the device is gone.
+///
+/// Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
+/// reactor ends its waits on them with operation_aborted), then stops the device (below); the
+/// lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
+///
+/// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
+/// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
+/// each worker finish the item it is running, then drops every queued item. Work refused or
+/// dropped is never stored; its stream reports failed with std::errc::operation_canceled. Both
+/// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
+/// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
+/// must outlive the device. Do not call `shutdown` from a work item.
+///
+/// Thread safety: enqueue, query, block, arm, descriptor, park, set_doorbell and make_stream may
+/// be called from any thread; step and shutdown from one thread at a time. A handle may be
+/// dropped (or reset()) from any thread at any time, within the rule above about its own stream:
+/// concurrently with other drops, with work enqueued through other handles, with shutdown() and
+/// with the device's destructor (which waits for a give-back in progress). Each stream given back
+/// is freed exactly once, by the thread that gave it back or by the worker that was running it.
 #ifndef GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 

@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/host/std_host.hpp: the std host: a monotonic clock over the process clock, a timer that
-// sleeps the calling thread, the idle of the FILL executor, the blocking wait (the `naive` executor
-// kind), and a watcher thread that completes waiters of any runtime.
-//
-//     std_clock clk;                          // mono_ns over std::chrono::steady_clock
-//     std_timer tmr;                          // sleeps the calling thread
-//     std_idle idle;                          // for fill_executor::run(idle)
-//     auto r = wait_blocking(stream, plan, table, point);   // blocks; feeds the point table
-//
-//     std_watcher w;                          // one background thread
-//     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
-//     watch_handle c = w.on_complete(descriptor, [] { ... });   // callback form
-//     watch_handle e = w.on_end(descriptor, [](std::error_code ec) { ... });  // told of a stop
-//     w.bell().ring();                        // a producer's store is seen at once
-//     w.shutdown();                           // stops the thread (the destructor does too)
-//
-// Host layer: std threads and the word wait; no Boost, no Asio.
-//
+/// @file
+/// @brief The std host: a monotonic clock over the process clock, a timer that sleeps the calling
+/// thread, the idle of the FILL executor, the blocking wait (the `naive` executor kind), and a
+/// watcher thread that completes waiters of any runtime.
+///
+///     std_clock clk;                          // mono_ns over std::chrono::steady_clock
+///     std_timer tmr;                          // sleeps the calling thread
+///     std_idle idle;                          // for fill_executor::run(idle)
+///     auto r = wait_blocking(stream, plan, table, point);   // blocks; feeds the point table
+///
+///     std_watcher w;                          // one background thread
+///     watch_handle h = w.watch(descriptor);   // future-like: wait(), wait_for(), ready()
+///     watch_handle c = w.on_complete(descriptor, [] { ... });   // callback form
+///     watch_handle e = w.on_end(descriptor, [](std::error_code ec) { ... });  // told of a stop
+///     w.bell().ring();                        // a producer's store is seen at once
+///     w.shutdown();                           // stops the thread (the destructor does too)
+///
+/// Host layer: std threads and the word wait; no Boost, no Asio.
 #ifndef GPU_ASYNC_HOST_STD_HOST_HPP
 #define GPU_ASYNC_HOST_STD_HOST_HPP
 

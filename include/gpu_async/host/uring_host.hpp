@@ -1,39 +1,38 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/host/uring_host.hpp: the io_uring host: `uring_idle`, the idle of the `io-uring`
-// executor kind: the FILL executor whose deadline sleeps are io_uring timeouts, whose parks for
-// ringing producers are io_uring futex waits, and whose ring also carries the program's own I/O
-// (sockets), so one thread waits for all of it in one place.
-//
-//     auto idle = uring_idle::create();            // a ring of 8 entries, or errc::ring_setup
-//     fill_executor ex;
-//     ex.run(idle.value());                        // sleeps are IORING_OP_TIMEOUTs
-//
-// - Sleep: one IORING_OP_TIMEOUT with a nanosecond __kernel_timespec, relative to the
-//   monotonic clock; -ETIME is the normal result.
-// - Park: where a doorbell is set (every producer of the lines parked on rings it) and the
-//   kernel supports IORING_OP_FUTEX_WAIT (probed with io_uring_get_probe), a park is a futex
-//   wait on the doorbell's low 32 bits with shared futex flags, linked (IOSQE_IO_LINK) to an
-//   IORING_OP_LINK_TIMEOUT of the bound, in the same ring. Otherwise, it parks with the word
-//   wait, ending early when a completion of the program's own operations arrives.
-// - Refusal: if the ring refuses an operation (no entry, a failed submit, an error result other
-//   than the normal ones), that sleep falls back to a thread sleep and that park to the word-wait
-//   park, and failed_ops() counts it (exported beside the label: describe()).
-// - Own operations: `prepare(op)` gives an entry whose completion runs `op`'s callback on the
-//   thread that waits on the ring (inside sleep_until or park_line, which then return early so
-//   the executor can run what became ready), or in `poll()`.
-// - Setup: a ring that cannot be made (no kernel support: ENOSYS; seccomp: EPERM; the sysctl
-//   kernel.io_uring_disabled: EPERM) gives errc::ring_setup with the errno text;
-//   uring_capabilities() turns that into executor capabilities, so resolve() falls back to
-//   gpu-reactor with the coded warning (strict: refused).
-// - Kernel calls: the idle makes, tears down and submits to its ring through a Calls object
-//   (`basic_uring_idle<Calls>`; `uring_idle` uses liburing's, `liburing_calls`). Another Calls
-//   type stands between the idle and the kernel, e.g. to refuse the setup with an errno, or to
-//   reject entries as a kernel without the operation would.
-//
-// Not thread-safe: one ring, one thread (the executor's). Host layer: liburing (link -luring,
-// CMake target gpu_async::uring).
-//
+/// @file
+/// @brief The io_uring host: `uring_idle`, the idle of the `io-uring`
+/// executor kind: the FILL executor whose deadline sleeps are io_uring timeouts, whose parks for
+/// ringing producers are io_uring futex waits, and whose ring also carries the program's own I/O
+/// (sockets), so one thread waits for all of it in one place.
+///
+///     auto idle = uring_idle::create();            // a ring of 8 entries, or errc::ring_setup
+///     fill_executor ex;
+///     ex.run(idle.value());                        // sleeps are IORING_OP_TIMEOUTs
+///
+/// - Sleep: one IORING_OP_TIMEOUT with a nanosecond __kernel_timespec, relative to the
+///   monotonic clock; -ETIME is the normal result.
+/// - Park: where a doorbell is set (every producer of the lines parked on rings it) and the
+///   kernel supports IORING_OP_FUTEX_WAIT (probed with io_uring_get_probe), a park is a futex
+///   wait on the doorbell's low 32 bits with shared futex flags, linked (IOSQE_IO_LINK) to an
+///   IORING_OP_LINK_TIMEOUT of the bound, in the same ring. Otherwise, it parks with the word
+///   wait, ending early when a completion of the program's own operations arrives.
+/// - Refusal: if the ring refuses an operation (no entry, a failed submit, an error result other
+///   than the normal ones), that sleep falls back to a thread sleep and that park to the word-wait
+///   park, and failed_ops() counts it (exported beside the label: describe()).
+/// - Own operations: `prepare(op)` gives an entry whose completion runs `op`'s callback on the
+///   thread that waits on the ring (inside sleep_until or park_line, which then return early so
+///   the executor can run what became ready), or in `poll()`.
+/// - Setup: a ring that cannot be made (no kernel support: ENOSYS; seccomp: EPERM; the sysctl
+///   kernel.io_uring_disabled: EPERM) gives errc::ring_setup with the errno text;
+///   uring_capabilities() turns that into executor capabilities, so resolve() falls back to
+///   gpu-reactor with the coded warning (strict: refused).
+/// - Kernel calls: the idle makes, tears down and submits to its ring through a Calls object
+///   (`basic_uring_idle<Calls>`; `uring_idle` uses liburing's, `liburing_calls`). Another Calls
+///   type stands between the idle and the kernel, e.g. to refuse the setup with an errno, or to
+///   reject entries as a kernel without the operation would.
+///
+/// Not thread-safe: one ring, one thread (the executor's). Host layer: liburing (link -luring,
+/// CMake target gpu_async::uring).
 #ifndef GPU_ASYNC_HOST_URING_HOST_HPP
 #define GPU_ASYNC_HOST_URING_HOST_HPP
 

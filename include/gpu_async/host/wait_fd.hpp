@@ -1,67 +1,67 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/host/wait_fd.hpp: a GPU wait as a file descriptor, for programs that wait on
-// descriptors (a plain epoll loop, libuv's uv_poll, Python's asyncio add_reader, their own
-// io_uring) and have no io_context.
-//
-//     std_watcher watcher;                      // the reactor: one thread for every wait
-//     fd_notifier n(watcher);                   // one eventfd for many waits
-//     n.watch(stream.descriptor_for(seq), 42);  // cookie 42
-//     // ... epoll_wait() says n.fd() is readable ...
-//     for (const fd_notifier::entry& e : n.drain())
-//         e.cookie, e.error;                    // 42, empty: the work completed
-//
-//     wait_fd w(watcher, descriptor);           // one fd for one wait
-//     // ... w.fd() is readable ...
-//     std::optional<std::error_code> r = w.result();
-//
-// Design. `fd_notifier` is one eventfd (EFD_NONBLOCK | EFD_CLOEXEC) that multiplexes any number
-// of waits through a ready list, as an io_uring completion queue does: the fd says "something
-// ended", `drain()` says what, as (cookie, error code) entries in the order the waits ended.
-// One fd rather than one per wait, because a program with thousands of waits in flight would
-// otherwise make, register (epoll_ctl) and close thousands of descriptors against a limit of
-// typically 1024, and be woken once per wait: the notifier writes the eventfd only when its ready
-// list goes from empty to non-empty, so a burst of completions costs one wakeup. An eventfd
-// rather than a pipe: one descriptor, a counter that never fills, and every loop can watch it.
-// `wait_fd` is one wait with an fd of its own (built on a notifier), for code that maps one fd to
-// one future (asyncio) and has few waits.
-//
-// The feeder is `std_watcher` (<gpu_async/host/std_host.hpp>): its one thread is the reactor
-// and watches every line of every notifier; a wait costs a registration in its watch table (the
-// registry every host shares: the wrapping rule for any history of stores, targets near 2^64
-// included), never a thread. The watcher ends a wait by running the notifier's callback on its
-// thread with no lock held, which appends the entry and, on the empty-to-non-empty edge, writes
-// the eventfd. The program's loop never blocks on the notifier: `drain()` is non-blocking.
-//
-// How a wait ends (the entry's error code):
-// - empty: the descriptor completed (its word reached the target, wrapping order);
-// - std::errc::operation_canceled: `cancel(cookie)`, or the line was retired
-//   (gpu_async::retire_line, which a sim_device or mapped_line calls before their line goes: the
-//   notifier is a line watcher, so it stops reading the line before it is freed or reused);
-// - errc::shut_down: the watcher stopped first (`std_watcher::shutdown()` or its destructor).
-//   The fd then stays readable for good, like a socket at end of file, and `error()` says
-//   errc::shut_down; a later `watch()` ends at once with errc::shut_down, without touching the
-//   watcher, so the notifier may outlive it.
-// Each wait ends exactly once: one entry, whichever of completion, cancel, retirement or stop
-// comes first (they race safely from any thread). `close()` (and the destructor) ends every wait
-// with no entry and closes the fd: close through the notifier, never with ::close(fd()).
-//
-// Safety. The notifier's state is shared with its callbacks, so a callback already running on
-// the watcher thread while the notifier closes touches only live memory, and it writes the fd
-// under the notifier's lock only while the fd is open (never a reused descriptor number).
-// `close()` drops every registration before it returns (waiting for one whose callback is
-// running, unless it is called on the watcher thread). Ending a wait never allocates (the ready
-// list keeps room for every pending wait), so cancel, close, retirement and stop cannot fail.
-//
-// Threads: every member of fd_notifier may be called from any thread, concurrently; not the
-// destructor or a move while another thread uses the object. `wait_fd::result()` from one thread.
-// The watcher must be alive for `fd_notifier`'s construction and for every `watch()` made before
-// it stopped: destroy it when no thread is calling into a notifier it feeds (`shutdown()` first,
-// where threads may still be), or after the notifiers are closed.
-//
-// Linux only (eventfd): GPU_ASYNC_HAS_WAIT_FD is 1 there and the header is empty elsewhere.
-// Host layer: std threads and the eventfd; no Boost, no Asio.
-//
+/// @file
+/// @brief A GPU wait as a file descriptor, for programs that wait on
+/// descriptors (a plain epoll loop, libuv's uv_poll, Python's asyncio add_reader, their own
+/// io_uring) and have no io_context.
+///
+///     std_watcher watcher;                      // the reactor: one thread for every wait
+///     fd_notifier n(watcher);                   // one eventfd for many waits
+///     n.watch(stream.descriptor_for(seq), 42);  // cookie 42
+///     // ... epoll_wait() says n.fd() is readable ...
+///     for (const fd_notifier::entry& e : n.drain())
+///         e.cookie, e.error;                    // 42, empty: the work completed
+///
+///     wait_fd w(watcher, descriptor);           // one fd for one wait
+///     // ... w.fd() is readable ...
+///     std::optional<std::error_code> r = w.result();
+///
+/// Design. `fd_notifier` is one eventfd (EFD_NONBLOCK | EFD_CLOEXEC) that multiplexes any number
+/// of waits through a ready list, as an io_uring completion queue does: the fd says "something
+/// ended", `drain()` says what, as (cookie, error code) entries in the order the waits ended.
+/// One fd rather than one per wait, because a program with thousands of waits in flight would
+/// otherwise make, register (epoll_ctl) and close thousands of descriptors against a limit of
+/// typically 1024, and be woken once per wait: the notifier writes the eventfd only when its ready
+/// list goes from empty to non-empty, so a burst of completions costs one wakeup. An eventfd
+/// rather than a pipe: one descriptor, a counter that never fills, and every loop can watch it.
+/// `wait_fd` is one wait with an fd of its own (built on a notifier), for code that maps one fd to
+/// one future (asyncio) and has few waits.
+///
+/// The feeder is `std_watcher` (<gpu_async/host/std_host.hpp>): its one thread is the reactor
+/// and watches every line of every notifier; a wait costs a registration in its watch table (the
+/// registry every host shares: the wrapping rule for any history of stores, targets near 2^64
+/// included), never a thread. The watcher ends a wait by running the notifier's callback on its
+/// thread with no lock held, which appends the entry and, on the empty-to-non-empty edge, writes
+/// the eventfd. The program's loop never blocks on the notifier: `drain()` is non-blocking.
+///
+/// How a wait ends (the entry's error code):
+/// - empty: the descriptor completed (its word reached the target, wrapping order);
+/// - std::errc::operation_canceled: `cancel(cookie)`, or the line was retired
+///   (gpu_async::retire_line, which a sim_device or mapped_line calls before their line goes: the
+///   notifier is a line watcher, so it stops reading the line before it is freed or reused);
+/// - errc::shut_down: the watcher stopped first (`std_watcher::shutdown()` or its destructor).
+///   The fd then stays readable for good, like a socket at end of file, and `error()` says
+///   errc::shut_down; a later `watch()` ends at once with errc::shut_down, without touching the
+///   watcher, so the notifier may outlive it.
+/// Each wait ends exactly once: one entry, whichever of completion, cancel, retirement or stop
+/// comes first (they race safely from any thread). `close()` (and the destructor) ends every wait
+/// with no entry and closes the fd: close it through the notifier, never by calling
+/// `close()` on `fd()` yourself.
+///
+/// Safety. The notifier's state is shared with its callbacks, so a callback already running on
+/// the watcher thread while the notifier closes touches only live memory, and it writes the fd
+/// under the notifier's lock only while the fd is open (never a reused descriptor number).
+/// `close()` drops every registration before it returns (waiting for one whose callback is
+/// running, unless it is called on the watcher thread). Ending a wait never allocates (the ready
+/// list keeps room for every pending wait), so cancel, close, retirement and stop cannot fail.
+///
+/// Threads: every member of fd_notifier may be called from any thread, concurrently; not the
+/// destructor or a move while another thread uses the object. `wait_fd::result()` from one thread.
+/// The watcher must be alive for `fd_notifier`'s construction and for every `watch()` made before
+/// it stopped: destroy it when no thread is calling into a notifier it feeds (`shutdown()` first,
+/// where threads may still be), or after the notifiers are closed.
+///
+/// Linux only (eventfd): GPU_ASYNC_HAS_WAIT_FD is 1 there and the header is empty elsewhere.
+/// Host layer: std threads and the eventfd; no Boost, no Asio.
 #ifndef GPU_ASYNC_HOST_WAIT_FD_HPP
 #define GPU_ASYNC_HOST_WAIT_FD_HPP
 

@@ -139,6 +139,13 @@ const std::vector<refusal> refusals = {
     {"poll+", "unknown suffix '+'"},
     {"poll+Predict:margin_us=1,min_sleep_us=1,max_sleep_us=1,window=1", "unknown suffix"},
     {"poll+deadline:margin_us=1", "unknown suffix '+deadline:margin_us=1'"},
+    // A prediction has no defaults: the message shows the whole form to write.
+    {"poll+predict",
+     "unknown suffix '+predict' (expected "
+     "'+predict:margin_us=N,min_sleep_us=N,max_sleep_us=N,window=N', every value given)"},
+    {"flag:park_us=100,backstop_us=1000+predict",
+     "(expected '+predict:margin_us=N,min_sleep_us=N,max_sleep_us=N,window=N'"},
+    {"poll+", "unknown suffix '+' (expected '+predict:margin_us=N,"},
     {"flag", "'flag' needs ':park_us=N,backstop_us=N'"},
     {"flag:", "missing key 'park_us'"},
     {"flag:park_us=100", "missing key 'backstop_us'"},
