@@ -4,6 +4,7 @@
 #ifndef GPU_ASYNC_GPU_ASYNC_HPP
 #define GPU_ASYNC_GPU_ASYNC_HPP
 
+#include <gpu_async/basic_gpu_completion_port.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/error.hpp>
@@ -27,6 +28,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/wait_fd.hpp>
+#include <gpu_async/plan_wait.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/version.hpp>
 #include <gpu_async/wordwait.hpp>

@@ -13,6 +13,7 @@
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/detail/port_state.hpp>
 #include <gpu_async/detail/port_wait_op.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/error.hpp>
@@ -39,16 +40,22 @@ namespace asio = boost::asio;
 
 namespace detail {
 
-/// What a port shares with its pending waits: the reactor's per-port list, a generation that
-/// cancel() and the destructor advance (plan-driven waits started before give up at their next
-/// step), and the point table with its lock.
-struct port_state {
-    reactor_port reactor;
-    std::mutex registration_mutex; // plan-driven parks register under it (line retirement)
-    std::atomic<std::uint64_t> generation{0};
-    mutable std::mutex points_mutex;
-    point_table<std::string> points;
+/// The point table of a port's plan-driven waits (detail/port_state.hpp holds it).
+struct port_points {
+    point_table<std::string> table;
 };
+
+/// The port's point table, created by its first feed; call with `st.points_mutex` held.
+inline point_table<std::string>& points_of(port_state& st) {
+    if (!st.points) st.points = std::make_shared<port_points>();
+    return st.points->table;
+}
+
+/// The port's point table, or none before its first feed (reads do not allocate); call with
+/// `st.points_mutex` held.
+inline const point_table<std::string>* find_points(const port_state& st) noexcept {
+    return st.points ? &st.points->table : nullptr;
+}
 
 /// The deadline plan a point is fed with: the plan's own, or (plans without a prediction) the
 /// widest window, so the point learns either way.
@@ -99,7 +106,8 @@ public:
             std::optional<std::uint64_t> sleep;
             if (m.plan.predict()) {
                 std::lock_guard lk(m.state->points_mutex);
-                sleep = m.state->points.sleep_ns(m.point, *m.plan.predict());
+                if (const auto* points = find_points(*m.state))
+                    sleep = points->sleep_ns(m.point, *m.plan.predict());
             }
             m.action = m.machine.start(m.plan, sleep, steady_now());
             m.next = step::running;
@@ -262,7 +270,7 @@ private:
                 report.warning = std::move(m.warning);
                 if (report.outcome) {
                     std::lock_guard lk(m.state->points_mutex);
-                    m.state->points.observe(m.point, feeding_plan(m.plan), *report.outcome);
+                    points_of(*m.state).observe(m.point, feeding_plan(m.plan), *report.outcome);
                 }
                 impl_.reset();
                 self.complete(boost::system::error_code{}, report);
