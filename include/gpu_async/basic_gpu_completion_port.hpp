@@ -1,8 +1,4 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/basic_gpu_completion_port.hpp: the port class and its descriptor wait, without the
-// plan-driven wait's machinery.
-//
 /// @file
 /// Defines gpu_async::basic_gpu_completion_port and gpu_completion_port with everything a
 /// descriptor wait needs: construction, moves, destruction, bell(), shared_bell(), the park

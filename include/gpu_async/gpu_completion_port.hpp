@@ -1,28 +1,27 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/gpu_completion_port.hpp: the Asio I/O object that awaits GPU memory descriptors.
-//
-// basic_gpu_completion_port<Executor> is to a completion line what basic_stream_socket is to a
-// file descriptor: async_wait(descriptor, token) completes when the descriptor's word reaches
-// its target. The watching is done by the execution context's reactor service (an
-// implementation detail, shared by every port of that context); the operations live in
-// detail/port_wait_op.hpp (the descriptor wait) and detail/plan_wait_op.hpp (the plan-driven
-// wait).
-//
-// This header is the whole port: the class and its descriptor wait
-// (<gpu_async/basic_gpu_completion_port.hpp>) and its plan-driven wait
-// (<gpu_async/plan_wait.hpp>). A translation unit that only waits for descriptors may include
-// the first alone, which leaves the plan machinery (about a fifth of this header's compile
-// time) out.
-//
-// Handlers that throw: completions are delivered in batches on the I/O executor. A handler run
-// inline that throws (directly, or through an executor it is bound to, e.g. a strand, that runs
-// it inline) ends its batch: the exception leaves run() or poll() as itself, and the rest of the
-// batch runs at the next run(), as with Asio's own operations. A handler bound to an executor
-// other than the port's (whose execute() may keep what it throws until the batch returns) is
-// always the last of its batch, thrown or not: such handlers cost up to one post each, as Asio's
-// own operations do; handlers on the port's executor share one post per batch.
-//
+/// @file
+/// @brief The Asio I/O object that awaits GPU memory descriptors.
+///
+/// basic_gpu_completion_port<Executor> is to a completion line what basic_stream_socket is to a
+/// file descriptor: async_wait(descriptor, token) completes when the descriptor's word reaches
+/// its target. The watching is done by the execution context's reactor service (an
+/// implementation detail, shared by every port of that context); the operations live in
+/// detail/port_wait_op.hpp (the descriptor wait) and detail/plan_wait_op.hpp (the plan-driven
+/// wait).
+///
+/// This header is the whole port: the class and its descriptor wait
+/// (<gpu_async/basic_gpu_completion_port.hpp>) and its plan-driven wait
+/// (<gpu_async/plan_wait.hpp>). A translation unit that only waits for descriptors may include
+/// the first alone, which leaves the plan machinery (about a fifth of this header's compile
+/// time) out.
+///
+/// Handlers that throw: completions are delivered in batches on the I/O executor. A handler run
+/// inline that throws (directly, or through an executor it is bound to, e.g. a strand, that runs
+/// it inline) ends its batch: the exception leaves run() or poll() as itself, and the rest of the
+/// batch runs at the next run(), as with Asio's own operations. A handler bound to an executor
+/// other than the port's (whose execute() may keep what it throws until the batch returns) is
+/// always the last of its batch, thrown or not: such handlers cost up to one post each, as Asio's
+/// own operations do; handlers on the port's executor share one post per batch.
 #ifndef GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 

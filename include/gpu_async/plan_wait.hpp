@@ -1,7 +1,4 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/plan_wait.hpp: the plan-driven wait of gpu_completion_port.
-//
 /// @file
 /// Defines the plan-driven members of gpu_async::basic_gpu_completion_port (declared in
 /// <gpu_async/basic_gpu_completion_port.hpp>, which this includes): async_wait(source, plan,
