@@ -212,7 +212,12 @@ public:
     /// @param desc the descriptor. Its line must outlive the wait. It is an argument of the
     ///   initiation, so lazy tokens (asio::deferred) keep it until they are launched.
     /// @param token the completion token (callback, asio::use_future, asio::use_awaitable,
-    ///   asio::deferred, asio::as_tuple(...), asio::yield_context, ...).
+    ///   asio::deferred, asio::as_tuple(...), asio::yield_context, ...). Without one, the
+    ///   executor's default completion token is used (asio::default_completion_token_t): with
+    ///   a plain executor on Boost 1.81 to 1.85 there is none and a token must be given; from
+    ///   Asio 1.31 (Boost 1.86) the default is asio::deferred, so `port.async_wait(desc)` returns
+    ///   a deferred operation that starts nothing until it is invoked with a token or
+    ///   co_awaited: discarding the result starts no wait.
     ///
     /// @par Completion signature
     /// @code void(boost::system::error_code ec) @endcode

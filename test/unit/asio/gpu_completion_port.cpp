@@ -307,6 +307,8 @@ BOOST_AUTO_TEST_CASE(bind_executor_strand_runs_on_the_strand) {
     BOOST_TEST(on_strand.load() == n);
 }
 
+#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+// io_context::strand is one of the Networking TS executors (BOOST_ASIO_NO_TS_EXECUTORS removes it).
 BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
@@ -322,6 +324,7 @@ BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
     producer.join();
     BOOST_TEST(on_strand);
 }
+#endif
 
 #if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
 // The legacy polymorphic executor (asio::executor) as the handler's: its work is a work guard.
