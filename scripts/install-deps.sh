@@ -18,7 +18,7 @@ packages=(
     ca-certificates cmake make g++ pkg-config
     libboost1.81-dev libboost-test1.81-dev libboost1.81-tools-dev
     libboost-program-options1.81-dev libboost-json1.81-dev libboost-context1.81-dev
-    liburing-dev
+    liburing-dev libasio-dev
     "${extra[@]}"
 )
 

@@ -19,6 +19,7 @@
 #ifndef GPU_ASYNC_BASIC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_BASIC_GPU_COMPLETION_PORT_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
@@ -30,10 +31,15 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/any_io_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/execution_context.hpp>
+#else
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/execution_context.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -48,8 +54,6 @@
 
 namespace gpu_async {
 
-namespace asio = boost::asio;
-
 // The plan-driven wait's types, only named here: <gpu_async/plan_wait.hpp> defines them (through
 // core/wait_bands.hpp, core/park_fallback.hpp, core/wait_machine.hpp) along with the port's
 // members that use them. wait_plan, deadline_plan and point_table are complete here: the
@@ -58,6 +62,8 @@ class wait_bands;
 class step_rows;
 class plan_capabilities;
 struct wait_report;
+
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// An I/O object that waits for GPU memory descriptors to complete.
 ///
@@ -220,7 +226,7 @@ public:
     ///   co_awaited: discarding the result starts no wait.
     ///
     /// @par Completion signature
-    /// @code void(boost::system::error_code ec) @endcode
+    /// @code void(gpu_async::error_code ec) @endcode
     /// `ec` is empty when the descriptor completed, asio::error::operation_aborted when the
     /// wait was cancelled.
     ///
@@ -240,18 +246,23 @@ public:
     ///
     /// Regardless of whether the wait completes at once, the handler is never invoked from
     /// within this function: a descriptor already complete at initiation completes through
-    /// asio::post. The handler runs through its associated executor (default: the port's),
+    /// asio::post. The one exception is asked for by the handler: where the Asio in use has
+    /// immediate executors (Asio 1.28, Boost 1.82 and later: GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR),
+    /// a handler with an associated immediate executor of its own
+    /// (asio::bind_immediate_executor) is dispatched to it when its descriptor is complete at
+    /// initiation, as Asio's own operations do; with asio::system_executor that is inline. A wait
+    /// that is pending at initiation completes as every other. The handler runs through its associated executor (default: the port's),
     /// the op is allocated with its associated allocator and freed before the upcall, and work is
     /// outstanding on both executors while the wait is pending.
     ///
     /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
     ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.
-    template <asio::completion_token_for<void(boost::system::error_code)> CompletionToken =
+    template <asio::completion_token_for<void(error_code)> CompletionToken =
                   asio::default_completion_token_t<executor_type>>
     auto async_wait(const memory_descriptor& desc,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>()) {
-        return asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-            initiate_async_wait(this), token, desc);
+        return asio::async_initiate<CompletionToken, void(error_code)>(initiate_async_wait(this),
+                                                                       token, desc);
     }
 
     /// Starts an asynchronous plan-driven wait for a completion source's pending work.
@@ -277,7 +288,7 @@ public:
     /// @param token the completion token.
     ///
     /// @par Completion signature
-    /// @code void(boost::system::error_code ec, gpu_async::wait_report report) @endcode
+    /// @code void(gpu_async::error_code ec, gpu_async::wait_report report) @endcode
     /// On success `ec` is empty and `report` says how the wait ended (kind blocked, immediate,
     /// late or parked), its outcome, time, parks and backstop queries. A source error arrives
     /// unchanged as `ec` (compare it with the source's codes, e.g. `ec == errc::device_fault`);
@@ -300,8 +311,8 @@ public:
     /// operation's state (its machine and timer) is allocated with std::allocator, each reactor
     /// wait with the handler's associated allocator; all of it is freed before the upcall.
     template <completion_source Source,
-              asio::completion_token_for<void(boost::system::error_code, wait_report)>
-                  CompletionToken = asio::default_completion_token_t<executor_type>>
+              asio::completion_token_for<void(error_code, wait_report)> CompletionToken =
+                  asio::default_completion_token_t<executor_type>>
     auto async_wait(Source& source, const wait_plan& plan, std::string_view point,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>());
 
@@ -310,8 +321,8 @@ public:
     /// point, token). Bands let one call site wait differently for small and large steps.
     /// Defined in <gpu_async/plan_wait.hpp>.
     template <completion_source Source,
-              asio::completion_token_for<void(boost::system::error_code, wait_report)>
-                  CompletionToken = asio::default_completion_token_t<executor_type>>
+              asio::completion_token_for<void(error_code, wait_report)> CompletionToken =
+                  asio::default_completion_token_t<executor_type>>
     auto async_wait(Source& source, const wait_bands& bands, const step_rows& rows,
                     std::string_view point,
                     CompletionToken&& token = asio::default_completion_token_t<executor_type>());
@@ -341,8 +352,8 @@ private:
         template <class WaitHandler>
         void operator()(WaitHandler&& handler, const memory_descriptor& desc) const {
             using handler_type = std::decay_t<WaitHandler>;
-            static_assert(std::is_invocable_v<handler_type&&, boost::system::error_code>,
-                          "a wait handler must be callable as void(boost::system::error_code)");
+            static_assert(std::is_invocable_v<handler_type&&, error_code>,
+                          "a wait handler must be callable as void(gpu_async::error_code)");
             detail::start_reactor_wait(*self_->service_, self_->state().reactor, self_->executor_,
                                        std::forward<WaitHandler>(handler), desc);
         }
@@ -387,6 +398,7 @@ private:
 /// The port on the polymorphic I/O executor.
 using gpu_completion_port = basic_gpu_completion_port<asio::any_io_executor>;
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_BASIC_GPU_COMPLETION_PORT_HPP

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// @brief The registry's codes as native Boost error codes (the Asio layer).
+/// @brief The registry's codes as native error codes of the Asio in use (the Asio layer).
 ///
-/// An Asio handler receives a boost::system::error_code. With this header,
+/// An Asio handler receives a gpu_async::error_code (<gpu_async/asio_flavour.hpp>). With
+/// standalone Asio that is std::error_code, and the registry's standard category
+/// (<gpu_async/core/error.hpp>) is already native: `std::error_code ec = errc::device_fault`.
+/// With Boost.Asio it is boost::system::error_code, and this header makes the codes native
+/// Boost codes:
 ///
 ///     boost::system::error_code ec = gpu_async::errc::device_fault;
 ///     ec.category().name();            // "gpu_async"
@@ -20,20 +24,37 @@
 ///     gpu_async::to_boost_error_code(std_code);               // native again
 ///
 /// Include it (or <gpu_async/gpu_async.hpp>) wherever a boost::system::error_code is made from
-/// an errc: without it that conversion does not compile.
+/// an errc: without it that conversion does not compile. In both flavours
+/// `gpu_async::detail::to_asio_error_code` turns a std::error_code into the flavour's code.
 #ifndef GPU_ASYNC_ERROR_HPP
 #define GPU_ASYNC_ERROR_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/detail/config.hpp>
 
+#if !defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <boost/system/error_category.hpp>
 #include <boost/system/error_code.hpp>
 #include <boost/system/is_error_code_enum.hpp>
+#endif
 
 #include <string>
 #include <system_error>
 #include <type_traits>
+
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+
+namespace gpu_async::detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
+/// The flavour's code for `ec`: the code itself (std::error_code is the flavour's code).
+inline std::error_code to_asio_error_code(const std::error_code& ec) noexcept {
+    return ec;
+}
+GPU_ASYNC_ASIO_NAMESPACE_END
+} // namespace gpu_async::detail
+
+#else
 
 namespace boost::system {
 /// The registry's enum is a Boost error-code enum too.
@@ -71,10 +92,21 @@ inline boost::system::error_code to_boost_error_code(const std::error_code& ec) 
     return ec;
 }
 
+namespace detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
+/// The flavour's code for `ec`: to_boost_error_code(ec).
+inline boost::system::error_code to_asio_error_code(const std::error_code& ec) noexcept {
+    return to_boost_error_code(ec);
+}
+GPU_ASYNC_ASIO_NAMESPACE_END
+} // namespace detail
+
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
 #include <gpu_async/impl/boost_error.ipp>
 #endif
+
+#endif // GPU_ASYNC_STANDALONE_ASIO
 
 #endif // GPU_ASYNC_ERROR_HPP

@@ -25,6 +25,7 @@
 #ifndef GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_GPU_COMPLETION_PORT_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/basic_gpu_completion_port.hpp>
 #include <gpu_async/plan_wait.hpp>
 
@@ -43,11 +44,17 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/any_io_executor.hpp>
+#include <asio/async_result.hpp>
+#include <asio/compose.hpp>
+#include <asio/execution_context.hpp>
+#else
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/compose.hpp>
 #include <boost/asio/execution_context.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <memory>
 #include <mutex>

@@ -13,6 +13,7 @@
 #ifndef GPU_ASYNC_PLAN_WAIT_HPP
 #define GPU_ASYNC_PLAN_WAIT_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/basic_gpu_completion_port.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
@@ -23,9 +24,13 @@
 #include <gpu_async/detail/plan_wait_op.hpp>
 #include <gpu_async/detail/port_state.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/async_result.hpp>
+#include <asio/compose.hpp>
+#else
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/compose.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <cstdint>
 #include <mutex>
@@ -35,6 +40,7 @@
 #include <utility>
 
 namespace gpu_async {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 template <class Executor>
 std::optional<std::uint64_t>
@@ -57,11 +63,11 @@ point_table<std::string> basic_gpu_completion_port<Executor>::points() const {
 
 template <class Executor>
 template <completion_source Source,
-          asio::completion_token_for<void(boost::system::error_code, wait_report)> CompletionToken>
+          asio::completion_token_for<void(error_code, wait_report)> CompletionToken>
 auto basic_gpu_completion_port<Executor>::async_wait(Source& source, const wait_plan& plan,
                                                      std::string_view point,
                                                      CompletionToken&& token) {
-    return asio::async_compose<CompletionToken, void(boost::system::error_code, wait_report)>(
+    return asio::async_compose<CompletionToken, void(error_code, wait_report)>(
         detail::plan_wait_op<Source, Executor>(source, resolve(plan, plan_capabilities_for(source)),
                                                std::string(point), state_shared(), *service_,
                                                executor_),
@@ -70,7 +76,7 @@ auto basic_gpu_completion_port<Executor>::async_wait(Source& source, const wait_
 
 template <class Executor>
 template <completion_source Source,
-          asio::completion_token_for<void(boost::system::error_code, wait_report)> CompletionToken>
+          asio::completion_token_for<void(error_code, wait_report)> CompletionToken>
 auto basic_gpu_completion_port<Executor>::async_wait(Source& source, const wait_bands& bands,
                                                      const step_rows& rows, std::string_view point,
                                                      CompletionToken&& token) {
@@ -84,6 +90,7 @@ basic_gpu_completion_port<Executor>::plan_capabilities_for(const Source& source)
     return source_plan_capabilities(source);
 }
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_PLAN_WAIT_HPP

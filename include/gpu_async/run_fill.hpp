@@ -6,18 +6,22 @@
 #ifndef GPU_ASYNC_RUN_FILL_HPP
 #define GPU_ASYNC_RUN_FILL_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/error.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/io_context.hpp>
+#else
 #include <boost/asio/io_context.hpp>
+#endif
 
 #include <cstddef>
 
 namespace gpu_async {
-
-namespace asio = boost::asio;
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// Options of run_fill().
 struct fill_options {
@@ -61,6 +65,7 @@ struct fill_options {
 /// completions are then observed by the run_fill threads only.
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options = {});
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY

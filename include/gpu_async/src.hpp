@@ -11,7 +11,11 @@
 #error "gpu_async/src.hpp is for builds that define GPU_ASYNC_SEPARATE_COMPILATION"
 #endif
 
+#include <gpu_async/asio_flavour.hpp>
+
+#if !defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <gpu_async/impl/boost_error.ipp>
+#endif
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>

@@ -11,8 +11,7 @@
 
 #include "common/io_context_fixture.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/system/error_code.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cstddef>
@@ -61,14 +60,14 @@ struct run_result {
 template <class Waiter, class MakeLine, class Stream, class AwaitEvent>
 run_result line_life(MakeLine make_line, Stream stream, AwaitEvent await_event) {
     run_result r;
-    boost::asio::io_context ctx;
+    asio::io_context ctx;
     gpu_completion_port port(ctx);
     auto fail = [&](const coded_error& e) {
         if (r.error.empty()) r.error = e.message();
     };
     auto wait = [&](const memory_descriptor& d) {
         int& ends = r.ends.emplace_back(0);
-        port.async_wait(d, [&ends](boost::system::error_code) { ++ends; });
+        port.async_wait(d, [&ends](gpu_async::error_code) { ++ends; });
     };
     {
         auto line = make_line();

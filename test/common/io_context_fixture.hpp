@@ -6,7 +6,7 @@
 #ifndef GPU_ASYNC_TEST_COMMON_IO_CONTEXT_FIXTURE_HPP
 #define GPU_ASYNC_TEST_COMMON_IO_CONTEXT_FIXTURE_HPP
 
-#include <boost/asio/io_context.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
@@ -20,7 +20,7 @@ inline constexpr std::chrono::seconds run_bound{30};
 
 /// Runs `ctx` for at most `bound`; asserts that it stopped because it ran out of work.
 /// Returns the number of handlers run.
-inline std::size_t run_to_completion(boost::asio::io_context& ctx,
+inline std::size_t run_to_completion(asio::io_context& ctx,
                                      std::chrono::nanoseconds bound = run_bound) {
     const std::size_t n = ctx.run_for(bound);
     BOOST_TEST_REQUIRE(ctx.stopped(), "the io_context did not run out of work within the bound");
@@ -29,7 +29,7 @@ inline std::size_t run_to_completion(boost::asio::io_context& ctx,
 
 /// A fixture owning an io_context.
 struct io_context_fixture {
-    boost::asio::io_context ctx;
+    asio::io_context ctx;
 
     std::size_t run(std::chrono::nanoseconds bound = run_bound) {
         return run_to_completion(ctx, bound);

@@ -9,13 +9,13 @@
 #include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
-#include <boost/asio/execution_context.hpp>
+#include "common/asio.hpp"
 
 namespace gpu_async::test {
 
 template <class Executor>
 gpu_async::detail::reactor_service& reactor_of(const basic_gpu_completion_port<Executor>& port) {
-    return boost::asio::use_service<gpu_async::detail::reactor_service>(
+    return asio::use_service<gpu_async::detail::reactor_service>(
         gpu_async::detail::context_of(port.get_executor()));
 }
 

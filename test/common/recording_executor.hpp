@@ -7,9 +7,7 @@
 #ifndef GPU_ASYNC_TEST_COMMON_RECORDING_EXECUTOR_HPP
 #define GPU_ASYNC_TEST_COMMON_RECORDING_EXECUTOR_HPP
 
-#include <boost/asio/execution.hpp>
-#include <boost/asio/query.hpp>
-#include <boost/asio/require.hpp>
+#include "common/asio.hpp"
 
 #include <atomic>
 #include <cstddef>
@@ -53,40 +51,50 @@ public:
     void execute(F&& f) const {
         record_->submitted.fetch_add(1);
         if (never_) record_->submitted_never.fetch_add(1);
-        inner_.execute([record = record_, fn = std::forward<F>(f)]() mutable {
+        auto run = [record = record_, fn = std::forward<F>(f)]() mutable {
             record->ran.fetch_add(1);
             record->note_thread();
             std::move(fn)();
-        });
+        };
+#if GPU_ASYNC_ASIO_VERSION >= 102400
+        inner_.execute(std::move(run));
+#else
+        asio::execution::execute(inner_, std::move(run)); // before Asio 1.24 execute() was private
+#endif
     }
 
-    recording_executor<std::decay_t<decltype(boost::asio::require(
-        std::declval<const Inner&>(), boost::asio::execution::blocking.never))>>
-    require(boost::asio::execution::blocking_t::never_t p) const {
-        return {boost::asio::require(inner_, p), *record_, true};
+    recording_executor<std::decay_t<decltype(asio::require(std::declval<const Inner&>(),
+                                                           asio::execution::blocking.never))>>
+    require(asio::execution::blocking_t::never_t p) const {
+        return {asio::require(inner_, p), *record_, true};
     }
-    recording_executor<std::decay_t<decltype(boost::asio::require(
-        std::declval<const Inner&>(), boost::asio::execution::blocking.possibly))>>
-    require(boost::asio::execution::blocking_t::possibly_t p) const {
-        return {boost::asio::require(inner_, p), *record_, false};
+    recording_executor<std::decay_t<decltype(asio::require(std::declval<const Inner&>(),
+                                                           asio::execution::blocking.possibly))>>
+    require(asio::execution::blocking_t::possibly_t p) const {
+        return {asio::require(inner_, p), *record_, false};
     }
     template <class P>
-    requires(
-        !std::is_same_v<P, boost::asio::execution::blocking_t::never_t> &&
-        !std::is_same_v<P, boost::asio::execution::blocking_t::possibly_t>) auto require(const P& p)
+    requires(!std::is_same_v<P, asio::execution::blocking_t::never_t> &&
+             !std::is_same_v<P, asio::execution::blocking_t::possibly_t>) auto require(const P& p)
         const -> recording_executor<
-            std::decay_t<decltype(boost::asio::require(std::declval<const Inner&>(), p))>> {
-        return {boost::asio::require(inner_, p), *record_, never_};
+            std::decay_t<decltype(asio::require(std::declval<const Inner&>(), p))>> {
+        return {asio::require(inner_, p), *record_, never_};
     }
 
     template <class P>
-    auto query(const P& p) const -> decltype(boost::asio::query(std::declval<const Inner&>(), p)) {
-        return boost::asio::query(inner_, p);
+    auto query(const P& p) const -> decltype(asio::query(std::declval<const Inner&>(), p)) {
+        return asio::query(inner_, p);
     }
 
-    const Inner& inner() const noexcept { return inner_; }
-    execution_record& record() const noexcept { return *record_; }
-    bool never() const noexcept { return never_; }
+    const Inner& inner() const noexcept {
+        return inner_;
+    }
+    execution_record& record() const noexcept {
+        return *record_;
+    }
+    bool never() const noexcept {
+        return never_;
+    }
 
     friend bool operator==(const recording_executor& a, const recording_executor& b) noexcept {
         return a.inner_ == b.inner_ && a.record_ == b.record_ && a.never_ == b.never_;

@@ -7,6 +7,7 @@
 #ifndef GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
 #define GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
@@ -19,11 +20,17 @@
 #include <gpu_async/error.hpp>
 #include <gpu_async/line_retirement.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/cancellation_state.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#else
 #include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -35,10 +42,8 @@
 #include <utility>
 
 namespace gpu_async {
-
-namespace asio = boost::asio;
-
 namespace detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// The point table of a port's plan-driven waits (detail/port_state.hpp holds it).
 struct port_points {
@@ -94,7 +99,7 @@ public:
                                        std::move(state), svc, ex)) {}
 
     template <class Self>
-    void operator()(Self& self, boost::system::error_code ec = {}) {
+    void operator()(Self& self, error_code ec = {}) {
         impl& m = *impl_;
         switch (m.next) {
         case step::initial: {
@@ -211,7 +216,7 @@ private:
     void run(Self& self) {
         impl& m = *impl_;
         for (;;) {
-            if (self.cancelled() != asio::cancellation_type::none ||
+            if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none ||
                 m.state->generation.load(std::memory_order_acquire) != m.generation)
                 return abort(self);
             switch (m.action.kind) {
@@ -273,11 +278,11 @@ private:
                     points_of(*m.state).observe(m.point, feeding_plan(m.plan), *report.outcome);
                 }
                 impl_.reset();
-                self.complete(boost::system::error_code{}, report);
+                self.complete(error_code{}, report);
                 return;
             }
             case wait_action::type::failed: {
-                const boost::system::error_code ec = to_boost_error_code(m.action.error);
+                const error_code ec = detail::to_asio_error_code(m.action.error);
                 impl_.reset();
                 self.complete(ec, wait_report{});
                 return;
@@ -310,8 +315,8 @@ private:
     std::unique_ptr<impl> impl_;
 };
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
-
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP

@@ -15,6 +15,7 @@
 #include <mutex>
 
 namespace gpu_async::detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// The point table of a port's plan-driven waits; defined in detail/plan_wait_op.hpp.
 struct port_points;
@@ -33,6 +34,7 @@ struct port_state {
     std::shared_ptr<port_points> points;
 };
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
 #endif // GPU_ASYNC_DETAIL_PORT_STATE_HPP

@@ -17,9 +17,32 @@
 #ifndef GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
 #define GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/detail/reactor_service.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+#include <asio/append.hpp>
+#include <asio/associated_immediate_executor.hpp>
+#endif
+#include <asio/associated_allocator.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/associated_executor.hpp>
+#include <asio/bind_allocator.hpp>
+#include <asio/cancellation_type.hpp>
+#include <asio/dispatch.hpp>
+#include <asio/execution.hpp>
+#include <asio/execution_context.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/recycling_allocator.hpp>
+#else
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_immediate_executor.hpp>
+#endif
 #include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_cancellation_slot.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -32,7 +55,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/recycling_allocator.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <chrono>
 #include <cstddef>
@@ -43,10 +66,8 @@
 #include <utility>
 
 namespace gpu_async {
-
-namespace asio = boost::asio;
-
 namespace detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// The execution context of an executor (standard or legacy).
 template <class Executor>
@@ -364,7 +385,7 @@ private:
         // work guards live until after the upcall. The slot is left alone: a signal emitted now
         // from another thread runs our cancellation handler, which finds nothing to cancel.
         Handler handler(std::move(handler_));
-        const boost::system::error_code result = ec;
+        const error_code result = ec;
         auto io_work = std::move(io_work_);
         auto handler_work = std::move(handler_work_);
         op_allocator alloc(op_allocator_for(handler));
@@ -372,6 +393,23 @@ private:
         std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
         std::move(handler)(result);
     }
+
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+public:
+    /// Completes a wait that finished at initiation (`ec` set, never registered) through the
+    /// handler's associated immediate executor, as Asio's own operations do: the op is freed,
+    /// then the handler is dispatched there with its code (inline when that executor allows).
+    static void complete_immediately(port_wait_op* op) {
+        Handler handler(std::move(op->handler_));
+        const error_code result = op->ec;
+        const IoExecutor io_ex = op->io_ex_;
+        do_destroy(op);
+        auto immediate_ex = asio::get_associated_immediate_executor(handler, io_ex);
+        asio::dispatch(immediate_ex, asio::append(std::move(handler), result));
+    }
+
+private:
+#endif
 
     Handler handler_;
     slot_type slot_;
@@ -381,8 +419,24 @@ private:
     work_holder<handler_executor> handler_work_;
 };
 
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+/// A handler with no associations: what Asio gives a handler that has no immediate executor.
+struct plain_handler {
+    void operator()(error_code) {}
+};
+
+/// Whether `Handler` has an associated immediate executor of its own (bind_immediate_executor,
+/// a nested immediate_executor_type, or a wrapper that forwards one) rather than Asio's default
+/// for `IoExecutor` (the I/O executor, never blocking: a post).
+template <class Handler, class IoExecutor>
+inline constexpr bool has_own_immediate_executor =
+    !std::is_same_v<asio::associated_immediate_executor_t<Handler, IoExecutor>,
+                    asio::associated_immediate_executor_t<plain_handler, IoExecutor>>;
+#endif
+
 /// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
-/// (the slot is read before the handler moves), registers it. Never invokes the handler inline.
+/// (the slot is read before the handler moves), registers it. Never invokes the handler inline,
+/// unless it finished at once and the handler's own immediate executor runs it inline.
 /// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
 /// the slot cleared.
 template <class IoExecutor, class Handler>
@@ -411,14 +465,20 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
     // cancellation has nothing left to do. The slot is cleared now, while the handler (which may
     // own the signal) is certainly alive: once queued, the op may complete at any moment.
     if (slot.is_connected()) slot.clear();
-    if (started == reactor_service::start_result::dropped)
+    if (started == reactor_service::start_result::dropped) {
         op->destroy(); // the context has shut down: destroyed, never invoked
-    else
-        svc.deliver(op); // through the port's queue: never inline
+        return;
+    }
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+    // A handler with an immediate executor of its own asked for an immediate completion there.
+    if constexpr (has_own_immediate_executor<handler_type, IoExecutor>)
+        return op_type::complete_immediately(op);
+#endif
+    svc.deliver(op); // through the port's queue: never inline
 }
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
-
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP

@@ -50,6 +50,7 @@
 #ifndef GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
 #define GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
 
+#include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
 #include <gpu_async/core/time.hpp>
@@ -60,9 +61,13 @@
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/error.hpp>
+#include <asio/execution_context.hpp>
+#else
 #include <boost/asio/error.hpp>
 #include <boost/asio/execution_context.hpp>
-#include <boost/system/error_code.hpp>
+#endif
 
 #include <array>
 #include <atomic>
@@ -79,14 +84,15 @@
 #include <vector>
 
 namespace gpu_async {
-
-namespace asio = boost::asio;
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// The default bound of one park of the reactor's waiter: 100 us. Producers that do not ring the
 /// service's doorbell (GPU streams) are seen within one bound.
 inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 class reactor_service;
 class reactor_op;
@@ -113,7 +119,7 @@ public:
 
     /// Set by the reactor before `complete`: empty (reached), operation_aborted (cancelled, or
     /// its line retired) or timed_out (a registration deadline passed first).
-    boost::system::error_code ec;
+    error_code ec;
 
     /// Hands the completion to the executor. Consumes the op, also when it throws (posting
     /// failed: the op has been destroyed without invoking anything).
@@ -638,8 +644,8 @@ private:
     std::thread thread_;
 };
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
-
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY

@@ -13,6 +13,7 @@
 #include <utility>
 
 namespace gpu_async::detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
     : asio::execution_context::service(ctx)
@@ -1084,6 +1085,7 @@ GPU_ASYNC_DECL void completion_queue::dropped() noexcept {
     svc_->retry_later(this);
 }
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
 #endif // GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP

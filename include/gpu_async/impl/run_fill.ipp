@@ -12,8 +12,8 @@
 #include <chrono>
 
 namespace gpu_async {
-
 namespace detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// Marks the calling thread as the reactor's waiter for its lifetime.
 class fill_scope {
@@ -32,7 +32,9 @@ private:
     dur_ns park_bound_;
 };
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
     using clock = std::chrono::steady_clock;
@@ -76,6 +78,7 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
     }
 }
 
+GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_IMPL_RUN_FILL_IPP

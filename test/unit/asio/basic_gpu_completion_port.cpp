@@ -13,7 +13,7 @@
 
 #include "common/io_context_fixture.hpp"
 
-#include <boost/asio/io_context.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <cstddef>
@@ -22,16 +22,15 @@
 #include <type_traits>
 #include <utility>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
 using gpu_async::completion_line;
+using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::test::run_to_completion;
 
 namespace gpu_async::test {
 // basic_gpu_completion_port_feed.cpp, which sees the plan machinery.
-std::size_t feed_point_table(gpu_completion_port& port, boost::asio::io_context& ctx);
+std::size_t feed_point_table(gpu_completion_port& port, asio::io_context& ctx);
 } // namespace gpu_async::test
 
 namespace {

@@ -5,8 +5,7 @@
 
 #include "common/io_context_fixture.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/system/error_code.hpp>
+#include "common/asio.hpp"
 
 #include <cstddef>
 #include <system_error>
@@ -28,11 +27,11 @@ struct finished_source {
 } // namespace
 
 /// Runs one plan-driven wait on `port` (which feeds its point table); returns the table's size.
-std::size_t feed_point_table(gpu_completion_port& port, boost::asio::io_context& ctx) {
+std::size_t feed_point_table(gpu_completion_port& port, asio::io_context& ctx) {
     finished_source src;
     bool ok = false;
     port.async_wait(src, *wait_plan::parse("poll"), "light",
-                    [&](boost::system::error_code ec, const wait_report&) { ok = !ec; });
+                    [&](gpu_async::error_code ec, const wait_report&) { ok = !ec; });
     run_to_completion(ctx);
     BOOST_TEST(ok);
     return port.points().size();

@@ -9,17 +9,7 @@
 
 #include "common/io_context_fixture.hpp"
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/multiple_exceptions.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <array>
@@ -30,8 +20,7 @@
 #include <optional>
 #include <variant>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::sim_device;
 using gpu_async::sim_stream;
@@ -212,7 +201,7 @@ BOOST_AUTO_TEST_CASE(operators_every_copy_fails_the_fault_is_thrown) {
             } catch (const asio::multiple_exceptions& all) {
                 try {
                     std::rethrow_exception(all.first_exception());
-                } catch (const boost::system::system_error& e) {
+                } catch (const gpu_async::system_error& e) {
                     thrown = e.code();
                 }
             }

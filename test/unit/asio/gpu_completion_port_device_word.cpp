@@ -14,16 +14,14 @@
 #include "common/io_context_fixture.hpp"
 #include "common/run_fill_bounded.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using gpu_async::error_code;
 using namespace gpu_async;
 
 namespace {

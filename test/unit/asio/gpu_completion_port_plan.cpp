@@ -11,14 +11,7 @@
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
-#include <boost/asio/use_future.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -29,8 +22,7 @@
 #include <tuple>
 #include <vector>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::sim_device;
 using gpu_async::wait_kind;

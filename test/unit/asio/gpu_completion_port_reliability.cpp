@@ -14,13 +14,7 @@
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/deferred.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -35,8 +29,7 @@
 #include <thread>
 #include <vector>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using gpu_async::error_code;
 using namespace gpu_async;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;

@@ -8,13 +8,7 @@
 #include "common/reactor_of.hpp"
 #include "common/tracking_allocator.hpp"
 
-#include <boost/asio/bind_allocator.hpp>
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -26,9 +20,8 @@
 #include <string>
 #include <vector>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
 using gpu_async::completion_line;
+using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::slot_id;

@@ -14,16 +14,14 @@
 #include "common/scripted_idle.hpp"
 #include "common/virtual_time.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
+using gpu_async::error_code;
 using namespace gpu_async;
 
 namespace {

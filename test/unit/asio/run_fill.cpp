@@ -8,10 +8,7 @@
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -21,9 +18,8 @@
 #include <stdexcept>
 #include <thread>
 
-namespace asio = boost::asio;
-using boost::system::error_code;
 using gpu_async::completion_line;
+using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::run_fill;
