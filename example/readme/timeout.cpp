@@ -2,7 +2,6 @@
 // The README's "Timeouts and cancellation": awaiting simulated device work with a deadline (the
 // awaitable operator ||, Boost 1.81's experimental awaitable operators), and cancelling a wait
 // from elsewhere (a cancellation signal bound to the wait).
-//! [timeout]
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
@@ -21,7 +20,8 @@
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using namespace asio::experimental::awaitable_operators;
+//! [timeout]
+using namespace asio::experimental::awaitable_operators; // operator ||
 
 // Launches `work` on the stream and awaits it for at most `deadline`: true when the work was
 // done in time. The loser of || is cancelled; a timed-out wait ends, the device work does not.
@@ -45,6 +45,7 @@ asio::awaitable<bool> until_cancelled(gpu_async::gpu_completion_port& port,
         done, asio::bind_cancellation_slot(signal.slot(), asio::as_tuple(asio::use_awaitable)));
     co_return ec == asio::error::operation_aborted;
 }
+//! [timeout]
 
 int main() {
     asio::io_context ctx;
@@ -79,4 +80,3 @@ int main() {
     std::printf("in time: %d, timed out: %d, cancelled: %d\n", in_time, timed_out, cancelled);
     return in_time && timed_out && cancelled ? 0 : 1;
 }
-//! [timeout]
