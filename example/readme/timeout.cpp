@@ -60,7 +60,7 @@ int main() {
     asio::co_spawn(
         ctx,
         [&]() -> asio::awaitable<void> {
-            in_time = co_await with_timeout(port, *stream, 500us, 100ms);     // true
+            in_time = co_await with_timeout(port, *stream, 500us, 1s);        // true
             const bool late = co_await with_timeout(port, *stream, 5s, 10ms); // false
             timed_out = !late;
         },
