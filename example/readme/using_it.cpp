@@ -23,8 +23,8 @@ asio::awaitable<void> step(gpu_async::gpu_completion_port& port, gpu_async::sim_
 
 int main() {
     asio::io_context ctx;                     // any execution context
-    gpu_async::gpu_completion_port port(ctx); // the context's reactor watches the lines
     gpu_async::sim_device device;             // a software GPU: streams on worker threads
+    gpu_async::gpu_completion_port port(ctx); // after the device: destroyed first
     auto stream = device.make_stream();       // owns the stream: dropping it gives it back
     stream->set_doorbell(port.shared_bell()); // the stream rings the reactor after each store
     asio::co_spawn(ctx, step(port, *stream), asio::detached);
