@@ -10,7 +10,7 @@ endif()
 execute_process(COMMAND ${DEMO} --device cuda --duration 1 --connections 2 --work-us 50
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
 if(rc EQUAL 0)
-    if(NOT out MATCHES "requests/s" OR NOT out MATCHES "device cuda")
+    if(NOT out MATCHES "requests/s" OR NOT out MATCHES "CUDA GPU 0")
         message(FATAL_ERROR "gpu-async-demo --device cuda: exit 0 without the table\n${out}\n${err}")
     endif()
     message(STATUS "gpu-async-demo --device cuda ran on a CUDA device")

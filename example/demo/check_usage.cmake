@@ -35,6 +35,8 @@ expect_usage(--connect 127.0.0.1:80)
 expect_usage(stray-argument)
 expect_usage(--executor nonsense)
 expect_usage(--executor naive --wait fill)
+expect_usage(--http --executor io-uring)
+expect_usage(--duration 0)
 
 # A bad --executor names the kinds through errc::invalid_executor's text.
 execute_process(COMMAND ${DEMO} --executor Naive RESULT_VARIABLE rc OUTPUT_VARIABLE out
@@ -68,7 +70,9 @@ foreach(_line IN LISTS _lines)
     endif()
 endforeach()
 foreach(_example IN ITEMS "  gpu-async-demo --wait plan:flag:park_us=100,backstop_us=1000\n"
-                          "  gpu-async-demo --client-only --connect 127.0.0.1:5555 --duration 10\n")
+                          "  gpu-async-demo --client-only --connect 127.0.0.1:5555 --duration 10\n"
+                          "  curl 'http://127.0.0.1:8080/work?us=250'"
+                          "  ab -k -l -n 2000 -c 8 'http://127.0.0.1:8080/work?us=20'")
     string(FIND "${out}" "${_example}" _at)
     if(_at EQUAL -1)
         message(FATAL_ERROR "gpu-async-demo --help: the example '${_example}' is not whole\n${out}")

@@ -9,6 +9,18 @@
 // completion-to-handler latency (from the device's store to the server's handler running; the
 // simulated device's work item records the time just before the store) and the server's CPU use.
 //
+// HTTP (--http): the server speaks HTTP/1.1 through Boost.Beast instead of the 16-byte messages,
+// with keep-alive. GET /work?us=N (N microseconds, 0..1000000; default --work-us) launches the
+// work on the connection's stream, awaits it as the executor and --wait say, and answers 200 with
+// JSON: the version, the request's number, work_us, device, executor, wait, and times_ns since
+// the request was read (received 0, launched: when the launch call returned, completed: the
+// device's store, null on cuda; handler: when the server's code resumed), and
+// completion_to_handler_ns. Other paths answer 404, other methods 405, a bad N 400, each with
+// {"error": ...}. With --server-only it serves until SIGINT or SIGTERM (unless --duration says
+// otherwise) for curl, ab or wrk, printing its URL first; the summary counts the HTTP responses,
+// those not 2xx and the connections (scripts/ci/http.sh checks them against ab's counts).
+// Without, the built-in load generator speaks HTTP too. gpu-reactor and naive only.
+//
 // Devices (--device):
 //   sim   the simulated device: an item of --work-us, then the stream stores its sequence number
 //         into its completion line (and rings the port's or the ring's doorbell).
@@ -81,6 +93,8 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <boost/program_options.hpp>
 
@@ -98,6 +112,7 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -110,6 +125,8 @@
 namespace {
 
 namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
 namespace po = boost::program_options;
 using asio::ip::tcp;
 using gpu_async::executor_kind;
@@ -136,6 +153,8 @@ struct options {
     asio::ip::address connect_address;
     std::string device = "sim";
     bool json = false;
+    bool http = false;
+    bool until_signal = false; // --duration 0 (server-only): serve until SIGINT or SIGTERM
     std::string executor = "gpu-reactor";
     bool strict = false;
     bool fail_ring = false;
@@ -164,6 +183,11 @@ constexpr const char* help_examples =
     "  gpu-async-demo --json --duration 2                   JSON summary on stdout\n"
     "  gpu-async-demo --server-only --port 5555 --duration 60\n"
     "  gpu-async-demo --client-only --connect 127.0.0.1:5555 --duration 10\n"
+    "  gpu-async-demo --http --server-only --port 8080     HTTP until Ctrl-C; then, elsewhere:\n"
+    "  curl 'http://127.0.0.1:8080/work?us=250'             250 us of GPU work; timings as JSON\n"
+    "  ab -k -l -n 2000 -c 8 'http://127.0.0.1:8080/work?us=20'\n"
+    "  wrk -c 8 -d 5 'http://127.0.0.1:8080/work?us=20'\n"
+    "  gpu-async-demo --http --duration 5                   HTTP with the built-in load generator\n"
     "\n"
     "SIGINT (Ctrl-C) or SIGTERM stops a run early and prints the summary so far.\n";
 
@@ -173,7 +197,8 @@ po::options_description describe(options& o) {
     d.add_options()
         ("help,h", "print this help and exit")
         ("duration", po::value(&o.duration_s)->default_value(10),
-         "seconds the load generator runs (server-only: seconds the server runs), 0.1..3600")
+         "seconds the load generator runs (server-only: seconds the server runs), 0.1..3600; "
+         "0 with --server-only: until SIGINT (the default for --http --server-only)")
         ("connections", po::value(&o.connections)->default_value(16),
          "client connections, 1..1024")
         ("work-us", po::value(&o.work_us)->default_value(100),
@@ -206,15 +231,26 @@ po::options_description describe(options& o) {
          "where no driver or device exists)")
         ("json", po::bool_switch(&o.json),
          "print the results as JSON (progress goes to stderr): times in integer nanoseconds, "
-         "with the library version");
+         "with the library version")
+        ("http", po::bool_switch(&o.http),
+         "speak HTTP/1.1 (Boost.Beast) instead of the demo's 16-byte messages: GET /work?us=N "
+         "launches N us of device work (default: --work-us), awaits it, and answers with its "
+         "timings as JSON; keep-alive. With --server-only, drive it with curl, ab or wrk; else "
+         "the built-in load generator speaks HTTP too. Executors gpu-reactor and naive");
     // clang-format on
     return d;
 }
 
-// Checks the values; throws usage_error. `wait_given`: --wait was on the command line.
-void validate(options& o, bool wait_given) {
-    if (!(o.duration_s >= 0.1 && o.duration_s <= 3600))
-        throw usage_error{"--duration must be between 0.1 and 3600 seconds"};
+// Checks the values; throws usage_error. `wait_given`: --wait was on the command line;
+// `duration_given`: --duration was.
+void validate(options& o, bool wait_given, bool duration_given) {
+    // An HTTP server for curl, ab or wrk runs until it is stopped, unless told how long.
+    if (o.http && o.server_only && !duration_given) o.duration_s = 0;
+    if (o.duration_s == 0 && o.server_only)
+        o.until_signal = true;
+    else if (!(o.duration_s >= 0.1 && o.duration_s <= 3600))
+        throw usage_error{"--duration must be between 0.1 and 3600 seconds (0: until SIGINT, "
+                          "with --server-only)"};
     if (o.connections < 1 || o.connections > 1024)
         throw usage_error{"--connections must be between 1 and 1024"};
     if (o.work_us > 1'000'000) throw usage_error{"--work-us must be at most 1000000"};
@@ -240,6 +276,9 @@ void validate(options& o, bool wait_given) {
     } else {
         throw usage_error{"--wait must be service, fill or plan:<plan>, not '" + o.wait + "'"};
     }
+    if (o.http && !o.client_only && o.requested == executor_kind::io_uring)
+        throw usage_error{"--http serves through Asio: --executor gpu-reactor or naive, not "
+                          "io-uring"};
     if (wait_given && o.mode != wait_mode::plan && o.requested != executor_kind::fill)
         throw usage_error{"--wait " + o.wait +
                           " is for --executor gpu-reactor; naive and io-uring take --wait "
@@ -287,28 +326,50 @@ void settle(options& o, executor_kind runs) {
     }
 }
 
-// The first line a server prints: what runs, in the words of a reader who knows Asio but not this
-// library's executor kinds, then the kind's name (--executor) and the wait (--wait) for reference.
-// E.g. "server: one io_context thread; GPU waits through the completion port's watcher thread;
-// simulated device (executor kind gpu-reactor, wait service)". A fallback names the kind asked.
+// The executor kind's name (--executor) with what it is, in words.
+std::string executor_words(executor_kind k) {
+    const std::string name(gpu_async::to_string(k));
+    if (k == executor_kind::naive) return name + " (a plain blocking wait, for comparison)";
+    if (k == executor_kind::io_uring)
+        return name + " (the library's GPU-aware executor on a Linux io_uring ring)";
+    return name + " (the library's GPU-aware executor)";
+}
+
+// The wait (--wait) in words.
+std::string wait_words(const options& o) {
+    if (o.runs == executor_kind::fill && o.mode == wait_mode::service)
+        return "service (a watcher thread sees the GPU finish)";
+    if (o.runs == executor_kind::fill && o.mode == wait_mode::fill)
+        return "fill (the server thread checks the GPU between requests)";
+    return o.wait_label + " (each wait follows this plan)";
+}
+
+// The first line a server prints: what runs, in the words of a reader who knows neither Asio nor
+// this library, then the executor kind (--executor), named and explained, and the wait (--wait).
+// E.g. "a TCP server on one thread answers many requests at once; each runs work on a simulated
+// GPU, and a watcher thread wakes the server when it is done. Executor: gpu-reactor (the
+// library's GPU-aware executor), wait: service". A fallback names the kind asked.
 std::string run_description(const options& o) {
+    const std::string server =
+        std::string(o.http ? "an HTTP/1.1 server" : "a TCP server") + " on one thread";
+    const std::string gpu = o.device == "cuda" ? "CUDA GPU 0" : "a simulated GPU";
+    const std::string many = server + " answers many requests at once; each runs work on " + gpu;
     std::string what;
-    if (o.runs == executor_kind::naive) {
-        what = "one io_context thread that blocks in each GPU wait, one request at a time";
-    } else if (o.runs == executor_kind::io_uring) {
-        what = "one thread on one io_uring ring for the sockets and the GPU waits";
-    } else if (o.mode == wait_mode::fill) {
-        what = "one io_context thread in run_fill, which watches the GPU waits between handlers";
-    } else if (o.mode == wait_mode::plan) {
-        what = "one io_context thread; each GPU wait follows its plan on the completion port";
-    } else {
-        what = "one io_context thread; GPU waits through the completion port's watcher thread";
-    }
-    const std::string device = o.device == "cuda" ? "CUDA device 0" : "simulated device";
-    std::string kind = "executor kind " + std::string(gpu_async::to_string(o.runs));
+    if (o.runs == executor_kind::naive)
+        what = server + " waits for each request's work on " + gpu +
+               " before it reads the next, so it answers one request at a time";
+    else if (o.runs == executor_kind::io_uring)
+        what = many + ", and one Linux io_uring ring tells the server of sockets and finished work";
+    else if (o.mode == wait_mode::fill)
+        what = many + ", and the server thread itself looks for finished work between requests";
+    else if (o.mode == wait_mode::plan)
+        what = many + ", and the server waits for it as its wait plan says (spin, sleep or park)";
+    else
+        what = many + ", and a watcher thread wakes the server when it is done";
+    std::string kind = executor_words(o.runs);
     if (o.runs != o.requested)
         kind += " instead of " + std::string(gpu_async::to_string(o.requested));
-    return "server: " + what + "; " + device + " (" + kind + ", wait " + o.wait_label + ")";
+    return what + ". Executor: " + kind + ", wait: " + o.wait_label;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,8 +377,45 @@ std::string run_description(const options& o) {
 
 using message = std::array<std::uint64_t, 2>;
 
+// --http: what a request asks for. GET /work?us=N (or /work: --work-us) is N microseconds of
+// device work, 0..1000000; other parameters are ignored. Anything else: an error status and
+// its text.
+struct http_route {
+    http::status status = http::status::ok;
+    unsigned work_us = 0;
+    std::string error;
+};
+
+http_route route_http(const http::request<http::string_body>& req, unsigned default_us) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const auto q = target.find('?');
+    if (target.substr(0, q) != "/work")
+        return {http::status::not_found, 0, "no such resource; try GET /work?us=100"};
+    if (req.method() != http::verb::get)
+        return {http::status::method_not_allowed, 0, "/work takes GET"};
+    http_route r{http::status::ok, default_us, {}};
+    std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+    while (!query.empty()) {
+        const auto amp = query.find('&');
+        const std::string_view param = query.substr(0, amp);
+        query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
+        if (param.substr(0, 3) != "us=") continue;
+        const std::string_view v = param.substr(3);
+        if (v.empty() || v.size() > 7 || v.find_first_not_of("0123456789") != v.npos ||
+            std::stoul(std::string(v)) > 1'000'000)
+            return {http::status::bad_request, 0,
+                    "us must be a whole number of microseconds, 0..1000000"};
+        r.work_us = static_cast<unsigned>(std::stoul(std::string(v)));
+    }
+    return r;
+}
+
+std::string http_error_body(const std::string& why) {
+    return boost::json::serialize(boost::json::object{{"error", why}}) + "\n";
+}
+
 // ---------------------------------------------------------------------------------------------
-// Devices. A lane is one connection's stream: launch() enqueues a request's work; mark() a store
+// Devices. A lane is one connection's stream: launch(us) enqueues a request's work; mark() a store
 // of the stream's next sequence number behind it (its descriptor); source() the stream as a
 // completion_source (plan-driven waits arm it themselves); stored_at() when the device stored
 // (0: unknown).
@@ -325,13 +423,12 @@ using message = std::array<std::uint64_t, 2>;
 // The simulated device's lane.
 class sim_lane {
 public:
-    sim_lane(gpu_async::sim_stream& stream, gpu_async::bench::thread_cpu_set& device_threads,
-             unsigned work_us)
+    sim_lane(gpu_async::sim_stream& stream, gpu_async::bench::thread_cpu_set& device_threads)
         : stream_(&stream)
-        , device_threads_(&device_threads)
-        , work_(gpu_async::dur_ns::from_us(work_us)) {}
+        , device_threads_(&device_threads) {}
 
-    std::optional<gpu_async::coded_error> launch() {
+    // An item of `work_us` microseconds.
+    std::optional<gpu_async::coded_error> launch(unsigned work_us) {
         // Shared with the item, so an item still queued when the session ends writes to live
         // memory.
         seq_ = stream_->enqueue(
@@ -339,7 +436,7 @@ public:
                 threads->add_self();
                 store_at->store(now_ns(), std::memory_order_relaxed);
             },
-            work_);
+            gpu_async::dur_ns::from_us(work_us));
         return std::nullopt;
     }
     gpu_async::result<gpu_async::memory_descriptor> mark() { return stream_->descriptor_for(seq_); }
@@ -349,7 +446,6 @@ public:
 private:
     gpu_async::sim_stream* stream_;
     gpu_async::bench::thread_cpu_set* device_threads_;
-    gpu_async::dur_ns work_;
     std::shared_ptr<std::atomic<std::uint64_t>> store_at_ =
         std::make_shared<std::atomic<std::uint64_t>>(0);
     std::uint64_t seq_ = 0;
@@ -497,10 +593,12 @@ public:
         env_->give_back(slot_);
     }
 
-    std::optional<gpu_async::coded_error> launch() {
-        if (env_->bytes() == 0) return std::nullopt;
-        const auto st =
-            env_->driver().api().memset_d8_async(env_->buffer(), 0x5a, env_->bytes(), stream_);
+    // A memset of 1 MiB per microsecond of `work_us`, at most the buffer (sized from --work-us).
+    std::optional<gpu_async::coded_error> launch(unsigned work_us) {
+        const std::size_t bytes =
+            std::min(env_->bytes(), static_cast<std::size_t>(work_us) * cuda_env::bytes_per_us);
+        if (bytes == 0) return std::nullopt;
+        const auto st = env_->driver().api().memset_d8_async(env_->buffer(), 0x5a, bytes, stream_);
         if (st != gpu_async::cuda::success) return env_->driver().error("cuMemsetD8Async", st);
         return std::nullopt;
     }
@@ -536,8 +634,15 @@ public:
     virtual void stop() = 0;
     // The label of what runs (read after stop()).
     virtual std::string label() const { return std::string(gpu_async::to_string(opts_.runs)); }
+    // The same in words, for the summary (read after stop()).
+    virtual std::string label_words() const { return executor_words(opts_.runs); }
 
+    // Requests whose device work was awaited and answered.
     std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
+    // --http: responses handed to the socket (any status), those not 2xx, connections accepted.
+    std::uint64_t http_responses() const { return http_responses_.load(); }
+    std::uint64_t http_not_2xx() const { return http_not_2xx_.load(); }
+    std::uint64_t connections() const { return connections_.load(); }
     // Read after stop().
     const std::vector<std::uint64_t>& c2h() const { return c2h_; }
     std::uint64_t thread_cpu_ns() const { return thread_cpu_ns_.load(); }
@@ -552,9 +657,8 @@ protected:
     }
 
     // On the server thread: a request was answered; `stored` is when the device stored (0:
-    // unknown). Returns the completion-to-handler latency.
-    std::uint64_t record(std::uint64_t stored) {
-        const std::uint64_t now = now_ns();
+    // unknown), `now` when the handler ran. Returns the completion-to-handler latency.
+    std::uint64_t record(std::uint64_t stored, std::uint64_t now = now_ns()) {
         const std::uint64_t c2h = stored != 0 && now > stored ? now - stored : 0;
         if (stored != 0) c2h_.push_back(c2h);
         served_.fetch_add(1, std::memory_order_relaxed);
@@ -567,6 +671,9 @@ protected:
     gpu_async::point_table<int> table_; // server thread only
     std::vector<std::uint64_t> c2h_;    // server thread only, until stop()
     std::atomic<std::uint64_t> served_{0};
+    std::atomic<std::uint64_t> http_responses_{0};
+    std::atomic<std::uint64_t> http_not_2xx_{0};
+    std::atomic<std::uint64_t> connections_{0};
     std::atomic<std::uint64_t> thread_cpu_ns_{0};
     std::string error_;
 };
@@ -622,6 +729,7 @@ private:
     }
 
     asio::awaitable<void> session(tcp::socket socket) {
+        connections_.fetch_add(1);
         boost::system::error_code opt_ec;
         socket.set_option(tcp::no_delay(true), opt_ec);
         if (cuda_ != nullptr) {
@@ -630,16 +738,62 @@ private:
                 fail(lane.error().message());
                 co_return;
             }
-            co_await serve(socket, *lane.value());
+            co_await serve_either(socket, *lane.value());
         } else {
             auto stream_handle = device_.make_stream();
             gpu_async::sim_stream& stream = *stream_handle;
             if (port_) stream.set_doorbell(port_->shared_bell());
-            sim_lane lane(stream, device_threads_, opts_.work_us);
-            co_await serve(socket, lane);
+            sim_lane lane(stream, device_threads_);
+            co_await serve_either(socket, lane);
         }
     }
 
+    template <class Lane>
+    asio::awaitable<void> serve_either(tcp::socket& socket, Lane& lane) {
+        if (opts_.http)
+            co_await serve_http(socket, lane);
+        else
+            co_await serve(socket, lane);
+    }
+
+    // Launches `work_us` of device work on the lane and awaits it, as the executor and --wait
+    // say; `*launched` (if given) is when the launch returned. False when the session should
+    // end: a failure (kept by fail()) or the server stopping.
+    template <class Lane>
+    asio::awaitable<bool> launch_and_await(Lane& lane, unsigned work_us,
+                                           std::uint64_t* launched = nullptr) {
+        if (auto e = lane.launch(work_us)) {
+            fail(e->message());
+            co_return false;
+        }
+        if (launched != nullptr) *launched = now_ns();
+        if (opts_.runs == executor_kind::naive) {
+            // The blocking wait, inline: the io_context thread waits here.
+            const auto r = gpu_async::wait_blocking(lane.source(), opts_.inline_plan, table_, 0);
+            if (!r.has_value()) {
+                fail("device wait: " + r.message());
+                co_return false;
+            }
+        } else if (opts_.mode == wait_mode::plan) {
+            auto [e, report] = co_await port_->async_wait(lane.source(), *opts_.plan, "request",
+                                                          asio::as_tuple(asio::use_awaitable));
+            if (e) {
+                if (e != asio::error::operation_aborted) fail("device wait: " + e.message());
+                co_return false;
+            }
+        } else {
+            auto d = lane.mark();
+            if (!d.has_value()) {
+                fail(d.error().message());
+                co_return false;
+            }
+            auto [e] = co_await port_->async_wait(d.value(), asio::as_tuple(asio::use_awaitable));
+            if (e) co_return false;
+        }
+        co_return true;
+    }
+
+    // The demo's own protocol: 16-byte messages, one request at a time.
     template <class Lane>
     asio::awaitable<void> serve(tcp::socket& socket, Lane& lane) {
         message msg{};
@@ -647,40 +801,78 @@ private:
             auto [rec, n] = co_await asio::async_read(socket, asio::buffer(msg),
                                                       asio::as_tuple(asio::use_awaitable));
             if (rec || n != sizeof msg) co_return;
-            if (auto e = lane.launch()) {
-                fail(e->message());
-                co_return;
-            }
-            if (opts_.runs == executor_kind::naive) {
-                // The blocking wait, inline: the io_context thread waits here.
-                const auto r =
-                    gpu_async::wait_blocking(lane.source(), opts_.inline_plan, table_, 0);
-                if (!r.has_value()) {
-                    fail("device wait: " + r.message());
-                    co_return;
-                }
-            } else if (opts_.mode == wait_mode::plan) {
-                auto [e, report] = co_await port_->async_wait(lane.source(), *opts_.plan, "request",
-                                                              asio::as_tuple(asio::use_awaitable));
-                if (e) {
-                    if (e != asio::error::operation_aborted) fail("device wait: " + e.message());
-                    co_return;
-                }
-            } else {
-                auto d = lane.mark();
-                if (!d.has_value()) {
-                    fail(d.error().message());
-                    co_return;
-                }
-                auto [e] =
-                    co_await port_->async_wait(d.value(), asio::as_tuple(asio::use_awaitable));
-                if (e) co_return;
-            }
+            if (!co_await launch_and_await(lane, opts_.work_us)) co_return;
             msg[1] = record(lane.stored_at());
             auto [wrec, wn] = co_await asio::async_write(socket, asio::buffer(msg),
                                                          asio::as_tuple(asio::use_awaitable));
             if (wrec || wn != sizeof msg) co_return;
         }
+    }
+
+    // --http: HTTP/1.1 through Beast, keep-alive, one request at a time per connection (a
+    // pipelined request waits its turn). GET /work?us=N runs N us of device work, awaits it and
+    // answers with its timings (see http_work_reply); anything else gets an error status.
+    template <class Lane>
+    asio::awaitable<void> serve_http(tcp::socket& socket, Lane& lane) {
+        beast::flat_buffer buffer;
+        for (;;) {
+            http::request<http::string_body> req;
+            auto [rec, rn] =
+                co_await http::async_read(socket, buffer, req, asio::as_tuple(asio::use_awaitable));
+            if (rec) break; // the client closed, reset, or sent what is not HTTP
+            const std::uint64_t received = now_ns();
+            std::uint64_t launched = 0;
+            http::response<http::string_body> res{http::status::ok, req.version()};
+            res.set(http::field::server, "gpu-async-demo/" GPU_ASYNC_VERSION_STRING);
+            res.set(http::field::content_type, "application/json");
+            res.keep_alive(req.keep_alive());
+            const http_route route = route_http(req, opts_.work_us);
+            if (route.status != http::status::ok) {
+                res.result(route.status);
+                if (route.status == http::status::method_not_allowed)
+                    res.set(http::field::allow, "GET");
+                res.body() = http_error_body(route.error);
+            } else if (!co_await launch_and_await(lane, route.work_us, &launched)) {
+                res.result(http::status::internal_server_error);
+                res.keep_alive(false);
+                res.body() = http_error_body(error_.empty() ? "the server is stopping"
+                                                            : "device work failed: " + error_);
+            } else {
+                const std::uint64_t handler = now_ns();
+                const std::uint64_t stored = lane.stored_at();
+                const std::uint64_t c2h = record(stored, handler);
+                const auto since = [received](std::uint64_t t) -> boost::json::value {
+                    if (t == 0) return nullptr;
+                    return t > received ? t - received : 0;
+                };
+                boost::json::object j;
+                j["version"] = GPU_ASYNC_VERSION_STRING;
+                j["request"] = served();
+                j["work_us"] = route.work_us;
+                j["device"] = opts_.device;
+                j["executor"] = gpu_async::to_string(opts_.runs);
+                j["wait"] = opts_.wait_label;
+                j["times_ns"] = boost::json::object{{"received", 0},
+                                                    {"launched", since(launched)},
+                                                    {"completed", since(stored)},
+                                                    {"handler", since(handler)}};
+                if (stored != 0)
+                    j["completion_to_handler_ns"] = c2h;
+                else
+                    j["completion_to_handler_ns"] = nullptr;
+                res.body() = boost::json::serialize(j) + "\n";
+            }
+            res.prepare_payload();
+            // Counted when handed to the socket, so a client that has read every response finds
+            // each counted however soon the server is stopped after.
+            http_responses_.fetch_add(1);
+            if (res.result_int() / 100 != 2) http_not_2xx_.fetch_add(1);
+            auto [wec, wn] =
+                co_await http::async_write(socket, res, asio::as_tuple(asio::use_awaitable));
+            if (wec || !res.keep_alive()) break;
+        }
+        boost::system::error_code ignored;
+        socket.shutdown(tcp::socket::shutdown_send, ignored);
     }
 
     // Destroyed in reverse: the port (its waits cancelled: the reactor watches no line of the
@@ -738,6 +930,15 @@ public:
     std::string label() const override {
         return label_.empty() ? idle_.describe() + ", parks via " + idle_.park_path() : label_;
     }
+    // E.g. "io-uring (the library's GPU-aware executor on a Linux io_uring ring; operations the
+    // ring refused: 0; idle waits park via io_uring futex wait)".
+    std::string label_words() const override {
+        if (!words_.empty()) return words_;
+        std::string w = executor_words(opts_.runs);
+        w.pop_back(); // its closing parenthesis
+        return w + "; operations the ring refused: " + std::to_string(idle_.failed_ops()) +
+               "; idle waits park via " + idle_.park_path() + ")";
+    }
 
     ~ring_server() override {
         stop();
@@ -758,6 +959,7 @@ private:
             auto stats = ex_.run(idle_);
             if (!stats.has_value()) fail("executor: " + stats.error().message());
             label_ = idle_.describe() + ", parks via " + idle_.park_path();
+            words_ = label_words();
             idle_.set_doorbell(nullptr);
         }
         thread_cpu_ns_.store(gpu_async::bench::thread_cpu_ns() - cpu0);
@@ -815,7 +1017,7 @@ private:
             auto stream_handle = device_.make_stream();
             gpu_async::sim_stream& stream = *stream_handle;
             stream.set_doorbell(bell_owner_);
-            sim_lane lane(stream, device_threads_, opts_.work_us);
+            sim_lane lane(stream, device_threads_);
             co_await serve(fd, lane);
         }
         co_await on_ring([fd](io_uring_sqe* sqe) { io_uring_prep_close(sqe, fd); });
@@ -835,7 +1037,7 @@ private:
                 if (n <= 0) co_return;
                 got += static_cast<std::size_t>(n);
             }
-            if (auto e = lane.launch()) {
+            if (auto e = lane.launch(opts_.work_us)) {
                 fail(e->message());
                 co_return;
             }
@@ -876,6 +1078,7 @@ private:
     bool accepting_ = true; // server thread only
     std::set<int> open_;    // server thread only
     std::string label_;     // server thread, until stop()
+    std::string words_;     // server thread, until stop()
 };
 
 #endif // GPU_ASYNC_HAS_LIBURING
@@ -943,6 +1146,16 @@ private:
         }
         boost::system::error_code opt_ec;
         socket.set_option(tcp::no_delay(true), opt_ec);
+        if (opts_.http)
+            co_await http_requests(socket);
+        else
+            co_await requests(socket, index);
+        boost::system::error_code ignored;
+        socket.shutdown(tcp::socket::shutdown_both, ignored);
+    }
+
+    // The demo's own protocol: each reply echoes the request's id.
+    asio::awaitable<void> requests(tcp::socket& socket, unsigned index) {
         message msg{};
         std::uint64_t id = static_cast<std::uint64_t>(index) << 40;
         while (now_ns() < end_ns_.load(std::memory_order_relaxed)) {
@@ -964,13 +1177,57 @@ private:
             c2h_.push_back(msg[1]);
             done_.fetch_add(1, std::memory_order_relaxed);
         }
-        boost::system::error_code ignored;
-        socket.shutdown(tcp::socket::shutdown_both, ignored);
     }
 
-    void fail(const boost::system::error_code& ec) {
+    // --http: GET /work?us=<--work-us> over one keep-alive connection; each reply must be 200
+    // with the JSON timings of that much work (its completion-to-handler time is recorded).
+    asio::awaitable<void> http_requests(tcp::socket& socket) {
+        http::request<http::empty_body> req{http::verb::get,
+                                            "/work?us=" + std::to_string(opts_.work_us), 11};
+        req.set(http::field::host,
+                endpoint_.address().to_string() + ":" + std::to_string(endpoint_.port()));
+        req.set(http::field::user_agent, "gpu-async-demo load generator");
+        req.keep_alive(true);
+        beast::flat_buffer buffer;
+        while (now_ns() < end_ns_.load(std::memory_order_relaxed)) {
+            const std::uint64_t t0 = now_ns();
+            auto [wec, wn] =
+                co_await http::async_write(socket, req, asio::as_tuple(asio::use_awaitable));
+            if (wec) {
+                fail(wec);
+                co_return;
+            }
+            http::response<http::string_body> res;
+            auto [rec, rn] =
+                co_await http::async_read(socket, buffer, res, asio::as_tuple(asio::use_awaitable));
+            if (rec) {
+                fail(rec);
+                co_return;
+            }
+            const std::uint64_t t1 = now_ns();
+            boost::system::error_code jec;
+            const boost::json::value body = boost::json::parse(res.body(), jec);
+            const boost::json::object* j = jec ? nullptr : body.if_object();
+            const boost::json::value* work = j != nullptr ? j->if_contains("work_us") : nullptr;
+            const boost::json::value* c2h =
+                j != nullptr ? j->if_contains("completion_to_handler_ns") : nullptr;
+            if (res.result() != http::status::ok || work == nullptr || !work->is_int64() ||
+                work->as_int64() != static_cast<std::int64_t>(opts_.work_us) || c2h == nullptr ||
+                !res.keep_alive()) {
+                fail({}, "HTTP " + std::to_string(res.result_int()) + ": " + res.body());
+                co_return;
+            }
+            latency_.push_back(t1 - t0);
+            c2h_.push_back(c2h->is_int64() ? static_cast<std::uint64_t>(c2h->as_int64()) : 0);
+            done_.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+
+    void fail(const boost::system::error_code& ec, std::string what = {}) {
         if (failed_.fetch_add(1) == 0)
-            first_error_ = ec ? ec.message() : std::string("short read/write or wrong reply");
+            first_error_ = ec             ? ec.message()
+                           : what.empty() ? std::string("short read/write or wrong reply")
+                                          : std::move(what);
     }
 
     const options& opts_;
@@ -1002,8 +1259,12 @@ struct results {
     double process_cpu = 0;       // s per s
     std::uint64_t failed_connections = 0;
     std::string first_error;
-    std::string executor;   // the label of what ran (server runs)
-    std::string stopped_by; // "SIGINT" or "SIGTERM" when a signal ended the run early
+    std::string executor;       // the label of what ran (server runs)
+    std::string executor_words; // the same in words
+    std::string stopped_by;     // "SIGINT" or "SIGTERM" when a signal ended the run
+    // --http, server runs: responses sent (any status), those not 2xx, connections accepted.
+    bool have_http = false;
+    std::uint64_t http_responses = 0, http_not_2xx = 0, http_connections = 0;
 };
 
 std::string mode_text(const options& o) {
@@ -1012,50 +1273,86 @@ std::string mode_text(const options& o) {
     return "server + load generator";
 }
 
+// What ran, in words: "a TCP server and the built-in load generator".
+std::string mode_words(const options& o) {
+    const std::string server = o.http ? "an HTTP/1.1 server" : "a TCP server";
+    const std::string load =
+        o.http ? "the built-in HTTP load generator" : "the built-in load generator";
+    if (o.server_only) return server;
+    if (o.client_only) return load + " against " + server;
+    return server + " and " + load;
+}
+
 void print_table(const options& o, const results& r, unsigned short port) {
     auto us = [](double ns) { return gpu_async::bench::format_ns(ns); };
-    std::printf("\ngpu-async-demo: %s on 127.0.0.1:%u, device %s\n", mode_text(o).c_str(),
-                static_cast<unsigned>(port), o.device.c_str());
+    auto row = [](const char* what, const std::string& value) {
+        std::printf("  %-52s %s\n", what, value.c_str());
+    };
+    auto cpu = [&](const char* what, double s_per_s) {
+        char text[48];
+        std::snprintf(text, sizeof text, "%.1f %% of one core", 100 * s_per_s);
+        row(what, text);
+    };
+    const std::string gpu = o.device == "cuda" ? "CUDA GPU 0" : "simulated GPU";
+    std::printf("\ngpu-async-demo summary: %s on 127.0.0.1:%u, %s\n", mode_words(o).c_str(),
+                static_cast<unsigned>(port), gpu.c_str());
     if (!o.client_only)
-        std::printf("  executor %s, wait %s\n", r.executor.c_str(), o.wait_label.c_str());
-    if (!r.stopped_by.empty())
+        std::printf("  executor: %s, wait: %s\n", r.executor_words.c_str(), wait_words(o).c_str());
+    if (!r.stopped_by.empty() && o.until_signal)
+        std::printf("  stopped by %s\n", r.stopped_by.c_str());
+    else if (!r.stopped_by.empty())
         std::printf("  stopped early by %s (asked: %.1f s)\n", r.stopped_by.c_str(), o.duration_s);
+    const std::string work =
+        o.http && o.server_only
+            ? "GPU work as each request asks (GET /work?us=N; N = " + std::to_string(o.work_us) +
+                  " when not given)"
+            : std::to_string(o.work_us) + " us of GPU work per request";
     if (o.server_only)
-        std::printf("  %u us of device work per request, %.1f s\n\n", o.work_us, r.wall_s);
+        std::printf("  %s, ran %.1f s\n\n", work.c_str(), r.wall_s);
     else
-        std::printf("  %u connections, %u us of device work per request, %.1f s\n\n", o.connections,
-                    o.work_us, r.wall_s);
-    std::printf("  %-44s %s\n", "metric", "value");
-    std::printf("  %-44s %s\n", "--------------------------------------------", "-------------");
-    std::printf("  %-44s %.0f\n", "requests/s",
-                r.wall_s > 0 ? static_cast<double>(r.requests) / r.wall_s : 0.0);
+        std::printf("  %u client connections, %s, ran %.1f s\n\n", o.connections, work.c_str(),
+                    r.wall_s);
+    row("what", "value");
+    row("----------------------------------------------------", "------------------");
+    row("requests answered", std::to_string(r.requests));
+    row("requests/s", std::to_string(std::llround(
+                          r.wall_s > 0 ? static_cast<double>(r.requests) / r.wall_s : 0.0)));
+    if (r.have_http) {
+        row("HTTP responses sent (any status)", std::to_string(r.http_responses));
+        row("HTTP responses not 2xx (errors)", std::to_string(r.http_not_2xx));
+        row("HTTP connections accepted", std::to_string(r.http_connections));
+    }
     if (r.have_latency) {
-        std::printf("  %-44s %s\n", "request latency p50", us(r.latency.p50).c_str());
-        std::printf("  %-44s %s\n", "request latency p99", us(r.latency.p99).c_str());
+        row("request latency p50 (request sent to reply read)", us(r.latency.p50));
+        row("request latency p99", us(r.latency.p99));
     }
     if (r.have_c2h) {
-        std::printf("  %-44s %s\n", "completion-to-handler latency p50", us(r.c2h.p50).c_str());
-        std::printf("  %-44s %s\n", "completion-to-handler latency p99", us(r.c2h.p99).c_str());
+        row("completion-to-handler latency p50", us(r.c2h.p50));
+        row("completion-to-handler latency p99", us(r.c2h.p99));
     }
     if (r.have_server_cpu) {
-        std::printf("  %-44s %.3f s/s\n", "server thread CPU", r.server_thread_cpu);
-        std::printf("  %-44s %.3f s/s\n", "server side CPU (thread + any watcher)",
-                    r.server_side_cpu);
+        cpu("CPU: server thread", r.server_thread_cpu);
+        cpu(o.runs == executor_kind::fill && o.mode == wait_mode::service
+                ? "CPU: server thread + the library's watcher thread"
+                : "CPU: server thread + any helper thread",
+            r.server_side_cpu);
         if (o.device == "sim")
-            std::printf("  %-44s %.3f s/s\n", "simulated device CPU (not counted above)",
-                        r.device_cpu);
+            cpu("CPU: simulated GPU's threads (not counted above)", r.device_cpu);
     }
-    if (!o.server_only) std::printf("  %-44s %.3f s/s\n", "load generator CPU", r.client_cpu);
-    std::printf("  %-44s %.3f s/s\n", "whole process CPU", r.process_cpu);
+    if (!o.server_only) cpu("CPU: built-in load generator", r.client_cpu);
+    cpu("CPU: whole process", r.process_cpu);
     if (r.failed_connections != 0)
-        std::printf("  %-44s %llu (%s)\n", "failed connections",
-                    static_cast<unsigned long long>(r.failed_connections), r.first_error.c_str());
-    std::printf("\n  CPU in seconds per second of wall time. Completion-to-handler: from the "
-                "device's store\n  (time taken by the work item just before it) to the server's "
-                "handler running%s.\n",
-                o.device == "cuda" ? "\n  (not measured on cuda: the host cannot see when the "
-                                     "device stored)"
-                                   : "");
+        row("failed connections",
+            std::to_string(r.failed_connections) + " (" + r.first_error + ")");
+    std::printf("\n  CPU: how busy each part kept one core over the run (200 %% would be two whole "
+                "cores).\n");
+    if (o.device == "cuda")
+        std::printf("  Completion-to-handler latency is not measured on a CUDA GPU: the computer "
+                    "cannot see\n  when the GPU wrote its completion word.\n");
+    else
+        std::printf("  Completion-to-handler latency: from the GPU work finishing (the simulated "
+                    "GPU notes the\n  time just before it writes its completion word) to the "
+                    "server's code for that request\n  starting to run.\n");
 }
 
 // Nanoseconds as an integer.
@@ -1074,6 +1371,7 @@ void print_json(const options& o, const results& r, unsigned short port) {
     boost::json::object j;
     j["version"] = GPU_ASYNC_VERSION_STRING;
     j["mode"] = mode_text(o);
+    j["protocol"] = o.http ? "http" : "demo";
     j["port"] = port;
     j["device"] = o.device;
     if (!o.client_only) {
@@ -1099,6 +1397,10 @@ void print_json(const options& o, const results& r, unsigned short port) {
     cpu["process"] = r.process_cpu;
     j["cpu_s_per_s"] = std::move(cpu);
     j["failed_connections"] = r.failed_connections;
+    if (r.have_http)
+        j["http"] = boost::json::object{{"responses", r.http_responses},
+                                        {"not_2xx", r.http_not_2xx},
+                                        {"connections", r.http_connections}};
     std::cout << boost::json::serialize(j) << '\n';
 }
 
@@ -1118,9 +1420,14 @@ void progress(const options& o, std::uint64_t start_ns, std::uint64_t end_ns, Co
         const std::uint64_t c = count();
         const double dt = static_cast<double>(t - last_t) / 1e9;
         const double rate = dt > 0 ? static_cast<double>(c - last) / dt : 0;
-        std::fprintf(out, "%s[%5.1f / %.1f s] %10llu requests, %9.0f req/s%s", tty ? "\r" : "",
-                     static_cast<double>(t - start_ns) / 1e9, o.duration_s,
-                     static_cast<unsigned long long>(c), rate, tty ? "  " : "\n");
+        const double at = static_cast<double>(t - start_ns) / 1e9;
+        if (o.until_signal)
+            std::fprintf(out, "%s[%7.1f s] %10llu requests, %9.0f req/s%s", tty ? "\r" : "", at,
+                         static_cast<unsigned long long>(c), rate, tty ? "  " : "\n");
+        else
+            std::fprintf(out, "%s[%5.1f / %.1f s] %10llu requests, %9.0f req/s%s", tty ? "\r" : "",
+                         at, o.duration_s, static_cast<unsigned long long>(c), rate,
+                         tty ? "  " : "\n");
         std::fflush(out);
         last = c;
         last_t = t;
@@ -1140,7 +1447,9 @@ int run(const options& o, cuda_env* cuda) {
     const std::uint64_t main_cpu0 = gpu_async::bench::thread_cpu_ns();
     const std::uint64_t proc0 = gpu_async::bench::process_cpu_ns();
     const std::uint64_t start = now_ns();
-    const std::uint64_t end = start + static_cast<std::uint64_t>(o.duration_s * 1e9);
+    const std::uint64_t end = o.until_signal
+                                  ? std::numeric_limits<std::uint64_t>::max()
+                                  : start + static_cast<std::uint64_t>(o.duration_s * 1e9);
 
     std::unique_ptr<server> srv;
     std::unique_ptr<client> cli;
@@ -1150,10 +1459,22 @@ int run(const options& o, cuda_env* cuda) {
         port = srv->port();
         srv->start();
         if (o.server_only) {
-            std::fprintf(o.json ? stderr : stdout,
-                         "gpu-async-demo: serving on 127.0.0.1:%u for %.1f s\n",
-                         static_cast<unsigned>(port), o.duration_s);
-            std::fflush(o.json ? stderr : stdout);
+            FILE* info = o.json ? stderr : stdout;
+            char how_long[64];
+            if (o.until_signal)
+                std::snprintf(how_long, sizeof how_long, "until SIGINT (Ctrl-C) or SIGTERM");
+            else
+                std::snprintf(how_long, sizeof how_long, "for %.1f s", o.duration_s);
+            if (o.http)
+                std::fprintf(info,
+                             "gpu-async-demo: serving HTTP on http://127.0.0.1:%u/ %s; try: curl "
+                             "'http://127.0.0.1:%u/work?us=%u'\n",
+                             static_cast<unsigned>(port), how_long, static_cast<unsigned>(port),
+                             o.work_us);
+            else
+                std::fprintf(info, "gpu-async-demo: serving on 127.0.0.1:%u %s\n",
+                             static_cast<unsigned>(port), how_long);
+            std::fflush(info);
         }
     }
     if (!o.server_only) {
@@ -1196,6 +1517,11 @@ int run(const options& o, cuda_env* cuda) {
     }
     if (srv) {
         r.executor = srv->label();
+        r.executor_words = srv->label_words();
+        r.have_http = o.http;
+        r.http_responses = srv->http_responses();
+        r.http_not_2xx = srv->http_not_2xx();
+        r.http_connections = srv->connections();
         if (!cli) {
             r.requests = srv->served();
             r.c2h = gpu_async::bench::summarize(srv->c2h());
@@ -1254,7 +1580,8 @@ int main(int argc, char** argv) {
                       << help_examples;
             return 0;
         }
-        validate(o, vm.count("wait") != 0 && !vm["wait"].defaulted());
+        validate(o, vm.count("wait") != 0 && !vm["wait"].defaulted(),
+                 vm.count("duration") != 0 && !vm["duration"].defaulted());
     } catch (const po::error& e) {
         return usage(e.what());
     } catch (const usage_error& e) {
