@@ -8,7 +8,9 @@
 /// - Standalone Asio: define `GPU_ASYNC_STANDALONE_ASIO` in every translation unit (the CMake
 ///   target gpu_async::gpu_async_standalone does it): `::asio` from `<asio.hpp>`, handlers
 ///   receive `std::error_code`, and the `gpu_async` category is the registry's standard one,
-///   native. Asio 1.22 (Debian 12's libasio-dev) is the oldest standalone Asio supported.
+///   native. Asio 1.22 (Debian 12's libasio-dev) is the oldest standalone Asio supported (it
+///   does not detect clang's coroutines with libstdc++: define ASIO_HAS_CO_AWAIT and
+///   ASIO_HAS_STD_COROUTINE for use_awaitable there).
 ///
 /// Either way `gpu_async::asio` names the Asio in use and `gpu_async::error_code` its error code
 /// type, so code written against them builds in both flavours.

@@ -251,9 +251,10 @@ public:
     /// a handler with an associated immediate executor of its own
     /// (asio::bind_immediate_executor) is dispatched to it when its descriptor is complete at
     /// initiation, as Asio's own operations do; with asio::system_executor that is inline. A wait
-    /// that is pending at initiation completes as every other. The handler runs through its associated executor (default: the port's),
-    /// the op is allocated with its associated allocator and freed before the upcall, and work is
-    /// outstanding on both executors while the wait is pending.
+    /// that is pending at initiation completes as every other. The handler runs through its
+    /// associated executor (default: the port's), the op is allocated with its associated allocator
+    /// and freed before the upcall, and work is outstanding on both executors while the wait is
+    /// pending.
     ///
     /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
     ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.

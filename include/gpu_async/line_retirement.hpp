@@ -1,34 +1,54 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// @brief Ending the waits on a completion line before its memory goes.
+/// @brief A completion line's life: made, watched, faulted, retired, reused.
 ///
 /// A reactor reads the words of every line it has waits on. The owner of a line (the simulated
-/// device, a mapped CUDA or HIP line, your own code) must therefore not free the line while a
-/// reactor may still read it. `retire_line(line)` tells every reactor of the process to end its
-/// waits on `line` (their handlers get asio::error::operation_aborted, exactly once) and returns
-/// only once none of them will read the line again. The library's line owners call it from their
-/// destructors (and from mapped_line::close()); call it yourself before freeing a line you own
-/// while waits on it may be pending.
+/// device, a mapped CUDA or HIP line, the Metal mirror, your own code) must therefore not free
+/// the line while a reactor may still read it. `retire_line(line)` tells every reactor of the
+/// process to end its waits on `line` (operation_aborted, exactly once) and returns only once
+/// none of them will read the line again. The library's line owners call it when a line goes
+/// (a stream given back, a device destroyed, mapped_line::close()); call it yourself before
+/// freeing a line you own while waits on it may be pending.
 ///
-/// Reactors register themselves (an Asio reactor service from its construction to its
-/// destruction). `retire_line` holds the registry's lock while it asks each of them, so a reactor
-/// being destroyed waits for a retirement in progress; a reactor never takes that lock while it
-/// holds its own.
+/// Lines the library hands out also have a generation (`adopt_line`): their descriptors carry
+/// it, retiring the line advances it, and a wait whose descriptor's generation is no longer the
+/// line's ends with errc::stale_descriptor when it begins, before anything reads the line. The
+/// generations live in a side table that is never freed, keyed by the line's address, so a
+/// descriptor of a destroyed device (or of a line whose memory a new line reuses) is caught
+/// without touching the freed memory. A descriptor without a generation (a line you allocate)
+/// is never checked: your line's life is yours.
+///
+/// A line owner that learns that the stream storing into a slot faulted (it will store nothing
+/// more) calls `fault_slot(line, slot)`: every pending wait on that slot ends with
+/// errc::device_fault, and so does every later wait on it, until the line is retired.
+///
+/// Reactors register themselves (`detail::add_line_watcher`). Locks: the registry's lock is
+/// held only to read or change its lists, never while a reactor is asked; a reactor asked is
+/// pinned, and removing it waits (with no lock held) until no retirement is asking it. So a
+/// retirement may be started from a reactor's callback while another retirement waits for that
+/// callback, and a reactor never takes the registry's lock while it holds its own.
 #ifndef GPU_ASYNC_LINE_RETIREMENT_HPP
 #define GPU_ASYNC_LINE_RETIREMENT_HPP
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/detail/config.hpp>
 
+#include <cstdint>
+
 namespace gpu_async {
 
 namespace detail {
 
-/// Something that reads completion lines (a reactor): told when a line is retired.
+/// Something that reads completion lines (a reactor): told when a line is retired or one of its
+/// slots faulted.
 class line_watcher {
 public:
-    /// Ends every wait on `line`; after it returns the watcher does not read `line` again.
+    /// Ends every wait on `line` (operation_aborted); after it returns the watcher does not read
+    /// `line` again. Must not wait for a callback while holding a lock that a callback may take.
     virtual void retire_line(const completion_line& line) noexcept = 0;
+
+    /// Ends every wait on `slot` of `line` with errc::device_fault.
+    virtual void fault_slot(const completion_line& line, slot_id slot) noexcept = 0;
 
 protected:
     line_watcher() = default;
@@ -39,16 +59,46 @@ protected:
 
 /// Registers `w` until remove_line_watcher(w). Thread-safe.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
-/// Unregisters `w`; waits for a retirement that is asking `w`. Thread-safe.
+/// Unregisters `w`; waits (holding no lock) until no retirement or fault is asking `w`.
+/// Thread-safe; not from inside `w`'s own retire_line or fault_slot.
 GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept;
 
 } // namespace detail
 
+/// What a reactor does with a descriptor before it reads the line.
+enum class line_status : std::uint8_t {
+    live,    ///< wait for it
+    stale,   ///< end the wait with errc::stale_descriptor: the line was retired
+    faulted, ///< end the wait with errc::device_fault: the slot's stream faulted
+};
+
+/// Gives a line the library hands out (or yours, if you want its descriptors checked) its next
+/// generation, never 0, with no faulted slot; stamp it into the line's descriptors
+/// (memory_descriptor's four-argument constructor). The first generation of an address is 1;
+/// after `retire_line` the next adoption of the same address gets a later one. Thread-safe;
+/// may throw std::bad_alloc (the side table grows by one entry per line address).
+GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line);
+
+/// The current generation of `line`: 0 for a line never adopted. Thread-safe.
+GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept;
+
+/// The status of `d` now: live for a descriptor without a generation or of the line's current
+/// generation without a fault on its slot. Reads the side table only, never the line.
+/// Thread-safe; takes one of the side table's leaf locks for a descriptor with a generation.
+GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept;
+
 /// Ends every pending wait on `line` in every reactor of the process (operation_aborted) and
-/// returns once no reactor reads `line` any more. Call it before freeing a line while waits on it
-/// may be pending. Thread-safe; must not be called from inside a reactor's own lock (from a
-/// handler is fine).
+/// returns once no reactor reads `line` any more; advances the line's generation first (if it
+/// was adopted), so descriptors made before are stale from then on. Call it before freeing a
+/// line while waits on it may be pending. Thread-safe, also from a handler or a watcher's
+/// callback; not from inside a reactor's own lock.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
+
+/// Ends every pending wait on `slot` of `line`, in every reactor, with errc::device_fault (its
+/// stream faulted and will store nothing more). For an adopted line the fault is also recorded:
+/// later waits on the slot end so at once, without reading the line, until the line is retired
+/// or adopted again. Thread-safe, as retire_line.
+GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept;
 
 } // namespace gpu_async
 

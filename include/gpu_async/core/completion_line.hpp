@@ -76,7 +76,12 @@ inline bool reached(const completion_line& line, slot_id slot, std::uint64_t tar
 /// Names one completion: the word `slot` of `line` reaching `target`.
 ///
 /// A descriptor does not own its line: the line must outlive every descriptor and every wait
-/// that refers to it.
+/// that refers to it, unless the line is one the library hands out (a simulated stream's, a
+/// mapped CUDA or HIP line, the Metal mirror). Those descriptors also carry the line's
+/// generation (never 0): retiring the line advances it, and a wait whose generation is stale
+/// when it begins ends with errc::stale_descriptor without reading the line (the generations
+/// live in a side table that outlives the lines: <gpu_async/line_retirement.hpp>). A
+/// descriptor made without a generation (0: a line you allocate) is never checked.
 class memory_descriptor {
 public:
     constexpr memory_descriptor(const completion_line& line, slot_id slot,
@@ -85,9 +90,20 @@ public:
         , target_(target)
         , slot_(slot) {}
 
+    /// A descriptor of a line the library handed out, at the line's generation `generation`.
+    constexpr memory_descriptor(const completion_line& line, slot_id slot, std::uint64_t target,
+                                std::uint32_t generation) noexcept
+        : line_(&line)
+        , target_(target)
+        , generation_(generation)
+        , slot_(slot) {}
+
     constexpr const completion_line& line() const noexcept { return *line_; }
     constexpr slot_id slot() const noexcept { return slot_; }
     constexpr std::uint64_t target() const noexcept { return target_; }
+    /// The line's generation when the descriptor was made; 0 for a line the library does not
+    /// own (then never checked).
+    constexpr std::uint32_t generation() const noexcept { return generation_; }
 
     /// The word this descriptor watches.
     const std::atomic<std::uint64_t>& word() const noexcept { return line_->words[slot_.index()]; }
@@ -97,14 +113,18 @@ public:
 
     friend constexpr bool operator==(const memory_descriptor& a,
                                      const memory_descriptor& b) noexcept {
-        return a.line_ == b.line_ && a.slot_ == b.slot_ && a.target_ == b.target_;
+        return a.line_ == b.line_ && a.slot_ == b.slot_ && a.target_ == b.target_ &&
+               a.generation_ == b.generation_;
     }
 
 private:
     const completion_line* line_;
     std::uint64_t target_;
+    std::uint32_t generation_ = 0; // beside the slot: the descriptor stays 24 bytes
     slot_id slot_;
 };
+
+static_assert(sizeof(memory_descriptor) == 24, "a descriptor is a pointer, a target and a slot");
 
 } // namespace gpu_async
 

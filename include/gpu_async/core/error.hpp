@@ -59,6 +59,7 @@ enum class errc : int {
     ring_setup = 13,       ///< io_uring setup failed
     device_fault = 14,     ///< work on a device stream failed
     shut_down = 15,        ///< the reactor stopped before the wait ended
+    stale_descriptor = 16, ///< a descriptor of a line that was retired (its stream or device gone)
 };
 
 } // namespace gpu_async
@@ -79,7 +80,7 @@ struct errc_info {
     bool warning;             ///< true for codes that report a fallback, not a failure
 };
 
-inline constexpr std::array<errc_info, 15> errc_registry{{
+inline constexpr std::array<errc_info, 16> errc_registry{{
     {errc::invalid_plan, "invalid_plan", "invalid wait plan", "invalid plan '{0}': {1}", 2, false},
     {errc::park_fallback, "park_fallback", "park fallback",
      "park fallback: plan '{0}' needs {1} ({2}); running '{3}'", 4, true},
@@ -105,6 +106,8 @@ inline constexpr std::array<errc_info, 15> errc_registry{{
     {errc::device_fault, "device_fault", "device work failed", "device work failed: {0}", 1, false},
     {errc::shut_down, "shut_down", "reactor shut down",
      "reactor shut down: {0} stopped with the wait pending", 1, false},
+    {errc::stale_descriptor, "stale_descriptor", "stale descriptor",
+     "stale descriptor: {0} was retired before the wait began", 1, false},
 }};
 
 /// The registry row of `e`, or nullptr for a number the registry does not hold.

@@ -69,6 +69,7 @@ enum class watch_end : std::uint8_t {
     reached, ///< its word reached its target
     expired, ///< its deadline passed first
     removed, ///< its line was removed (the line's owner is going away) or the table cleared
+    faulted, ///< its slot was removed: the stream storing into it faulted
 };
 
 namespace detail {
@@ -413,6 +414,27 @@ public:
         const auto it = lines_.find(&line);
         if (it == lines_.end()) return 0;
         return drop_line(it->second, sink);
+    }
+
+    /// Removes every wait on `slot` of `line` (the stream storing into it faulted and will store
+    /// no more) and hands each to `sink` (watch_end::faulted), in ascending target order, each
+    /// once it has left the table. Allocates nothing; `sink` must not call back into the table.
+    template <class Sink>
+    std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink) {
+        const auto found = lines_.find(&line);
+        if (found == lines_.end()) return 0;
+        line_rec& lr = found->second;
+        const std::size_t s = slot.index();
+        // The map is ordered by distance from the anchor: ascending targets, as a scan's. The
+        // last removal may drop the line's record: nothing of it is read after that.
+        const std::size_t n = lr.slots[s].waits.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const auto it = lr.slots[s].waits.begin();
+            T value = it->second.value;
+            remove(lr, s, it);
+            sink(std::move(value), watch_end::faulted);
+        }
+        return n;
     }
 
     /// Removes every wait and hands each to `sink` (watch_end::removed).

@@ -180,6 +180,9 @@ private:
             std::lock_guard lk(state->registration_mutex);
             svc->retire_line(l);
         }
+        /// A fault reaches this wait through its source's status query, and its park (a
+        /// reactor wait) through the service, which is a line watcher of its own.
+        void fault_slot(const completion_line&, slot_id) noexcept override {}
         /// Runs `f(source)` unless the source's line was retired; false when it was.
         template <class F>
         bool with_source(F&& f) {

@@ -58,6 +58,7 @@
 #include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/error.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -93,6 +94,20 @@ inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
 GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
+
+/// The code a wait on `d` ends with before its line is read: errc::stale_descriptor for a
+/// retired line's descriptor, errc::device_fault for a faulted slot; empty when it may wait.
+inline error_code status_error(const memory_descriptor& d) noexcept {
+    switch (descriptor_status(d)) {
+    case line_status::live:
+        return {};
+    case line_status::stale:
+        return errc::stale_descriptor;
+    case line_status::faulted:
+        return errc::device_fault;
+    }
+    return {};
+}
 
 class reactor_service;
 class reactor_op;
@@ -336,6 +351,11 @@ public:
     /// the service does not read `line` until a new wait on it is started. Line owners call the
     /// process-wide gpu_async::retire_line(), which calls this on every service.
     GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept override;
+
+    /// Ends every wait on `slot` of `line` with errc::device_fault (the slot's stream faulted);
+    /// line owners call the process-wide gpu_async::fault_slot(). Later waits on the slot are
+    /// ended by the status check at their start.
+    GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept override;
 
     /// Number of waits registered and not yet completed, cancelled or destroyed.
     GPU_ASYNC_DECL std::size_t pending() const;

@@ -193,6 +193,8 @@ public:
 
     /// The line the host watches. Valid until the line is closed or destroyed.
     const completion_line& line() const noexcept { return *line_; }
+    /// The line's generation (see <gpu_async/line_retirement.hpp>): stamped into its descriptors.
+    std::uint32_t generation() const noexcept { return generation_; }
 
     /// The device the line belongs to.
     int device() const noexcept { return device_; }
@@ -210,7 +212,7 @@ public:
 
     /// The descriptor of the last store enqueued on `slot`.
     memory_descriptor last(slot_id slot) const noexcept {
-        return memory_descriptor(*line_, slot, sequence_[slot.index()]);
+        return memory_descriptor(*line_, slot, sequence_[slot.index()], generation_);
     }
 
     /// Enqueues on `stream`, behind its work, a store of the slot's next sequence number
@@ -280,6 +282,7 @@ private:
     detail::doorbell_registration* bell_ = nullptr; ///< the doorbell's registration, one use
     std::uint64_t bell_address_ = 0;
     completion_line* line_ = nullptr;
+    std::uint32_t generation_ = 0; ///< the line's, stamped into its descriptors
     void* page_ = nullptr;
     void* domain_ = nullptr;
     std::uint64_t device_address_ = 0;
@@ -294,6 +297,7 @@ inline mapped_line::mapped_line(mapped_line&& other) noexcept
     , bell_(other.bell_)
     , bell_address_(other.bell_address_)
     , line_(other.line_)
+    , generation_(other.generation_)
     , page_(other.page_)
     , domain_(other.domain_)
     , device_address_(other.device_address_)
@@ -315,6 +319,7 @@ inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
         bell_ = other.bell_;
         bell_address_ = other.bell_address_;
         line_ = other.line_;
+        generation_ = other.generation_;
         page_ = other.page_;
         domain_ = other.domain_;
         device_address_ = other.device_address_;

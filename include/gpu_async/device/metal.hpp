@@ -307,7 +307,7 @@ public:
 
     /// The mirror word's descriptor for the target.
     memory_descriptor descriptor() const noexcept {
-        return memory_descriptor(*mirror_, *slot_id::at(0), target_);
+        return memory_descriptor(*mirror_, *slot_id::at(0), target_, generation_);
     }
 
     /// Waits at most `bound` (see the class comment); true when the target was seen reached.
@@ -365,6 +365,7 @@ private:
     const metal_runtime* runtime_;
     metal::object_t event_;
     std::unique_ptr<completion_line> mirror_; // heap: descriptors keep its address across moves
+    std::uint32_t generation_ = 0;            // the mirror's (retired with it)
     std::vector<metal::object_t> watched_;
     std::optional<coded_error> last_error_;
     metal_source_options options_;

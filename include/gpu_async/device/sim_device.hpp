@@ -125,7 +125,11 @@ namespace detail {
 /// Shared between a device and its handles: the device while it lives, else null.
 struct sim_life {
     std::mutex mutex;
+    std::condition_variable idle;
     sim_device* device = nullptr;
+    std::size_t giving_back = 0; // handles in reset(), counted rather than locked: a give-back
+                                 // retires a line, which may wait for a callback that gives
+                                 // back another stream
 };
 
 /// A type-erased work item body (move-only callables allowed).
@@ -251,7 +255,7 @@ public:
     }
     /// The descriptor of item `seq`.
     memory_descriptor descriptor_for(std::uint64_t seq) const noexcept {
-        return memory_descriptor(*line_, slot_, seq);
+        return memory_descriptor(*line_, slot_, seq, generation_);
     }
     /// The error the stream failed with (empty while it has not).
     GPU_ASYNC_DECL std::error_code error() const;
@@ -300,6 +304,9 @@ private:
     detail::sim_worker* worker_;
     completion_line* line_;
     slot_id slot_;
+    // The line's generation when the stream was made (0 for a line the library does not own):
+    // its descriptors carry it, so they go stale when the stream is given back.
+    std::uint32_t generation_ = 0;
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};

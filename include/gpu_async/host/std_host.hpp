@@ -32,6 +32,7 @@
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>
@@ -175,10 +176,15 @@ struct watch_state : std::enable_shared_from_this<watch_state> {
     std::optional<watch_table<watch_state*>::handle> pos; // in the watcher's table, if there
     phase state = phase::registered;                      // guarded by the watcher's mutex
 
-    // The future form's own completion flag (no watcher lock needed to wait on it).
+    // The future form's own completion flag (no watcher lock needed to wait on it), and how it
+    // ended: empty when the word reached the target.
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
+    std::error_code error;
+    // Why it ends without its word reaching the target (retired, faulted, stale), set under
+    // the watcher's mutex before it is fired.
+    std::error_code ending;
 };
 
 } // namespace detail
@@ -208,12 +214,22 @@ public:
     /// True when the handle refers to a registration.
     bool valid() const noexcept { return state_ != nullptr; }
 
-    /// True once the descriptor was seen complete (and, in the callback form, the callback has
-    /// returned).
+    /// True once the registration ended: the descriptor was seen complete (and, in the callback
+    /// form, the callback has returned), or it ended without completing (see error()).
     bool ready() const {
         if (!state_) return false;
         std::lock_guard lk(state_->m);
         return state_->done;
+    }
+
+    /// How the registration ended, once ready(): empty when the descriptor completed;
+    /// std::errc::operation_canceled when its line was retired, errc::device_fault when its
+    /// slot's stream faulted, errc::stale_descriptor when its descriptor's line had been retired
+    /// before it was registered. A callback registered with on_complete is not run then.
+    std::error_code error() const {
+        if (!state_) return {};
+        std::lock_guard lk(state_->m);
+        return state_->error;
     }
 
     /// Blocks until ready(). Precondition: valid().
@@ -259,15 +275,21 @@ private:
 ///   each park.
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
-/// - A line must outlive its registrations (drop the handles before freeing the line), and
-///   the watcher must outlive every handle. Callbacks must not throw.
+/// - A line must outlive its registrations (drop the handles before freeing the line), or be
+///   retired first (gpu_async::retire_line, which the library's line owners call): the
+///   watcher honours retirement, ending the line's registrations (on_end's function gets
+///   std::errc::operation_canceled; the other forms resolve with that error() and run no
+///   callback). A descriptor of a line retired before it is registered ends so with
+///   errc::stale_descriptor, one of a faulted slot (gpu_async::fault_slot) with
+///   errc::device_fault, without the line being read. The watcher must outlive every handle.
+///   Callbacks must not throw.
 /// - Stopping (`shutdown()`, or the destructor): the thread ends every pending `on_end`
 ///   registration with errc::shut_down and runs every `on_stop` callback (on the watcher
 ///   thread, no lock held) before it exits; registrations of the other forms never resolve. After
 ///   the stop, `on_end` and `on_stop` return an empty handle and never run their function, so a
 ///   client that registers only those holds no handle once the thread has exited (the std-host
 ///   fd notifier, <gpu_async/host/wait_fd.hpp>, relies on it).
-class std_watcher {
+class std_watcher : private detail::line_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
     /// `ww`: the word wait of the park on the doorbell's line (fallback: its futex).
@@ -276,13 +298,23 @@ public:
         : park_bound_(park_bound)
         , waiter_(ww) {
         thread_ = detail::start_watcher_thread([this] { run(); });
+        try {
+            detail::add_line_watcher(*this);
+        } catch (...) {
+            shutdown();
+            throw;
+        }
     }
     std_watcher(const std_watcher&) = delete;
     std_watcher& operator=(const std_watcher&) = delete;
 
     /// Stops the thread as shutdown() does. Handles of the future and on_complete forms still
     /// registered never resolve and must be destroyed before the watcher.
-    ~std_watcher() { shutdown(); }
+    ~std_watcher() {
+        // First: no retirement asks a watcher being destroyed (this waits for one asking now).
+        detail::remove_line_watcher(*this);
+        shutdown();
+    }
 
     /// Stops and joins the thread (idempotent, thread-safe; not from a callback of this
     /// watcher). Before it exits, the thread ends each pending `on_end` registration with
@@ -345,7 +377,7 @@ public:
     /// Registrations not yet resolved (stop listeners are not counted).
     std::size_t pending() const {
         std::lock_guard lk(m_);
-        return table_.size() + ready_.size() + stranded_.size();
+        return table_.size() + ready_.size() + stranded_.size() + ended_.size();
     }
 
     /// Lines with at least one registration.
@@ -402,10 +434,18 @@ private:
         {
             std::lock_guard lk(m_);
             if (stop_ && s->end) return watch_handle(); // nothing would ever end it
-            // One read of the word: complete now (fired at the next scan), or registered.
-            ready_.reserve(ready_.size() + 1);
-            s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
-            if (!s->pos) ready_.push_back(s);
+            // A retired line's descriptor, or a faulted slot's, ends at the next scan unread.
+            // (Under m_: a retirement advances the generation before it takes m_.)
+            if (const line_status st = descriptor_status(d); st != line_status::live) {
+                s->ending = make_error_code(st == line_status::stale ? errc::stale_descriptor
+                                                                     : errc::device_fault);
+                ended_.push_back(s);
+            } else {
+                // One read of the word: complete now (fired at the next scan), or registered.
+                ready_.reserve(ready_.size() + 1);
+                s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
+                if (!s->pos) ready_.push_back(s);
+            }
         }
         bell_->ring(); // the thread takes it in now (it may be idle, or the wait complete)
         return watch_handle(*this, std::move(s));
@@ -433,7 +473,7 @@ private:
             s.pos.reset();
             return;
         }
-        for (std::vector<state_ptr>* list : {&ready_, &stranded_, &stop_listeners_}) {
+        for (std::vector<state_ptr>* list : {&ready_, &ended_, &stranded_, &stop_listeners_}) {
             const auto it = std::find_if(list->begin(), list->end(),
                                          [&](const state_ptr& p) { return p.get() == &s; });
             if (it != list->end()) {
@@ -443,8 +483,12 @@ private:
         }
     }
 
-    // Moves every registration whose word reached its target into `out`. Lock held.
+    // Moves every registration whose word reached its target, or that ended without (retired,
+    // faulted, stale), into `out`. Lock held.
     void collect(std::vector<state_ptr>& out) {
+        for (state_ptr& p : ended_)
+            out.push_back(std::move(p));
+        ended_.clear();
         for (state_ptr& p : ready_)
             out.push_back(std::move(p));
         ready_.clear();
@@ -455,19 +499,66 @@ private:
 
     /// Ends one registration (no lock held): its on_end callback gets `ec`, an on_complete
     /// callback runs, then the future form's waiters are released.
+    // Runs the registration's function and resolves its handle. `ec`: the watcher's reason
+    // (shut_down at the stop), unless the registration ended for its own (`ending`).
     static void fire(detail::watch_state& s, std::error_code ec) {
+        if (s.ending) ec = s.ending;
         if (s.end) {
             auto fn = std::move(s.end);
             fn(ec);
-        } else if (s.callback) {
+        } else if (s.callback && (!ec || s.line == nullptr)) { // a stop listener runs at the stop
             auto fn = std::move(s.callback);
             fn();
         }
         {
             std::lock_guard sl(s.m);
             s.done = true;
+            if (s.line != nullptr) s.error = ec;
         }
         s.cv.notify_all();
+    }
+
+    // Hands the registrations `sink` ends (the table's, for a retirement or a fault) to the
+    // thread with `why`; they fire at its next pass. Lock held.
+    auto ending_sink(std::error_code why) {
+        return [this, why](detail::watch_state* p, watch_end) {
+            p->pos.reset();
+            p->ending = why;
+            // Room was made when it registered (ready_'s reserve is per registration); a failure
+            // here leaves it unresolved rather than lost to a throw in a noexcept path.
+            try {
+                ended_.push_back(p->shared_from_this());
+            } catch (...) {
+            }
+        };
+    }
+
+    // line_watcher: after this returns the thread never reads `line` (it reads lines only while
+    // it scans, under m_). The registrations end on the watcher thread: nothing waits for a
+    // callback here.
+    void retire_line(const completion_line& line) noexcept override {
+        {
+            std::lock_guard lk(m_);
+            try {
+                ended_.reserve(ended_.size() + table_.size());
+            } catch (...) {
+            }
+            table_.remove_line(line,
+                               ending_sink(std::make_error_code(std::errc::operation_canceled)));
+        }
+        bell_->ring();
+    }
+
+    void fault_slot(const completion_line& line, slot_id slot) noexcept override {
+        {
+            std::lock_guard lk(m_);
+            try {
+                ended_.reserve(ended_.size() + table_.size());
+            } catch (...) {
+            }
+            table_.remove_slot(line, slot, ending_sink(make_error_code(errc::device_fault)));
+        }
+        bell_->ring();
     }
 
     void run() {
@@ -481,7 +572,7 @@ private:
             // the park below.
             const std::uint64_t seen = bell_->count();
             if (bell_->device_signaled()) bell_->take_device_signal();
-            if (table_.empty() && ready_.empty()) {
+            if (table_.empty() && ready_.empty() && ended_.empty()) {
                 lk.unlock();
                 waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
                 lk.lock();
@@ -512,7 +603,8 @@ private:
     // registered (stranded_: never resolved, still dropped by their handles).
     void stop_pass(std::unique_lock<std::mutex>& lk) {
         std::vector<state_ptr> ending;
-        const std::size_t all = table_.size() + ready_.size() + stop_listeners_.size();
+        const std::size_t all =
+            table_.size() + ready_.size() + ended_.size() + stop_listeners_.size();
         ending.reserve(all); // so that the sink below never throws
         stranded_.reserve(stranded_.size() + all);
         const auto sort = [&](state_ptr p) {
@@ -525,6 +617,9 @@ private:
         for (state_ptr& p : ready_)
             sort(std::move(p));
         ready_.clear();
+        for (state_ptr& p : ended_) // decided already: they end with their own code
+            ending.push_back(std::move(p));
+        ended_.clear();
         for (state_ptr& p : stop_listeners_)
             ending.push_back(std::move(p));
         stop_listeners_.clear();
@@ -547,6 +642,7 @@ private:
     std::condition_variable idle_cv_;         // the thread finished firing
     watch_table<detail::watch_state*> table_; // registrations not yet reached
     std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
+    std::vector<state_ptr> ended_;          // ended unreached (retired, faulted, stale): fired next
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass
     std::vector<state_ptr> stranded_;       // future/on_complete forms pending at the stop
     bool stop_ = false;

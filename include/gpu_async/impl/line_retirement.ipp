@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers.
+// gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers and the side
+// table of line generations.
 //
 #ifndef GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
 #define GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
@@ -8,20 +9,45 @@
 #include <gpu_async/line_retirement.hpp>
 
 #include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace gpu_async {
 
 namespace detail {
 
+// Lock hierarchy: a watcher's own locks are taken while no registry lock is held (the registry
+// pins a watcher and releases its lock before asking it); a shard lock is a leaf.
 struct line_watcher_registry {
+    struct entry {
+        line_watcher* watcher;
+        std::size_t pins; // retirements and faults asking it now
+    };
     std::mutex mutex;
-    std::vector<line_watcher*> watchers;
+    std::condition_variable unpinned;
+    std::vector<entry> watchers;
+
+    // A line's state in the side table: its generation above 8 bits of faulted slots.
+    struct shard {
+        std::mutex mutex;
+        std::unordered_map<const completion_line*, std::uint64_t> states;
+    };
+    static constexpr std::size_t shards = 64;
+    std::array<shard, shards> table;
+
+    shard& shard_of(const completion_line* line) noexcept {
+        return table[(reinterpret_cast<std::uintptr_t>(line) / sizeof(completion_line)) % shards];
+    }
 };
 
 GPU_ASYNC_DECL line_watcher_registry& line_watchers() noexcept {
-    // Never destroyed: line owners with static storage may retire lines during exit.
+    // Never destroyed: line owners with static storage may retire lines during exit, and a
+    // descriptor of any line ever adopted must find its generation.
     static line_watcher_registry* r = new line_watcher_registry();
     return *r;
 }
@@ -29,22 +55,114 @@ GPU_ASYNC_DECL line_watcher_registry& line_watchers() noexcept {
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
     line_watcher_registry& r = line_watchers();
     std::lock_guard lk(r.mutex);
-    r.watchers.push_back(&w);
+    r.watchers.push_back({&w, 0});
 }
 
 GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
     line_watcher_registry& r = line_watchers();
-    std::lock_guard lk(r.mutex);
-    r.watchers.erase(std::remove(r.watchers.begin(), r.watchers.end(), &w), r.watchers.end());
+    std::unique_lock lk(r.mutex);
+    const auto find = [&] {
+        return std::find_if(r.watchers.begin(), r.watchers.end(),
+                            [&](const line_watcher_registry::entry& e) { return e.watcher == &w; });
+    };
+    r.unpinned.wait(lk, [&] {
+        const auto it = find();
+        return it == r.watchers.end() || it->pins == 0;
+    });
+    const auto it = find();
+    if (it != r.watchers.end()) r.watchers.erase(it);
+}
+
+// Asks every registered watcher `ask(watcher)`, holding no registry lock while it does: each is
+// pinned first, so none is removed (and destroyed) while asked.
+template <class Ask>
+void ask_line_watchers(Ask&& ask) noexcept {
+    line_watcher_registry& r = line_watchers();
+    std::vector<line_watcher*> asked;
+    {
+        std::unique_lock lk(r.mutex);
+        try {
+            asked.reserve(r.watchers.size());
+        } catch (...) {
+            // No memory for the list: ask them under the lock, as a last resort.
+            for (const auto& e : r.watchers)
+                ask(*e.watcher);
+            return;
+        }
+        for (auto& e : r.watchers) {
+            ++e.pins;
+            asked.push_back(e.watcher);
+        }
+    }
+    for (line_watcher* w : asked)
+        ask(*w);
+    {
+        std::lock_guard lk(r.mutex);
+        for (line_watcher* w : asked)
+            for (auto& e : r.watchers)
+                if (e.watcher == w) {
+                    --e.pins;
+                    break;
+                }
+    }
+    r.unpinned.notify_all();
+}
+
+// The next generation after `state`'s, never 0, with no faulted slot.
+inline std::uint64_t next_generation(std::uint64_t state) noexcept {
+    std::uint32_t g = static_cast<std::uint32_t>(state >> 8) + 1;
+    if (g == 0) g = 1;
+    return std::uint64_t{g} << 8;
 }
 
 } // namespace detail
 
+GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
+    auto& sh = detail::line_watchers().shard_of(&line);
+    std::lock_guard lk(sh.mutex);
+    std::uint64_t& state = sh.states[&line]; // a new address starts at 0: generation 1 next
+    state = detail::next_generation(state);
+    return static_cast<std::uint32_t>(state >> 8);
+}
+
+GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept {
+    auto& sh = detail::line_watchers().shard_of(&line);
+    std::lock_guard lk(sh.mutex);
+    const auto it = sh.states.find(&line);
+    return it == sh.states.end() ? 0 : static_cast<std::uint32_t>(it->second >> 8);
+}
+
+GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    auto& sh = detail::line_watchers().shard_of(&d.line());
+    std::lock_guard lk(sh.mutex);
+    const auto it = sh.states.find(&d.line());
+    if (it == sh.states.end() || static_cast<std::uint32_t>(it->second >> 8) != d.generation())
+        return line_status::stale;
+    if ((it->second & (std::uint64_t{1} << d.slot().index())) != 0) return line_status::faulted;
+    return line_status::live;
+}
+
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
-    detail::line_watcher_registry& r = detail::line_watchers();
-    std::lock_guard lk(r.mutex);
-    for (detail::line_watcher* w : r.watchers)
-        w->retire_line(line);
+    {
+        // First: a registration that a watcher takes in after it is asked below sees the new
+        // generation and does not read the line.
+        auto& sh = detail::line_watchers().shard_of(&line);
+        std::lock_guard lk(sh.mutex);
+        const auto it = sh.states.find(&line);
+        if (it != sh.states.end()) it->second = detail::next_generation(it->second);
+    }
+    detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
+}
+
+GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept {
+    {
+        auto& sh = detail::line_watchers().shard_of(&line);
+        std::lock_guard lk(sh.mutex);
+        const auto it = sh.states.find(&line);
+        if (it != sh.states.end()) it->second |= std::uint64_t{1} << slot.index();
+    }
+    detail::ask_line_watchers([&](detail::line_watcher& w) { w.fault_slot(line, slot); });
 }
 
 } // namespace gpu_async

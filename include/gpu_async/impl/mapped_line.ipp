@@ -136,6 +136,12 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
     out.driver_ = &driver;
     out.page_ = page;
     out.line_ = ::new (page) completion_line();
+    try {
+        out.generation_ = adopt_line(*out.line_); // retired by close(): its descriptors go stale
+    } catch (...) {
+        out.line_ = nullptr;
+        return unwind(page, coded_error(errc::backend, {"no memory for the line's generation"}));
+    }
     out.domain_ = domain;
     out.device_address_ = address;
     out.device_ = device;
@@ -175,7 +181,7 @@ GPU_ASYNC_DECL result<memory_descriptor> mapped_line::enqueue(slot_id slot, void
     auto commit = [&] {
         sequence_[i] = next;
         stream_[i] = stream;
-        return memory_descriptor(*line_, slot, next);
+        return memory_descriptor(*line_, slot, next, generation_);
     };
     if (bell_ == nullptr) {
         if (const driver_status st = d.write_value64(d.self, stream, device_address(slot), next);

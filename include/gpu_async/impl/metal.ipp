@@ -217,6 +217,11 @@ GPU_ASYNC_DECL metal_source::metal_source(const metal_runtime& runtime, metal::o
     , target_(value)
     , os_wait_(os_wait) {
     mirror_->words[0].store(value, std::memory_order_release);
+    try {
+        generation_ = adopt_line(*mirror_); // its descriptors go stale when the source goes
+    } catch (...) {
+        // No memory for the side table's entry: the mirror's descriptors go unchecked.
+    }
 }
 
 GPU_ASYNC_DECL result<metal_source> metal_source::create(const metal_device& device,
@@ -260,6 +265,7 @@ GPU_ASYNC_DECL metal_source::metal_source(metal_source&& other) noexcept
     : runtime_(other.runtime_)
     , event_(std::exchange(other.event_, nullptr))
     , mirror_(std::move(other.mirror_))
+    , generation_(other.generation_)
     , watched_(std::exchange(other.watched_, {}))
     , last_error_(std::move(other.last_error_))
     , options_(other.options_)
@@ -272,6 +278,7 @@ GPU_ASYNC_DECL metal_source& metal_source::operator=(metal_source&& other) noexc
         runtime_ = other.runtime_;
         event_ = std::exchange(other.event_, nullptr);
         mirror_ = std::move(other.mirror_);
+        generation_ = other.generation_;
         watched_ = std::exchange(other.watched_, {});
         last_error_ = std::move(other.last_error_);
         options_ = other.options_;

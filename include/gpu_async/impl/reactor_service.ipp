@@ -83,6 +83,9 @@ GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watc
     case watch_end::removed:
         op->ec = asio::error::operation_aborted;
         break;
+    case watch_end::faulted:
+        op->ec = errc::device_fault;
+        break;
     }
     out->push(op);
 }
@@ -124,9 +127,14 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         op->ec = asio::error::timed_out;
         return start_result::finished;
     }
+    // A descriptor of a retired line, or of a faulted slot, ends before its line is read.
+    const memory_descriptor& d = op->descriptor();
+    if (const error_code ec = status_error(d)) {
+        op->ec = ec;
+        return start_result::finished;
+    }
     // Complete already? (The waiter's insert reads the word again; a store between the two reads
     // only makes the wait complete at that insert.)
-    const memory_descriptor& d = op->descriptor();
     if (sequence_reached(d.line().words[d.slot().index()].load(std::memory_order_acquire),
                          d.target())) {
         op->ec = {};
@@ -219,6 +227,15 @@ GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
         op->next_ready_ = nullptr;
         op->taken_in_ = merge;
         op->done_at_take_in_ = false;
+        // Checked again here, under the lock a retirement takes after advancing the line's
+        // generation: a registration that raced the retirement never reads the line. It was
+        // live at its start (start() checks), so a retirement since found it pending: aborted.
+        if (error_code ec = status_error(op->descriptor())) {
+            if (ec == errc::stale_descriptor) ec = asio::error::operation_aborted;
+            op->ec = ec;
+            out.push(op);
+            return;
+        }
         try {
             // One read of the word decides both "complete now" and the wait's place in its slot
             // (and may complete other waits of the slot: the word moved far since the last scan).
@@ -391,6 +408,20 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
     }
     // The waits are out of the table: no scan reads the line any more. Their completions go to
     // their executors.
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_service::fault_slot(const completion_line& line,
+                                                slot_id slot) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        ready_list list;
+        merge_settled_locked(list); // those not yet taken in see the fault as they are
+        table_.remove_slot(line, slot, sink_locked(list));
+        table_size_.store(table_.size(), std::memory_order_relaxed);
+        sched = enqueue_locked(list);
+    }
     schedule(sched);
 }
 

@@ -104,9 +104,15 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
         // cuStreamWriteValue64).
         line_->words[slot_.index()].store(item.seq, std::memory_order_release);
     } else {
-        std::lock_guard<std::mutex> lk(worker_->mutex);
-        fail_locked(ec);
-        queue_.clear(); // sticky: nothing behind a fault runs
+        {
+            std::lock_guard<std::mutex> lk(worker_->mutex);
+            fail_locked(ec);
+            queue_.clear(); // sticky: nothing behind a fault runs
+        }
+        // The slot's stream will store nothing more: descriptor waits on it end with
+        // device_fault now, and later ones at their start (no lock of ours held: the reactors
+        // take theirs).
+        fault_slot(*line_, slot_);
     }
     ring();
 }
@@ -151,9 +157,21 @@ GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
     sim_stream* s = std::exchange(stream_, nullptr);
     std::shared_ptr<detail::sim_life> life = std::move(life_);
     if (!s || !life) return;
-    // Held while giving back, so the device's destructor waits for a give-back in progress.
-    std::lock_guard<std::mutex> lk(life->mutex);
-    if (life->device) life->device->release(*s);
+    // Counted while giving back, so the device's destructor waits for a give-back in progress;
+    // no lock is held across it (see sim_life).
+    sim_device* device = nullptr;
+    {
+        std::lock_guard<std::mutex> lk(life->mutex);
+        device = life->device;
+        if (device == nullptr) return;
+        ++life->giving_back;
+    }
+    device->release(*s);
+    {
+        std::lock_guard<std::mutex> lk(life->mutex);
+        --life->giving_back;
+    }
+    life->idle.notify_all();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -181,8 +199,9 @@ GPU_ASYNC_DECL sim_device::sim_device(options opts)
 GPU_ASYNC_DECL sim_device::~sim_device() {
     {
         // Handles dropped from now on do nothing; a give-back in progress finishes first.
-        std::lock_guard<std::mutex> lk(life_->mutex);
+        std::unique_lock<std::mutex> lk(life_->mutex);
         life_->device = nullptr;
+        life_->idle.wait(lk, [&] { return life_->giving_back == 0; });
     }
     // First every reactor ends its waits on the device's lines (operation_aborted) and stops
     // reading them, so a wait ends as aborted rather than with the cancellation below; then the
@@ -194,7 +213,14 @@ GPU_ASYNC_DECL sim_device::~sim_device() {
 
 GPU_ASYNC_DECL completion_line& sim_device::make_line() {
     std::lock_guard<std::mutex> lk(mutex_);
-    return lines_.emplace_back();
+    completion_line& line = lines_.emplace_back();
+    try {
+        adopt_line(line); // the device's: retired when it goes, its descriptors checked
+    } catch (...) {
+        lines_.pop_back();
+        throw;
+    }
+    return line;
 }
 
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
@@ -210,7 +236,10 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
                 word.store(0, std::memory_order_relaxed);
         }
     }
-    if (!line) line = &make_line();
+    if (!line)
+        line = &make_line();
+    else
+        adopt_line(*line); // a new generation: the previous stream's descriptors are stale
     return make_stream_on(*line, *slot_id::at(0), true);
 }
 
@@ -224,6 +253,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& lin
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
     auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
     s->own_line_ = own_line;
+    s->generation_ = line_generation(line);
     s->index_ = streams_.size();
     streams_.push_back(std::move(s));
     return sim_stream_handle(life_, streams_.back().get());

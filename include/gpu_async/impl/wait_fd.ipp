@@ -192,6 +192,10 @@ public:
         // Each drop returns once the watcher thread is not parked on the line.
     }
 
+    // line_watcher: the std_watcher ends the slot's registrations itself (errc::device_fault
+    // through on_end, on its thread), and ended() records them.
+    void fault_slot(const completion_line&, slot_id) noexcept override {}
+
 private:
     // The watcher thread: the wait ended (reached, or errc::shut_down).
     void ended(std::uint64_t cookie, std::uint64_t id, std::error_code ec) noexcept {

@@ -38,6 +38,7 @@ BOOST_AUTO_TEST_CASE(reference_numbers_are_fixed) {
     static_assert(static_cast<int>(errc::backend) == 8);
     static_assert(static_cast<int>(errc::device_fault) == 14);
     static_assert(static_cast<int>(errc::shut_down) == 15);
+    static_assert(static_cast<int>(errc::stale_descriptor) == 16);
     BOOST_TEST(std::string(gpu_async_category().name()) == "gpu_async");
 }
 

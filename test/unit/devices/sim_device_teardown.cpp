@@ -63,6 +63,7 @@ public:
         entered.open();
         (void)release.wait();
     }
+    void fault_slot(const completion_line&, slot_id) noexcept override {}
 
     std::atomic<int> retired{0};
     gate entered;

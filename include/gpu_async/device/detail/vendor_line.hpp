@@ -49,6 +49,8 @@ class vendor_line {
 public:
     /// The line the host watches.
     const completion_line& line() const noexcept { return mapped_.line(); }
+    /// The line's generation, stamped into its descriptors (<gpu_async/line_retirement.hpp>).
+    std::uint32_t generation() const noexcept { return mapped_.generation(); }
 
     /// The mapped line underneath (ownership, sequences, device addresses).
     mapped_line& mapped() noexcept { return mapped_; }
@@ -129,7 +131,7 @@ public:
 
     /// The descriptor of the last store armed (of the line's slot before the first arm).
     memory_descriptor descriptor() const noexcept {
-        return memory_descriptor(line_->line(), slot_, target_);
+        return memory_descriptor(line_->line(), slot_, target_, line_->generation());
     }
 
     /// Parks on the line (the word wait) for at most `bound`; true when the word has reached the

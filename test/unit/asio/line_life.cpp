@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: BSL-1.0
+// A line's life as the port sees it: descriptors of retired lines (a stream given back, a device
+// destroyed) end with errc::stale_descriptor and never with success, waits pending at a
+// retirement end aborted, and a stream's fault ends its descriptor waits with device_fault.
+#include <gpu_async/gpu_completion_port.hpp>
+
+#include "common/asio.hpp"
+#include "common/io_context_fixture.hpp"
+
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/line_retirement.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+using gpu_async::errc;
+using gpu_async::error_code;
+using gpu_async::gpu_completion_port;
+using gpu_async::memory_descriptor;
+using gpu_async::sim_device;
+using gpu_async::test::run_to_completion;
+
+namespace {
+
+sim_device::options manual() {
+    sim_device::options o;
+    o.manual = true;
+    return o;
+}
+
+/// Records the codes a port's waits end with, in completion order.
+struct endings {
+    std::vector<error_code> codes;
+    auto handler() {
+        return [this](error_code ec) { codes.push_back(ec); };
+    }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(line_life_suite)
+
+BOOST_AUTO_TEST_CASE(a_given_back_streams_descriptor_is_stale_even_when_its_line_is_reused) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    auto first = dev.make_stream();
+    const memory_descriptor old =
+        first->descriptor_for(first->enqueue(std::chrono::microseconds(1)));
+    const auto* line = &old.line();
+    first.reset(); // given back: its line retired, kept for the next stream
+    auto second = dev.make_stream();
+    BOOST_TEST_REQUIRE(&second->line() == line); // the same memory, a new life
+    second->enqueue(std::chrono::microseconds(1));
+    second->enqueue(std::chrono::microseconds(1));
+    dev.step_all(); // the new stream's word passes the old descriptor's target
+    BOOST_TEST_REQUIRE(old.is_complete());
+    endings e;
+    port.async_wait(old, e.handler());
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
+    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+    BOOST_TEST((gpu_async::descriptor_status(old) == gpu_async::line_status::stale));
+    // The new stream's own descriptors are live.
+    BOOST_TEST(
+        (gpu_async::descriptor_status(second->descriptor()) == gpu_async::line_status::live));
+}
+
+BOOST_AUTO_TEST_CASE(a_wait_pending_when_its_stream_is_given_back_ends_aborted_not_success) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    auto first = dev.make_stream();
+    const memory_descriptor d = first->descriptor_for(first->enqueue(std::chrono::microseconds(1)));
+    endings e;
+    port.async_wait(d, e.handler());
+    first.reset();
+    auto second = dev.make_stream(); // reuses the line and runs past the old target
+    second->enqueue(std::chrono::microseconds(1));
+    dev.step_all();
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
+    BOOST_TEST((e.codes[0] == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(a_destroyed_devices_descriptor_ends_stale_without_reading_the_line) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    std::optional<memory_descriptor> d;
+    {
+        sim_device dev(manual());
+        auto s = dev.make_stream();
+        d = s->descriptor_for(s->enqueue(std::chrono::microseconds(1)));
+    } // the device and its lines' memory are gone: AddressSanitizer reports any read of them
+    endings e;
+    port.async_wait(*d, e.handler());
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
+    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+}
+
+BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_fault) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    auto s = dev.make_stream();
+    const auto before = s->enqueue(std::chrono::microseconds(1));
+    s->enqueue_fault();
+    const auto behind = s->enqueue(std::chrono::microseconds(1)); // never runs: the fault sticks
+    endings e;
+    port.async_wait(s->descriptor_for(behind), e.handler());
+    port.async_wait(s->descriptor_for(behind + 5), e.handler());
+    asio::post(ctx, [&] { dev.step_all(); });
+    run_to_completion(ctx); // fails (bounded) if a wait hangs on the faulted stream
+    BOOST_TEST_REQUIRE(e.codes.size() == 2u);
+    BOOST_TEST((e.codes[0] == errc::device_fault));
+    BOOST_TEST((e.codes[1] == errc::device_fault));
+    // Work before the fault completed; a wait started after it ends at once, unread.
+    BOOST_TEST(s->descriptor_for(before).is_complete());
+    ctx.restart();
+    port.async_wait(s->descriptor_for(behind), e.handler());
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(e.codes.size() == 3u);
+    BOOST_TEST((e.codes[2] == errc::device_fault));
+    BOOST_TEST((gpu_async::descriptor_status(s->descriptor_for(behind)) ==
+                gpu_async::line_status::faulted));
+}
+
+BOOST_AUTO_TEST_CASE(a_fault_on_a_shared_line_ends_only_its_slots_waits) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    gpu_async::completion_line& line = dev.make_line();
+    auto faulty = dev.make_stream(line, *gpu_async::slot_id::at(2));
+    auto healthy = dev.make_stream(line, *gpu_async::slot_id::at(5));
+    faulty->enqueue_fault();
+    const auto ok = healthy->enqueue(std::chrono::microseconds(1));
+    std::optional<error_code> on_faulty, on_healthy;
+    port.async_wait(faulty->descriptor_for(1), [&](error_code ec) { on_faulty = ec; });
+    port.async_wait(healthy->descriptor_for(ok), [&](error_code ec) { on_healthy = ec; });
+    asio::post(ctx, [&] { dev.step_all(); });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(on_faulty.has_value());
+    BOOST_TEST((*on_faulty == errc::device_fault));
+    BOOST_TEST_REQUIRE(on_healthy.has_value());
+    BOOST_TEST(!*on_healthy);
+}
+
+BOOST_AUTO_TEST_CASE(a_cancelled_stream_is_not_a_fault) {
+    asio::io_context ctx;
+    std::optional<error_code> got;
+    gpu_completion_port port(ctx);
+    {
+        sim_device dev(manual());
+        auto s = dev.make_stream();
+        port.async_wait(s->descriptor_for(s->enqueue(std::chrono::microseconds(1))),
+                        [&](error_code ec) { got = ec; });
+    } // the device goes with work queued: cancelled, and its line retired
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST((*got == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_CASE(a_callers_own_line_keeps_the_unchecked_rule) {
+    gpu_async::completion_line line;
+    const memory_descriptor d(line, *gpu_async::slot_id::at(0), 1);
+    BOOST_TEST(d.generation() == 0u);
+    BOOST_TEST((gpu_async::descriptor_status(d) == gpu_async::line_status::live));
+    gpu_async::retire_line(line); // never adopted: nothing to advance
+    BOOST_TEST((gpu_async::descriptor_status(d) == gpu_async::line_status::live));
+    // Adopted, its generation advances with each retirement.
+    const std::uint32_t g = gpu_async::adopt_line(line);
+    BOOST_TEST(g != 0u);
+    const memory_descriptor checked(line, *gpu_async::slot_id::at(0), 1, g);
+    BOOST_TEST((gpu_async::descriptor_status(checked) == gpu_async::line_status::live));
+    gpu_async::retire_line(line);
+    BOOST_TEST((gpu_async::descriptor_status(checked) == gpu_async::line_status::stale));
+    BOOST_TEST(gpu_async::line_generation(line) != g);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

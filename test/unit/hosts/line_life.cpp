@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: BSL-1.0
+// A line's life as the std host sees it: the std_watcher honours retirement and faults, a
+// retirement started from a watcher's callback while another waits for that callback completes,
+// and the fd notifier reports stale descriptors and faults.
+#include <gpu_async/host/std_host.hpp>
+#include <gpu_async/host/wait_fd.hpp>
+
+#include <gpu_async/core/error.hpp>
+#include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/line_retirement.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+using namespace gpu_async;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Bound of every wait for something that must happen: only a hang reaches it.
+constexpr auto bound = 10s;
+
+sim_device::options manual() {
+    sim_device::options o;
+    o.manual = true;
+    return o;
+}
+
+// Spins (yielding) until `pred` holds or the bound passes; returns pred().
+template <class Pred>
+bool eventually(Pred pred) {
+    const auto end = std::chrono::steady_clock::now() + bound;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > end) return pred();
+        std::this_thread::yield();
+    }
+    return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(line_life_hosts_suite)
+
+BOOST_AUTO_TEST_CASE(the_watcher_ends_a_retired_lines_registrations_and_never_fires_them) {
+    std_watcher w;
+    sim_device dev(manual());
+    auto first = dev.make_stream();
+    const memory_descriptor d = first->descriptor_for(first->enqueue(1us));
+    std::promise<std::error_code> ended;
+    watch_handle on_end = w.on_end(d, [&](std::error_code ec) { ended.set_value(ec); });
+    std::atomic<int> callbacks{0};
+    watch_handle on_complete = w.on_complete(d, [&] { ++callbacks; });
+    watch_handle future_form = w.watch(d);
+    first.reset(); // given back: the line is retired
+    auto f = ended.get_future();
+    BOOST_TEST_REQUIRE((f.wait_for(bound) == std::future_status::ready));
+    BOOST_TEST((f.get() == std::errc::operation_canceled));
+    BOOST_TEST_REQUIRE(future_form.wait_for(bound));
+    BOOST_TEST((future_form.error() == std::errc::operation_canceled));
+    BOOST_TEST_REQUIRE(on_complete.wait_for(bound));
+    BOOST_TEST((on_complete.error() == std::errc::operation_canceled));
+    // The line's next stream passes the old target: nothing of the old registrations runs.
+    auto second = dev.make_stream();
+    second->enqueue(1us);
+    second->enqueue(1us);
+    dev.step_all();
+    BOOST_TEST(d.is_complete());
+    const watch_handle probe = w.watch(second->descriptor()); // a scan after the store
+    BOOST_TEST_REQUIRE(probe.wait_for(bound));
+    BOOST_TEST(!probe.error());
+    BOOST_TEST(callbacks.load() == 0);
+    BOOST_TEST(w.pending() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(the_watcher_ends_stale_and_faulted_descriptors_unread) {
+    std_watcher w;
+    sim_device dev(manual());
+    auto gone = dev.make_stream();
+    const memory_descriptor stale = gone->descriptor_for(gone->enqueue(1us));
+    gone.reset();
+    std::promise<std::error_code> a;
+    watch_handle ha = w.on_end(stale, [&](std::error_code ec) { a.set_value(ec); });
+    auto fa = a.get_future();
+    BOOST_TEST_REQUIRE((fa.wait_for(bound) == std::future_status::ready));
+    BOOST_TEST((fa.get() == errc::stale_descriptor));
+
+    auto s = dev.make_stream();
+    s->enqueue_fault();
+    const memory_descriptor behind = s->descriptor_for(s->enqueue(1us));
+    std::promise<std::error_code> pending_at_fault;
+    watch_handle hp = w.on_end(behind, [&](std::error_code ec) { pending_at_fault.set_value(ec); });
+    dev.step_all(); // the fault: the registration ends, and later ones at once
+    auto fp = pending_at_fault.get_future();
+    BOOST_TEST_REQUIRE((fp.wait_for(bound) == std::future_status::ready));
+    BOOST_TEST((fp.get() == errc::device_fault));
+    watch_handle later = w.watch(behind);
+    BOOST_TEST_REQUIRE(later.wait_for(bound));
+    BOOST_TEST((later.error() == errc::device_fault));
+}
+
+#if GPU_ASYNC_HAS_WAIT_FD
+
+// A retirement asks an fd notifier, which drops its registration and so waits for the
+// watcher's batch that is firing it; a callback of that batch gives back another stream, which
+// retires its line. Each step is allowed; with the registry's lock held across the first
+// retirement, the second one blocked on it forever.
+BOOST_AUTO_TEST_CASE(a_retirement_from_a_callback_while_another_waits_for_it_completes) {
+    auto run = std::make_shared<std::promise<void>>();
+    auto finished = run->get_future();
+    std::thread scenario([run] {
+        std_watcher w;
+        sim_device dev(manual());
+        fd_notifier notifier(w);
+        auto first = dev.make_stream(); // line L1: the notifier and a callback watch it
+        auto other = dev.make_stream(); // line L3: given back from the callback
+        const memory_descriptor d = first->descriptor_for(first->enqueue(1us));
+        std::atomic<bool> in_batch{false};
+        std::atomic<bool> callback_done{false};
+        // Registered first: fired first in the batch, before the notifier's registration.
+        watch_handle cb = w.on_complete(d, [&] {
+            in_batch = true;
+            // The notifier's record leaves its list once the retirement of L1 has reached it
+            // (it then waits for this batch).
+            eventually([&] { return notifier.pending() == 0; });
+            other.reset(); // retires L3 from the watcher thread
+            callback_done = true;
+        });
+        notifier.watch(d, 7);
+        dev.step_all(); // both complete in one scan: one batch
+        BOOST_TEST_REQUIRE(eventually([&] { return in_batch.load(); }));
+        first.reset(); // retires L1: asks the notifier, which waits for the batch
+        BOOST_TEST(callback_done.load());
+        run->set_value();
+    });
+    if (finished.wait_for(bound) != std::future_status::ready) {
+        scenario.detach(); // deadlocked: leave it, report
+        BOOST_FAIL("the two retirements deadlocked");
+    }
+    scenario.join();
+}
+
+BOOST_AUTO_TEST_CASE(the_fd_notifier_reports_stale_descriptors_and_faults) {
+    std_watcher w;
+    sim_device dev(manual());
+    fd_notifier notifier(w);
+    auto gone = dev.make_stream();
+    const memory_descriptor stale = gone->descriptor_for(gone->enqueue(1us));
+    gone.reset();
+    notifier.watch(stale, 1);
+    auto s = dev.make_stream();
+    s->enqueue_fault();
+    notifier.watch(s->descriptor_for(s->enqueue(1us)), 2);
+    dev.step_all();
+    std::vector<fd_notifier::entry> got;
+    BOOST_TEST_REQUIRE(eventually([&] {
+        for (auto& e : notifier.drain())
+            got.push_back(e);
+        return got.size() >= 2;
+    }));
+    BOOST_TEST_REQUIRE(got.size() == 2u);
+    for (const auto& e : got) {
+        if (e.cookie == 1)
+            BOOST_TEST((e.error == errc::stale_descriptor));
+        else
+            BOOST_TEST((e.error == errc::device_fault));
+    }
+}
+
+#endif
+
+BOOST_AUTO_TEST_SUITE_END()
