@@ -33,6 +33,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/detail/config.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace gpu_async {
@@ -59,6 +60,8 @@ protected:
 
 /// Registers `w` until remove_line_watcher(w). Thread-safe.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
+/// Number of registered watchers (for tests and diagnostics).
+GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept;
 /// Unregisters `w`; waits (holding no lock) until no retirement or fault is asking `w`.
 /// Thread-safe; not from inside `w`'s own retire_line or fault_slot.
 GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept;

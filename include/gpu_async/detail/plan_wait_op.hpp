@@ -34,9 +34,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -45,9 +47,53 @@ namespace gpu_async {
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// The point table of a port's plan-driven waits (detail/port_state.hpp holds it).
+/// The plan-driven waits' watch of one source line, one per port and line: the one
+/// registration with the process's line registry for all of them (they are created often; the
+/// registry's lock and list are not taken per wait). A retirement of the line counts in
+/// `retirements`: a wait that started before it ends with operation_aborted at its next step
+/// and never calls its source again; the retirement waits for a source call in progress.
+struct plan_line_watch final : line_watcher {
+    plan_line_watch(port_state& st, reactor_service& sv, const completion_line& l) noexcept
+        : state(&st)
+        , svc(&sv)
+        , line(&l) {}
+    void retire_line(const completion_line& l) noexcept override {
+        if (&l != line) return;
+        {
+            std::unique_lock lk(source_mutex); // after every source call in progress
+            ++retirements;
+        }
+        // A park registered after the service retired the line (its wait read the descriptor
+        // just before): registrations hold the port's registration lock, so once this holds it
+        // none is in progress and none follows. (An adopted line's park is also caught by its
+        // generation.)
+        std::lock_guard lk(state->registration_mutex);
+        svc->retire_line(l);
+    }
+    /// A fault reaches a plan-driven wait through its source's status query, and its park (a
+    /// reactor wait) through the service, a line watcher of its own.
+    void fault_slot(const completion_line&, slot_id) noexcept override {}
+
+    port_state* state;
+    reactor_service* svc;
+    const completion_line* line;
+    std::shared_mutex source_mutex; // source calls shared, a retirement exclusive
+    std::uint64_t retirements = 0;  // guarded by source_mutex
+};
+
+/// The point table of a port's plan-driven waits and their line watches (detail/port_state.hpp
+/// holds it); guarded by the port's points_mutex.
 struct port_points {
     point_table<std::string> table;
+    std::map<const completion_line*, std::unique_ptr<plan_line_watch>> lines;
+
+    port_points() = default;
+    port_points(const port_points&) = delete;
+    port_points& operator=(const port_points&) = delete;
+    ~port_points() {
+        for (auto& [line, watch] : lines)
+            remove_line_watcher(*watch);
+    }
 };
 
 /// The port's point table, created by its first feed; call with `st.points_mutex` held.
@@ -143,11 +189,10 @@ public:
 private:
     enum class step : std::uint8_t { initial, running, sleeping, parking };
 
-    /// The operation's state. It watches the source's line (a line watcher): when the line's
-    /// owner retires it (a device or stream going away), the wait ends with operation_aborted at
-    /// its next step and never calls the source again; a retirement waits for a source call in
-    /// progress.
-    struct impl final : line_watcher {
+    /// The operation's state. It watches the source's line through the port's watch of that
+    /// line (plan_line_watch): when the line's owner retires it (a device or stream going away),
+    /// the wait ends with operation_aborted at its next step and never calls the source again.
+    struct impl {
         impl(Source& s, resolved_plan r, std::string pt, std::shared_ptr<port_state> st,
              reactor_service& sv, const Executor& e)
             : source(&s)
@@ -160,34 +205,32 @@ private:
             , timer(e) {}
         impl(const impl&) = delete;
         impl& operator=(const impl&) = delete;
-        ~impl() {
-            if (watching) remove_line_watcher(*this);
-        }
+        /// Finds (or makes and registers) the port's watch of the source's line.
         void watch_source_line() {
-            line = &source->descriptor().line();
-            add_line_watcher(*this);
-            watching = true;
-        }
-        void retire_line(const completion_line& l) noexcept override {
-            {
-                std::lock_guard lk(source_mutex);
-                if (&l != line) return;
-                retired = true;
+            const completion_line& line = source->descriptor().line();
+            std::lock_guard lk(state->points_mutex);
+            points_of(*state); // made with the first plan-driven wait
+            auto& watches = state->points->lines;
+            auto [it, made] = watches.try_emplace(&line);
+            if (made) {
+                try {
+                    it->second = std::make_unique<plan_line_watch>(*state, *svc, line);
+                    add_line_watcher(*it->second);
+                } catch (...) {
+                    watches.erase(it);
+                    throw;
+                }
             }
-            // A park this wait registered after the reactor retired the line (it read the
-            // descriptor just before): registrations hold the port's registration lock, so
-            // once this holds it none is in progress and none follows.
-            std::lock_guard lk(state->registration_mutex);
-            svc->retire_line(l);
+            watch = it->second.get();
+            std::shared_lock sl(watch->source_mutex);
+            retirements_seen = watch->retirements;
         }
-        /// A fault reaches this wait through its source's status query, and its park (a
-        /// reactor wait) through the service, which is a line watcher of its own.
-        void fault_slot(const completion_line&, slot_id) noexcept override {}
-        /// Runs `f(source)` unless the source's line was retired; false when it was.
+        /// Runs `f(source)` unless the source's line was retired since the wait began; false when
+        /// it was.
         template <class F>
         bool with_source(F&& f) {
-            std::lock_guard lk(source_mutex);
-            if (retired) return false;
+            std::shared_lock lk(watch->source_mutex);
+            if (watch->retirements != retirements_seen) return false;
             f(*source);
             return true;
         }
@@ -203,10 +246,8 @@ private:
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
         step next = step::initial;
-        std::mutex source_mutex;
-        const completion_line* line = nullptr; // the source's line, watched for retirement
-        bool retired = false;                  // guarded by source_mutex
-        bool watching = false;
+        plan_line_watch* watch = nullptr; // the port's, of the source's line
+        std::uint64_t retirements_seen = 0;
     };
 
     template <class Self>

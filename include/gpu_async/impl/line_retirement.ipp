@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -30,7 +31,9 @@ struct line_watcher_registry {
     };
     std::mutex mutex;
     std::condition_variable unpinned;
-    std::vector<entry> watchers;
+    // Entries on the heap: a retirement unpins the entries it pinned directly, however the list
+    // changed meanwhile (a pinned entry is never removed).
+    std::vector<std::unique_ptr<entry>> watchers;
 
     // A line's state in the side table: its generation above 8 bits of faulted slots.
     struct shard {
@@ -54,8 +57,15 @@ GPU_ASYNC_DECL line_watcher_registry& line_watchers() noexcept {
 
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
     line_watcher_registry& r = line_watchers();
+    auto e = std::make_unique<line_watcher_registry::entry>(line_watcher_registry::entry{&w, 0});
     std::lock_guard lk(r.mutex);
-    r.watchers.push_back({&w, 0});
+    r.watchers.push_back(std::move(e));
+}
+
+GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept {
+    line_watcher_registry& r = line_watchers();
+    std::lock_guard lk(r.mutex);
+    return r.watchers.size();
 }
 
 GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
@@ -63,14 +73,19 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
     std::unique_lock lk(r.mutex);
     const auto find = [&] {
         return std::find_if(r.watchers.begin(), r.watchers.end(),
-                            [&](const line_watcher_registry::entry& e) { return e.watcher == &w; });
+                            [&](const auto& e) { return e->watcher == &w; });
     };
     r.unpinned.wait(lk, [&] {
         const auto it = find();
-        return it == r.watchers.end() || it->pins == 0;
+        return it == r.watchers.end() || (*it)->pins == 0;
     });
     const auto it = find();
-    if (it != r.watchers.end()) r.watchers.erase(it);
+    if (it == r.watchers.end()) return;
+    // Swapped with the last (order is not kept: each reactor is asked, in any order).
+    std::swap(*it, r.watchers.back());
+    std::unique_ptr<line_watcher_registry::entry> gone = std::move(r.watchers.back());
+    r.watchers.pop_back();
+    lk.unlock(); // freed outside the lock
 }
 
 // Asks every registered watcher `ask(watcher)`, holding no registry lock while it does: each is
@@ -78,7 +93,7 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
 template <class Ask>
 void ask_line_watchers(Ask&& ask) noexcept {
     line_watcher_registry& r = line_watchers();
-    std::vector<line_watcher*> asked;
+    std::vector<line_watcher_registry::entry*> asked;
     {
         std::unique_lock lk(r.mutex);
         try {
@@ -86,24 +101,20 @@ void ask_line_watchers(Ask&& ask) noexcept {
         } catch (...) {
             // No memory for the list: ask them under the lock, as a last resort.
             for (const auto& e : r.watchers)
-                ask(*e.watcher);
+                ask(*e->watcher);
             return;
         }
         for (auto& e : r.watchers) {
-            ++e.pins;
-            asked.push_back(e.watcher);
+            ++e->pins;
+            asked.push_back(e.get());
         }
     }
-    for (line_watcher* w : asked)
-        ask(*w);
+    for (line_watcher_registry::entry* e : asked)
+        ask(*e->watcher);
     {
         std::lock_guard lk(r.mutex);
-        for (line_watcher* w : asked)
-            for (auto& e : r.watchers)
-                if (e.watcher == w) {
-                    --e.pins;
-                    break;
-                }
+        for (line_watcher_registry::entry* e : asked)
+            --e->pins;
     }
     r.unpinned.notify_all();
 }

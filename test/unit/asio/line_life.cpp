@@ -183,3 +183,44 @@ BOOST_AUTO_TEST_CASE(a_callers_own_line_keeps_the_unchecked_rule) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(plan_line_watch_suite)
+
+// Each plan-driven wait used to register with the process's line registry (a global lock and a
+// linear erase per wait) and to retire the line in the service once more per wait.
+BOOST_AUTO_TEST_CASE(plan_driven_waits_register_their_line_once_per_port) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    auto s = dev.make_stream();
+    const auto plan = gpu_async::wait_plan::parse("flag:park_us=100,backstop_us=1000");
+    BOOST_TEST_REQUIRE(plan.has_value());
+    const std::size_t before = gpu_async::detail::line_watcher_count();
+    std::vector<error_code> codes;
+    constexpr int waits = 16;
+    for (int i = 0; i < waits; ++i) {
+        s->enqueue(std::chrono::microseconds(1));
+        port.async_wait(*s, plan.value(), "p",
+                        [&](error_code ec, gpu_async::wait_report) { codes.push_back(ec); });
+    }
+    asio::post(ctx, [&] {
+        BOOST_TEST(gpu_async::detail::line_watcher_count() == before + 1);
+        dev.step_all();
+    });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(codes.size() == std::size_t{waits});
+    for (const error_code& ec : codes)
+        BOOST_TEST(!ec);
+    // A given-back stream's line, retired: the next plan-driven waits on it are aborted.
+    ctx.restart();
+    s->enqueue(std::chrono::seconds(10));
+    std::optional<error_code> last;
+    port.async_wait(*s, plan.value(), "p",
+                    [&](error_code ec, gpu_async::wait_report) { last = ec; });
+    asio::post(ctx, [&] { s.reset(); });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(last.has_value());
+    BOOST_TEST((*last == asio::error::operation_aborted));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
