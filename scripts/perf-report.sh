@@ -43,11 +43,18 @@ else
     mkdir -p "$run"
     printf '%s\n' "$*" >"$run/args.txt"
     bash scripts/bench.sh "$run" "$@"
+    # The heap a pending wait costs and the time of cancel(), up to 1e6 waits (1e4 with --quick).
+    build="${GPU_ASYNC_BENCH_BUILD:-build-bench}"
+    cmake --build "$build" -j"${GPU_ASYNC_JOBS:-2}" --target wait-memory-bench
+    max=1000000
+    case " $* " in *" --quick "*) max=10000 ;; esac
+    "$build/bench/wait-memory-bench" --max "$max" >"$run/wait-memory.md"
 fi
 
 args=$(cat "$run/args.txt")
 for f in gpu-async-bench.md gpu-async-bench.csv gpu-async-bench-cdf.csv \
-    gpu-async-bench-throughput.csv gpu-async-bench-executors.csv gpu-async-bench.png; do
+    gpu-async-bench-throughput.csv gpu-async-bench-executors.csv gpu-async-bench.png \
+    wait-memory.md; do
     [ -s "$run/$f" ] || die "missing or empty: $run/$f (gnuplot draws the .png: apt-get install gnuplot-nox)"
 done
 check_header() {
@@ -372,5 +379,17 @@ AWK
 awk -v run="$run" -v args="$args" "$prog" "$run/gpu-async-bench.md" "$run/gpu-async-bench.csv" \
     "$run/gpu-async-bench-throughput.csv" "$run/gpu-async-bench-executors.csv" >"$tmp"
 [ -s "$tmp" ] || die "the report came out empty"
+grep -q '^| pending | port: heap bytes per wait |' "$run/wait-memory.md" ||
+    die "$run/wait-memory.md: not the table wait-memory-bench writes"
+{
+    echo
+    echo "## Heap per pending wait"
+    echo
+    echo "\`wait-memory-bench\`: malloc's bytes in use per pending descriptor wait on one port (its"
+    echo "operation and its place in the reactor's table), beside a \`steady_timer\` wait with the same"
+    echo "small handler, and the time of \`port.cancel()\` against cancelling as many timers."
+    echo
+    cat "$run/wait-memory.md"
+} >>"$tmp"
 cp "$tmp" "$doc"
 echo "perf-report.sh: $doc rewritten from $run ($(wc -l <"$doc") lines)"

@@ -72,6 +72,15 @@ using system_error = ::boost::system::system_error;
 
 #endif
 
+/// 1 unless the Asio in use was built without its Networking TS executors
+/// (ASIO_NO_TS_EXECUTORS, BOOST_ASIO_NO_TS_EXECUTORS).
+#if defined(GPU_ASYNC_STANDALONE_ASIO) ? defined(ASIO_NO_TS_EXECUTORS)                         \
+                                       : defined(BOOST_ASIO_NO_TS_EXECUTORS)
+#define GPU_ASYNC_ASIO_HAS_TS_EXECUTORS 0
+#else
+#define GPU_ASYNC_ASIO_HAS_TS_EXECUTORS 1
+#endif
+
 /// 1 where the Asio in use has associated immediate executors (Asio 1.28, Boost 1.82).
 #if GPU_ASYNC_ASIO_VERSION >= 102800
 #define GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR 1

@@ -10,12 +10,16 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPU_ASYNC_BUILD_EXAMPLES=ON \
         -DGPU_ASYNC_BUILD_BENCHMARKS=ON
 fi
-cmake --build "$build" -j2 --target gpu-async-demo gpu-async-bench
+cmake --build "$build" -j2 --target gpu-async-demo gpu-async-bench wait-memory-bench
 
 echo "== gpu-async-demo --duration 3"
 timeout 60 "$build/example/gpu-async-demo" --duration 3 --connections 8
 echo "== gpu-async-demo --duration 1 --wait fill --json"
 timeout 60 "$build/example/gpu-async-demo" --duration 1 --connections 4 --wait fill --json
+echo "== wait-memory-bench --max 10000"
+mem=$(timeout 120 "$build/bench/wait-memory-bench" --max 10000)
+echo "$mem"
+[ "$(grep -c '^| [0-9]' <<<"$mem")" = 2 ] || { echo "wait-memory-bench: expected 2 rows" >&2; exit 1; }
 echo "== gpu-async-bench --quick"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT

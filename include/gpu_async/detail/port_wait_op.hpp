@@ -141,7 +141,7 @@ class work_holder<Executor, std::enable_if_t<is_erased_executor<Executor>::value
 public:
     work_holder(const Executor& ex, bool track) {
         if (!track) return;
-#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
         if (const auto* io = ex.template target<asio::io_context::executor_type>()) {
             io->on_work_started();
             io_ = &io->context();
@@ -155,7 +155,7 @@ public:
         , work_(std::move(o.work_)) {}
     work_holder& operator=(work_holder&&) = delete;
     ~work_holder() {
-#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
         if (io_ != nullptr) io_->get_executor().on_work_finished();
 #endif
     }
