@@ -135,7 +135,9 @@ private:
 
 /// The same for a polymorphic executor, which may also hold none (`track` false: another holder
 /// keeps the same context running). An io_context's executor behind it is counted with the
-/// context's own count (one increment, as Asio's operations do), not a type-erased tracked copy.
+/// context's own count (one increment, as Asio's operations do), not a type-erased tracked copy;
+/// any other executor's tracked copy lives on the heap, so a pending wait on an io_context does
+/// not carry an empty executor's bytes.
 template <class Executor>
 class work_holder<Executor, std::enable_if_t<is_erased_executor<Executor>::value>> {
 public:
@@ -148,12 +150,23 @@ public:
             return;
         }
 #endif
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
+        work_ =
+            std::make_unique<Executor>(asio::prefer(ex, asio::execution::outstanding_work.tracked));
+#else
         work_ = asio::prefer(ex, asio::execution::outstanding_work.tracked);
+#endif
     }
     work_holder(work_holder&& o) noexcept
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
         : io_(std::exchange(o.io_, nullptr))
-        , work_(std::move(o.work_)) {}
-    work_holder& operator=(work_holder&&) = delete;
+        , work_(std::move(o.work_)){}
+#else
+        : work_(std::move(o.work_)) {
+    }
+#endif
+              work_holder
+              & operator=(work_holder&&) = delete;
     ~work_holder() {
 #if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
         if (io_ != nullptr) io_->get_executor().on_work_finished();
@@ -161,8 +174,12 @@ public:
     }
 
 private:
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
     asio::io_context* io_ = nullptr;
-    Executor work_; // a tracked copy, or empty
+    std::unique_ptr<Executor> work_; // a tracked copy of an executor that is not an io_context's
+#else
+    Executor work_; // without the TS executors every executor is tracked by a copy
+#endif
 };
 
 /// The allocator an op is made with: the handler's associated allocator, or Asio's recycling
@@ -319,7 +336,6 @@ private:
         : reactor_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy)
         , handler_(std::forward<H>(handler))
         , slot_(std::move(slot))
-        , io_ex_(io_ex)
         , handler_ex_(asio::get_associated_executor(handler_, io_ex))
         , io_work_(make_work(io_ex, true))
         // Work on the handler's executor when it is another one (the I/O executor's work keeps
@@ -399,10 +415,9 @@ public:
     /// Completes a wait that finished at initiation (`ec` set, never registered) through the
     /// handler's associated immediate executor, as Asio's own operations do: the op is freed,
     /// then the handler is dispatched there with its code (inline when that executor allows).
-    static void complete_immediately(port_wait_op* op) {
+    static void complete_immediately(port_wait_op* op, const IoExecutor& io_ex) {
         Handler handler(std::move(op->handler_));
         const error_code result = op->ec;
-        const IoExecutor io_ex = op->io_ex_;
         do_destroy(op);
         auto immediate_ex = asio::get_associated_immediate_executor(handler, io_ex);
         asio::dispatch(immediate_ex, asio::append(std::move(handler), result));
@@ -413,7 +428,6 @@ private:
 
     Handler handler_;
     slot_type slot_;
-    IoExecutor io_ex_;
     handler_executor handler_ex_;
     work_holder<IoExecutor> io_work_;
     work_holder<handler_executor> handler_work_;
@@ -472,7 +486,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
     // A handler with an immediate executor of its own asked for an immediate completion there.
     if constexpr (has_own_immediate_executor<handler_type, IoExecutor>)
-        return op_type::complete_immediately(op);
+        return op_type::complete_immediately(op, io_ex);
 #endif
     svc.deliver(op); // through the port's queue: never inline
 }
