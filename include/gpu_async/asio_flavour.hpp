@@ -6,7 +6,7 @@
 /// - Boost.Asio (default): `boost::asio`, handlers receive `boost::system::error_code`. CMake
 ///   targets gpu_async::gpu_async (header-only) and gpu_async::compiled.
 /// - Standalone Asio: define `GPU_ASYNC_STANDALONE_ASIO` in every translation unit (the CMake
-///   target gpu_async::gpu_async_standalone does it): `::asio` from `<asio.hpp>`, handlers
+///   target gpu_async::gpu_async_standalone does it): Asio from `<asio.hpp>`, handlers
 ///   receive `std::error_code`, and the `gpu_async` category is the registry's standard one,
 ///   native. Asio 1.22 (Debian 12's libasio-dev) is the oldest standalone Asio supported (it
 ///   does not detect clang's coroutines with libstdc++: define ASIO_HAS_CO_AWAIT and

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-//
-// gpu_async/src.hpp: the separately compiled unit. Include it in exactly one translation unit of
-// a program built with GPU_ASYNC_SEPARATE_COMPILATION defined everywhere (the CMake target
-// gpu_async::compiled does this for you).
-//
+/// @file
+/// @brief The separately compiled unit.
+///
+/// Include it in exactly one translation unit of a program built with
+/// GPU_ASYNC_SEPARATE_COMPILATION defined everywhere (the CMake target gpu_async::compiled does
+/// this for you); every other translation unit then compiles only declarations and templates.
 #ifndef GPU_ASYNC_SRC_HPP
 #define GPU_ASYNC_SRC_HPP
 
