@@ -74,7 +74,7 @@ using system_error = ::boost::system::system_error;
 
 /// 1 unless the Asio in use was built without its Networking TS executors
 /// (ASIO_NO_TS_EXECUTORS, BOOST_ASIO_NO_TS_EXECUTORS).
-#if defined(GPU_ASYNC_STANDALONE_ASIO) ? defined(ASIO_NO_TS_EXECUTORS)                         \
+#if defined(GPU_ASYNC_STANDALONE_ASIO) ? defined(ASIO_NO_TS_EXECUTORS)                             \
                                        : defined(BOOST_ASIO_NO_TS_EXECUTORS)
 #define GPU_ASYNC_ASIO_HAS_TS_EXECUTORS 0
 #else
