@@ -289,7 +289,7 @@ private:
 ///   the stop, `on_end` and `on_stop` return an empty handle and never run their function, so a
 ///   client that registers only those holds no handle once the thread has exited (the std-host
 ///   fd notifier, <gpu_async/host/wait_fd.hpp>, relies on it).
-class std_watcher : private detail::line_watcher {
+class std_watcher final : private detail::line_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
     /// `ww`: the word wait of the park on the doorbell's line (fallback: its futex).
