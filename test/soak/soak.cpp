@@ -26,8 +26,8 @@
 //                    with waits pending.
 //   device_teardown  a round's own sim_device (lines of its own, sometimes a sticky device fault)
 //                    destroyed with waits pending: waits whose item never ran must end with
-//                    operation_aborted (each item sets a flag before its store; a wait that
-//                    succeeds without its flag set counts as early).
+//                    operation_aborted, or device_fault behind the fault (each item sets a flag
+//                    before its store; a wait that succeeds without its flag set counts as early).
 //   wrap             caller lines whose words start at 2^64 - k, so the sequence wraps to 0 while
 //                    waits are pending; sometimes the device is destroyed and the caller retires
 //                    its lines (gpu_async::retire_line) with waits pending.
@@ -209,7 +209,8 @@ struct tally {
     counter started{0};
     counter ok{0};
     counter aborted{0};
-    counter unexpected{0}; // an error other than operation_aborted
+    counter unexpected{0}; // an error other than operation_aborted (or an injected fault's)
+    counter faulted{0};    // ended with device_fault behind an injected fault
     counter doubled{0};    // a handler ran for a wait that had already completed
     counter early{0};      // success before the word reached the target
     counter groups{0};
@@ -286,6 +287,7 @@ struct round_state {
     bool done = false;
     counter ok{0};
     counter aborted{0};
+    std::atomic<bool> fault_injected{false}; // device_teardown: a sticky fault was enqueued
     std::unique_ptr<std::atomic<std::uint8_t>[]> ran; // set by an item before its store
     // fill rounds: called on the handler's thread when the last wait completed
     std::atomic<std::uint64_t> waits_left{0};
@@ -355,6 +357,11 @@ void settle(round_state& r, std::uint64_t id, const wait_check& c, const error_c
     } else if (ec == asio::error::operation_aborted) {
         g.aborted.fetch_add(1, std::memory_order_relaxed);
         r.aborted.fetch_add(1, std::memory_order_relaxed);
+    } else if (ec == gpu_async::errc::device_fault &&
+               r.fault_injected.load(std::memory_order_relaxed) &&
+               !(c.how == expect::flag && r.ran[c.flag].load(std::memory_order_acquire) != 0)) {
+        // Its stream faulted before its item ran: the device ends it (a fault is sticky).
+        g.faulted.fetch_add(1, std::memory_order_relaxed);
     } else {
         g.unexpected.fetch_add(1, std::memory_order_relaxed);
         fail("wait %llu (%s round) completed with %s", static_cast<unsigned long long>(id),
@@ -930,6 +937,7 @@ private:
         for (std::uint64_t i = 0; i < n; ++i) {
             sim_stream& s = *streams[uniform(0, streams.size() - 1)];
             if (fault && i == fault_at) {
+                r->fault_injected.store(true, std::memory_order_relaxed);
                 s.enqueue_fault(gpu_async::errc::device_fault, us(uniform(0, 100)));
                 g.device_faults.fetch_add(1, std::memory_order_relaxed);
             }
@@ -1215,7 +1223,7 @@ void print_summary(const char* result, std::uint64_t lost) {
         "doubled=%llu early=%llu unexpected=%llu groups=%llu timer_won=%llu device_won=%llu "
         "group_bad=%llu signals_emitted=%llu port_cancels=%llu port_cancelled=%llu "
         "ports_torn_down=%llu port_moves=%llu devices_torn_down=%llu lines_retired=%llu "
-        "device_faults=%llu "
+        "device_faults=%llu faulted=%llu "
         "never_waits=%llu wrapped_slots=%llu contexts_first=%llu fill_second_threads=%llu "
         "round_mismatch=%llu failures=%llu "
         "threads=%u "
@@ -1239,6 +1247,7 @@ void print_summary(const char* result, std::uint64_t lost) {
         static_cast<unsigned long long>(load(g.devices_torn_down)),
         static_cast<unsigned long long>(load(g.lines_retired)),
         static_cast<unsigned long long>(load(g.device_faults)),
+        static_cast<unsigned long long>(load(g.faulted)),
         static_cast<unsigned long long>(load(g.never_waits)),
         static_cast<unsigned long long>(load(g.wrapped_slots)),
         static_cast<unsigned long long>(load(g.contexts_first)),
@@ -1263,7 +1272,8 @@ void print_summary(const char* result, std::uint64_t lost) {
         std::fflush(stderr);
     }
     const std::uint64_t started = load(g.started);
-    const std::uint64_t settled = load(g.ok) + load(g.aborted) + load(g.unexpected);
+    const std::uint64_t settled =
+        load(g.ok) + load(g.aborted) + load(g.faulted) + load(g.unexpected);
     print_summary("TIMEOUT", started > settled ? started - settled : 0);
     std::fflush(nullptr);
     std::_Exit(2);
@@ -1391,7 +1401,8 @@ int main(int argc, char** argv) {
         }
     }
     const std::uint64_t started = load(g.started);
-    const std::uint64_t settled = load(g.ok) + load(g.aborted) + load(g.unexpected);
+    const std::uint64_t settled =
+        load(g.ok) + load(g.aborted) + load(g.faulted) + load(g.unexpected);
     if (started != opt.waits)
         fail("started %llu waits, not %llu", static_cast<unsigned long long>(started),
              static_cast<unsigned long long>(opt.waits));

@@ -95,8 +95,10 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// The code a wait on `d` ends with before its line is read: errc::stale_descriptor for a
-/// retired line's descriptor, errc::device_fault for a faulted slot; empty when it may wait.
+/// The code a wait on `d` ends with before it is registered: errc::stale_descriptor for a
+/// retired line's descriptor (its line is not read), errc::device_fault for a faulted slot whose
+/// word has not reached the target (what the stream stored before its fault still completes);
+/// empty when it may wait.
 inline error_code status_error(const memory_descriptor& d) noexcept {
     switch (descriptor_status(d)) {
     case line_status::live:
@@ -104,6 +106,7 @@ inline error_code status_error(const memory_descriptor& d) noexcept {
     case line_status::stale:
         return errc::stale_descriptor;
     case line_status::faulted:
+        if (d.is_complete()) return {};
         return errc::device_fault;
     }
     return {};

@@ -436,7 +436,8 @@ private:
             if (stop_ && s->end) return watch_handle(); // nothing would ever end it
             // A retired line's descriptor, or a faulted slot's, ends at the next scan unread.
             // (Under m_: a retirement advances the generation before it takes m_.)
-            if (const line_status st = descriptor_status(d); st != line_status::live) {
+            if (const line_status st = descriptor_status(d);
+                st == line_status::stale || (st == line_status::faulted && !d.is_complete())) {
                 s->ending = make_error_code(st == line_status::stale ? errc::stale_descriptor
                                                                      : errc::device_fault);
                 ended_.push_back(s);
@@ -554,6 +555,12 @@ private:
             std::lock_guard lk(m_);
             try {
                 ended_.reserve(ended_.size() + table_.size());
+            } catch (...) {
+            }
+            // What the stream stored before its fault completes them as usual; the rest fault.
+            try {
+                ready_.reserve(ready_.size() + table_.size());
+                table_.collect(line, slot, ready_sink{&ready_});
             } catch (...) {
             }
             table_.remove_slot(line, slot, ending_sink(make_error_code(errc::device_fault)));

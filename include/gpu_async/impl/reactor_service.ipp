@@ -418,6 +418,12 @@ GPU_ASYNC_DECL void reactor_service::fault_slot(const completion_line& line,
         std::lock_guard lk(mutex_);
         ready_list list;
         merge_settled_locked(list); // those not yet taken in see the fault as they are
+        // What the stream stored before its fault completes them as usual; the rest fault.
+        try {
+            table_.collect(line, slot, sink_locked(list));
+        } catch (...) {
+            // No memory to take the reached ones out in order: they fault with the rest.
+        }
         table_.remove_slot(line, slot, sink_locked(list));
         table_size_.store(table_.size(), std::memory_order_relaxed);
         sched = enqueue_locked(list);

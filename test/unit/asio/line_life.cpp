@@ -112,6 +112,8 @@ BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_faul
     s->enqueue_fault();
     const auto behind = s->enqueue(std::chrono::microseconds(1)); // never runs: the fault sticks
     endings e;
+    std::optional<error_code> on_before;
+    port.async_wait(s->descriptor_for(before), [&](error_code ec) { on_before = ec; });
     port.async_wait(s->descriptor_for(behind), e.handler());
     port.async_wait(s->descriptor_for(behind + 5), e.handler());
     asio::post(ctx, [&] { dev.step_all(); });
@@ -119,13 +121,20 @@ BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_faul
     BOOST_TEST_REQUIRE(e.codes.size() == 2u);
     BOOST_TEST((e.codes[0] == errc::device_fault));
     BOOST_TEST((e.codes[1] == errc::device_fault));
-    // Work before the fault completed; a wait started after it ends at once, unread.
+    // Work before the fault completed, and its wait with success, pending at the fault or not.
+    BOOST_TEST_REQUIRE(on_before.has_value());
+    BOOST_TEST(!*on_before);
     BOOST_TEST(s->descriptor_for(before).is_complete());
     ctx.restart();
+    on_before.reset();
+    port.async_wait(s->descriptor_for(before), [&](error_code ec) { on_before = ec; });
+    // A wait started after the fault, behind it, ends at once.
     port.async_wait(s->descriptor_for(behind), e.handler());
     run_to_completion(ctx);
     BOOST_TEST_REQUIRE(e.codes.size() == 3u);
     BOOST_TEST((e.codes[2] == errc::device_fault));
+    BOOST_TEST_REQUIRE(on_before.has_value());
+    BOOST_TEST(!*on_before);
     BOOST_TEST((gpu_async::descriptor_status(s->descriptor_for(behind)) ==
                 gpu_async::line_status::faulted));
 }
