@@ -318,22 +318,18 @@ BOOST_AUTO_TEST_CASE(a_flag_park_through_the_reactor_lasts_until_the_backstop) {
     sim_device dev;
     auto s_handle = dev.make_stream();
     auto& s = *s_handle;
-    const auto enqueued = std::chrono::steady_clock::now();
     s.enqueue(std::chrono::milliseconds(20));
     result r;
-    const auto started = std::chrono::steady_clock::now();
     port.async_wait(s, plan("flag:park_us=100,backstop_us=100000"), "park", record(r));
     run_to_completion(ctx);
     BOOST_REQUIRE(r.ec.has_value());
     BOOST_TEST(!*r.ec);
     BOOST_TEST((r.report.kind == wait_kind::parked));
     BOOST_TEST(r.report.parks >= 1u);
-    BOOST_TEST(r.report.parks <= 3u); // one, or a few where the run was slower than 100 ms
-    // The work's 20 ms run from its enqueue; the wait's total from its start, a little later.
-    const auto head_start =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(started - enqueued);
-    BOOST_TEST(r.report.total.count() + static_cast<std::uint64_t>(head_start.count()) >=
-               20'000'000u);
+    BOOST_TEST(r.report.parks <= 3u);         // one, or a few where the run was slower than 100 ms
+    BOOST_TEST(s.descriptor().is_complete()); // it ended because the word reached its target
+    // No bound on the report's total: under ThreadSanitizer it came out up to 0.7 % short of
+    // the work's 20 ms, timed on another thread; the park count is what this test is about.
 }
 
 BOOST_AUTO_TEST_CASE(source_error_arrives_as_the_error_code) {
