@@ -68,12 +68,7 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept;
 
 } // namespace detail
 
-/// What a reactor does with a descriptor before it reads the line.
-enum class line_status : std::uint8_t {
-    live,    ///< wait for it
-    stale,   ///< end the wait with errc::stale_descriptor: the line was retired
-    faulted, ///< end the wait with errc::device_fault: the slot's stream faulted
-};
+// line_status (what a reactor does with a descriptor) is in <gpu_async/core/completion_line.hpp>.
 
 /// Gives a line the library hands out (or yours, if you want its descriptors checked) its next
 /// generation, never 0, with no faulted slot; stamp it into the line's descriptors

@@ -17,6 +17,7 @@
 #if !defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <gpu_async/impl/boost_error.ipp>
 #endif
+#include <gpu_async/impl/completion_queue.ipp>
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>

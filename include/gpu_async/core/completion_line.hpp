@@ -126,6 +126,14 @@ private:
 
 static_assert(sizeof(memory_descriptor) == 24, "a descriptor is a pointer, a target and a slot");
 
+/// What a reactor does with a descriptor before it reads the line (the line's owner decides:
+/// gpu_async::descriptor_status in <gpu_async/line_retirement.hpp>).
+enum class line_status : std::uint8_t {
+    live,    ///< wait for it
+    stale,   ///< end the wait with errc::stale_descriptor: the line was retired
+    faulted, ///< end the wait with errc::device_fault: the slot's stream faulted
+};
+
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_CORE_COMPLETION_LINE_HPP

@@ -24,6 +24,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
+#include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/watch_table.hpp>
 
@@ -35,6 +36,7 @@
 #include <deque>
 #include <iterator>
 #include <map>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -109,11 +111,11 @@ struct turn_report {
 /// The reactor: registrations, fire(), and the idle decision. Single-threaded. Not copyable or
 /// movable (awaiters hold its address).
 ///
-/// Cost: descriptors live in a watch_table (<gpu_async/core/watch_table.hpp>: by line, slot and
-/// target under the wrapping rule, for any history of stores), and deadlines and alarms sit in one
-/// time-ordered set. So fire() loads each watched word once and pays O(log n) per registration
-/// it fires; finding the earliest deadline is O(1); a park's predicate looks at the at most eight
-/// words of its line.
+/// Cost: descriptors live in a scan engine (<gpu_async/core/scan_engine.hpp>, the one every host
+/// keeps its waits in: by line, slot and target under the wrapping rule, for any history of
+/// stores), and deadlines and alarms sit in one time-ordered set. So fire() loads each watched word
+/// once and pays O(log n) per registration it fires; finding the earliest deadline is O(1); a
+/// park's predicate looks at the at most eight words of its line.
 class reactor {
 public:
     using registration = std::uint64_t;
@@ -128,13 +130,13 @@ public:
     registration watch(const memory_descriptor& d, std::optional<mono_ns> deadline,
                        reactor_waiter& w) {
         const registration id = next_++;
-        const auto it = descriptors_.emplace(id, watched{d, deadline, &w, std::nullopt}).first;
+        const auto it = descriptors_.try_emplace(id, d, id, deadline, &w).first;
         try {
             if (deadline) timeline_.emplace(*deadline, id);
             // Complete at this read (or completing others, on a far move of the word): it
             // fires at the next fire().
-            it->second.pos = table_.insert(d, id, reached_sink());
-            if (!it->second.pos) reached_.push_back(id);
+            reached_.reserve(reached_.size() + engine_.size() + 1);
+            take_in(it->second);
         } catch (...) {
             if (deadline) timeline_.erase({*deadline, id});
             descriptors_.erase(it);
@@ -182,25 +184,26 @@ public:
         // again at this scan, as every other registration is: a word set back since waits on.
         std::vector<registration> early;
         early.swap(reached_);
-        table_.collect(reached_sink());
+        reached_.reserve(early.size() + engine_.size());
+        engine_list found;
+        engine_.scan(now, no_fetch, no_link, found);
+        reached(found);
         for (const registration id : early) {
             watched& w = descriptors_.at(id);
-            if (w.desc.is_complete())
+            if (w.descriptor().is_complete())
                 reached_.push_back(id);
-            else if (!(w.pos = table_.insert(w.desc, id, reached_sink())))
-                reached_.push_back(id);
+            else
+                take_in(w);
         }
-        for (const registration id : reached_) {
-            descriptors_.at(id).pos.reset(); // out of the table already
+        for (const registration id : reached_)
             fired_descriptors.emplace_back(id, true);
-        }
         reached_.clear();
         for (const auto& [at, id] : timeline_) {
             if (at > now) break;
             if (alarms_.count(id) != 0)
                 fired_alarms.push_back(id);
             else
-                fired_descriptors.emplace_back(id, descriptors_.at(id).desc.is_complete());
+                fired_descriptors.emplace_back(id, descriptors_.at(id).descriptor().is_complete());
         }
         // Registration order; a descriptor found both complete and past its deadline fires once,
         // completed (completion wins).
@@ -257,7 +260,7 @@ public:
             r.idled = idle_kind::slept;
             idle.sleep_until(*earliest);
         } else {
-            const completion_line& line = descriptors_.begin()->second.desc.line();
+            const completion_line& line = descriptors_.begin()->second.descriptor().line();
             dur_ns bound = park_bound;
             if (earliest) bound = min(bound, earliest->since(now));
             r.idled = idle_kind::parked;
@@ -279,10 +282,10 @@ public:
     /// True when any watched descriptor on `line` has completed.
     bool any_complete_on(const completion_line& line) const noexcept {
         for (const registration id : reached_) {
-            const memory_descriptor& d = descriptors_.at(id).desc;
+            const memory_descriptor& d = descriptors_.at(id).descriptor();
             if (&d.line() == &line && d.is_complete()) return true;
         }
-        return table_.any_reached(line);
+        return engine_.any_reached(line);
     }
 
     std::size_t watched_count() const noexcept { return descriptors_.size(); }
@@ -305,11 +308,16 @@ public:
     alarm_awaiter alarm(mono_ns at) noexcept;
 
 private:
-    struct watched {
-        memory_descriptor desc;
-        std::optional<mono_ns> deadline;
+    struct watched : engine_wait {
+        watched(const memory_descriptor& d, registration i, std::optional<mono_ns> dl,
+                reactor_waiter* w) noexcept
+            : engine_wait(d)
+            , id(i)
+            , deadline(dl)
+            , waiter(w) {}
+        registration id;
+        std::optional<mono_ns> deadline; // on the timeline, not the engine's (alarms share it)
         reactor_waiter* waiter;
-        std::optional<watch_table<registration>::handle> pos; // none once reached
     };
     struct alarm_entry {
         mono_ns at;
@@ -319,21 +327,32 @@ private:
         registration id;
         reactor_waiter* waiter;
     };
-    // Takes what leaves the table through a scan into reached_ (fired at the next fire()).
-    struct reached_sink_t {
-        std::vector<registration>* reached;
-        void operator()(registration id, watch_end) const { reached->push_back(id); }
-    };
-    reached_sink_t reached_sink() noexcept { return reached_sink_t{&reached_}; }
+    static constexpr auto no_fetch = [](engine_batch&) noexcept {};
+    static constexpr auto no_link = [](engine_wait&) noexcept {};
+
+    // What left the engine (reached: it has no deadlines and no status) goes to reached_, fired
+    // at the next fire(). Room was reserved by the caller.
+    void reached(engine_list& out) {
+        while (engine_wait* e = out.pop())
+            reached_.push_back(static_cast<watched*>(e)->id);
+    }
+    // One read of the word: registered, or reached (with what the read completed besides).
+    void take_in(watched& w) {
+        engine_list out;
+        engine_.take_in_one(w, no_link, out);
+        if (!w.registered() && w.end() == wait_end::no_memory) throw std::bad_alloc();
+        reached(out);
+    }
 
     void unregister(std::map<registration, watched>::iterator it) {
         const registration id = it->first;
-        const watched& w = it->second;
+        watched& w = it->second;
         if (w.deadline) timeline_.erase({*w.deadline, id});
-        if (w.pos)
-            table_.erase(*w.pos);
-        else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
-                 r != reached_.end())
+        if (w.registered()) {
+            engine_list removed; // leaves uninvoked: it is being cancelled or fired
+            engine_.remove(w, removed);
+        } else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
+                   r != reached_.end())
             reached_.erase(r);
         descriptors_.erase(it);
     }
@@ -348,7 +367,7 @@ private:
     std::map<registration, watched> descriptors_;
     std::map<registration, alarm_entry> alarms_;
     std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
-    watch_table<registration> table_;
+    scan_engine engine_;
     std::vector<registration> reached_; // out of the table, to fire at the next fire()
     std::deque<fired_entry> fired_;
 };

@@ -53,9 +53,11 @@
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
+#include <gpu_async/core/park_policy.hpp>
+#include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/bell_waiter.hpp>
+#include <gpu_async/detail/completion_queue.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
@@ -70,12 +72,10 @@
 #include <boost/asio/execution_context.hpp>
 #endif
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -111,200 +111,6 @@ inline error_code status_error(const memory_descriptor& d) noexcept {
     }
     return {};
 }
-
-class reactor_service;
-class reactor_op;
-class completion_queue;
-struct reactor_port;
-
-/// A pending wait as the reactor sees it. The concrete operation (a handler, its work guards and
-/// its allocator) derives from it; the reactor calls `complete` (hand the completion to the
-/// executor; called with no lock held, at most once) or, at shutdown, `destroy` (free it without
-/// invoking anything).
-class reactor_op {
-public:
-    using complete_fn = void (*)(reactor_op*);
-    using destroy_fn = void (*)(reactor_op*);
-
-    reactor_op(const memory_descriptor& d, complete_fn c, destroy_fn x) noexcept
-        : descriptor_(d)
-        , complete_(c)
-        , destroy_(x) {}
-    reactor_op(const reactor_op&) = delete;
-    reactor_op& operator=(const reactor_op&) = delete;
-
-    const memory_descriptor& descriptor() const noexcept { return descriptor_; }
-
-    /// Set by the reactor before `complete`: empty (reached), operation_aborted (cancelled, or
-    /// its line retired) or timed_out (a registration deadline passed first).
-    error_code ec;
-
-    /// Hands the completion to the executor. Consumes the op, also when it throws (posting
-    /// failed: the op has been destroyed without invoking anything).
-    void complete() { complete_(this); }
-    void destroy() { destroy_(this); }
-
-protected:
-    ~reactor_op() = default;
-
-    /// Set at initiation when `complete` hands the handler to an executor other than the I/O
-    /// executor the drain runs on (dispatch), rather than invoking it: see completion_queue::run.
-    void set_foreign_executor(bool foreign) noexcept { foreign_executor_ = foreign; }
-    bool foreign_executor() const noexcept { return foreign_executor_; }
-
-private:
-    friend class reactor_service;
-    friend class completion_queue;
-
-    memory_descriptor descriptor_;
-    complete_fn complete_;
-    destroy_fn destroy_;
-    std::uint64_t bound_ns_ = 0;    // 0: the service's park bound
-    std::uint64_t deadline_ns_ = 0; // with has_deadline_: the registration's deadline
-    std::uint64_t started_ns_ = 0;  // when it was registered (wordwait clock), 0: not predicted
-    bool has_deadline_ = false;
-    bool foreign_executor_ = false; // see set_foreign_executor (in has_deadline_'s padding)
-    reactor_port* port_ = nullptr;  // the port it was started for
-    reactor_port* owner_ = nullptr; // the port whose list it is linked in (while in the table)
-    reactor_op* prev_ = nullptr;    // in the owner's list
-    reactor_op* next_ = nullptr;
-    reactor_op* next_ready_ = nullptr;
-    std::uint64_t serial_ = 0;          // with the address, the key a cancellation looks up
-    completion_queue* queue_ = nullptr; // where its completion is delivered from
-    watch_table<reactor_op*>::handle pos_{};
-    // The merge that took it in (merges take registrations in registration order), and whether
-    // its word had reached the target there: with these, waits of one target leave a scan in
-    // the order they were started.
-    std::uint64_t taken_in_ = 0;
-    bool done_at_take_in_ = false;
-};
-
-/// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).
-inline void prefetch_line(const void* p) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p, 1);
-#else
-    (void)p;
-#endif
-}
-
-/// Asks for the cache lines of `op` that the service and a drain read and write (the reactor's
-/// part and the first line after it): with thousands of waits pending, an op is out of the cache
-/// by the time it is taken in or completed.
-inline void prefetch_op(const reactor_op* op) noexcept {
-    const char* p = reinterpret_cast<const char*>(op);
-    for (std::size_t at = 0; at < sizeof(reactor_op) + 64; at += 64)
-        prefetch_line(p + at);
-}
-
-/// Where the finished waits of one port wait for delivery: an intrusive FIFO that one drain
-/// handler at a time empties on the port's I/O executor. A batch of completions costs one post
-/// (not one per wait), and the drain's memory is the queue's own, so delivering cannot fail for
-/// want of memory with the standard executors; when posting the drain throws anyway (a custom
-/// executor, an allocator out of memory), the waits stay queued and the service posts again
-/// within one park bound: no wait is stranded, none is completed twice.
-///
-/// Reference counted: the port's state holds one reference and a posted (or to-be-reposted)
-/// drain holds one, so a queue with waits in it outlives the port that filled it.
-class completion_queue {
-public:
-    completion_queue(const completion_queue&) = delete;
-    completion_queue& operator=(const completion_queue&) = delete;
-
-    void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
-    void release() noexcept {
-        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_(this);
-    }
-
-    /// Runs on the I/O executor (the drain): delivers the waits queued when it started, in
-    /// order, then posts itself again if more arrived meanwhile. If a delivery throws (a handler
-    /// invoked inline threw), the waits not yet delivered stay queued, a drain is posted for them,
-    /// and the exception propagates. A wait whose handler has an executor of its own ends the
-    /// drain too (the rest is posted again after it): that executor may run the handler inline
-    /// and keep what it throws until the drain returns. Consumes the drain's reference.
-    GPU_ASYNC_DECL void run();
-
-    /// The drain was destroyed without running. When the service has shut down (the execution
-    /// context is going away) the queued waits are destroyed without invoking their handlers;
-    /// otherwise (an executor dropped it) the service posts a drain again. Consumes the drain's
-    /// reference.
-    GPU_ASYNC_DECL void dropped() noexcept;
-
-protected:
-    /// Posts one drain holding the reference the caller passes on. Returns false when posting
-    /// failed before the drain took the reference (the caller still holds it and retries).
-    using schedule_fn = bool (*)(completion_queue*) noexcept;
-    using free_fn = void (*)(completion_queue*) noexcept;
-
-    completion_queue(reactor_service& svc, schedule_fn s, free_fn f) noexcept
-        : svc_(&svc)
-        , schedule_(s)
-        , free_(f) {}
-    ~completion_queue() = default;
-
-private:
-    friend class reactor_service;
-
-    /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
-    /// scheduled: the queue was idle; the caller then holds a new reference for it.
-    bool push(reactor_op* head, reactor_op* tail) noexcept;
-    /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
-    void abandon() noexcept;
-
-    reactor_service* svc_;
-    schedule_fn schedule_;
-    free_fn free_;
-    std::atomic<std::size_t> refs_{1};
-    std::mutex mutex_;
-    reactor_op* head_ = nullptr;
-    reactor_op* tail_ = nullptr;
-    bool posted_ = false;                       // a drain is posted, running or awaiting a retry
-    completion_queue* next_schedule_ = nullptr; // in a to-schedule or retry list
-};
-
-/// A counted reference to a completion_queue.
-class queue_ref {
-public:
-    queue_ref() noexcept = default;
-    /// Adopts a reference the caller already holds.
-    explicit queue_ref(completion_queue* q) noexcept
-        : q_(q) {}
-    queue_ref(queue_ref&& o) noexcept
-        : q_(std::exchange(o.q_, nullptr)) {}
-    queue_ref& operator=(queue_ref&& o) noexcept {
-        if (this != &o) {
-            reset();
-            q_ = std::exchange(o.q_, nullptr);
-        }
-        return *this;
-    }
-    ~queue_ref() { reset(); }
-    void reset() noexcept {
-        if (q_ != nullptr) std::exchange(q_, nullptr)->release();
-    }
-    completion_queue* get() const noexcept { return q_; }
-    completion_queue* release_ownership() noexcept { return std::exchange(q_, nullptr); }
-    explicit operator bool() const noexcept { return q_ != nullptr; }
-
-private:
-    completion_queue* q_ = nullptr;
-};
-
-/// What identifies a registered wait to a cancellation handler without touching it: looked up
-/// under the service's lock, never dereferenced unless found registered.
-struct reactor_key {
-    memory_descriptor descriptor;
-    const reactor_op* op;
-    std::uint64_t serial;
-};
-
-/// The per-port state the service keeps: a list of the port's pending waits, and the queue
-/// their completions are delivered from.
-struct reactor_port {
-    reactor_op* head = nullptr;
-    std::size_t count = 0;
-    queue_ref queue;
-};
 
 /// The reactor service of one execution context. See the header comment for its design.
 ///
@@ -348,7 +154,7 @@ public:
                                                                 slot_id slot) const;
     /// At most this many pending waits are looked through for the earliest expected completion;
     /// with more the waiter steps (a scan per park would cost more than the steps it saves).
-    static constexpr std::size_t predict_max_pending = 256;
+    static constexpr std::size_t predict_max_pending = park_policy::predict_max_pending;
 
     /// Ends every wait on `line` (operation_aborted, through their executors); after it returns
     /// the service does not read `line` until a new wait on it is started. Line owners call the
@@ -427,9 +233,7 @@ public:
     GPU_ASYNC_DECL void park(std::uint64_t seen, dur_ns bound);
 
 private:
-    using table_type = watch_table<reactor_op*>;
-
-    /// Ready completions in the order they were found (FIFO).
+    /// Ready completions in the order they were found (FIFO, linked through engine_wait::next).
     struct ready_list {
         reactor_op* head = nullptr;
         reactor_op* tail = nullptr;
@@ -438,18 +242,16 @@ private:
         // (noted while each op is at hand: enqueue_locked then walks no list of one queue).
         completion_queue* queue = nullptr;
         bool mixed = false;
-        void push(reactor_op* op) noexcept { push(op, op->queue_); }
-        /// push(op), its completion queue `q` known already.
-        void push(reactor_op* op, completion_queue* q) noexcept {
-            op->next_ready_ = nullptr;
+        void push(reactor_op* op) noexcept {
+            op->next = nullptr;
             if (tail != nullptr)
-                tail->next_ready_ = op;
+                tail->next = op;
             else
                 head = op;
             tail = op;
             if (count == 0)
-                queue = q;
-            else if (q != queue)
+                queue = op->queue_;
+            else if (op->queue_ != queue)
                 mixed = true;
             ++count;
         }
@@ -458,14 +260,34 @@ private:
     GPU_ASYNC_DECL void shutdown() override;
     GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
 
-    /// Takes what leaves the table (under the lock): the service's bookkeeping, the op's
-    /// result, then onto `out`.
-    struct ready_sink {
-        reactor_service* self;
-        ready_list* out;
-        GPU_ASYNC_DECL void operator()(reactor_op* op, watch_end why) const;
-    };
-    ready_sink sink_locked(ready_list& out) noexcept { return ready_sink{this, &out}; }
+    // --- the engine's adapter (under mutex_) ----------------------------------------------------
+
+    /// The engine's fetch: swaps the incoming registrations into `b`; with none, publishes the
+    /// table's size (see start(): a registration after that take reads it and rings).
+    void fetch_incoming(engine_batch& b) noexcept;
+    auto fetch() noexcept {
+        return [this](engine_batch& b) { fetch_incoming(b); };
+    }
+    /// The engine kept a wait: linked into its port's list (cancel(port)).
+    auto registered() noexcept {
+        return [this](engine_wait& w) { link_locked(static_cast<reactor_op&>(w)); };
+    }
+    /// What left the engine: the op's result from why it ended, the port's list, the rhythm's
+    /// sample, then onto `list`, in order.
+    GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
+    /// Takes registrations in and, when waits are pending, scans at `now`; what ended goes onto
+    /// `list`.
+    GPU_ASYNC_DECL void pass_locked(std::chrono::steady_clock::time_point now,
+                                    ready_list& list) noexcept;
+    /// Takes registrations in before a cancellation, retirement or fault (so that a wait not yet
+    /// taken in is found), with the waits of their slots that the same store reached.
+    GPU_ASYNC_DECL void take_in_settled_locked(engine_list& out) noexcept;
+    void publish_size() noexcept { table_size_.store(engine_.size(), std::memory_order_seq_cst); }
+    void link_locked(reactor_op& op) noexcept;
+    void unlink_port_locked(reactor_op& op) noexcept;
+    dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const noexcept;
+
+    // --- delivery -------------------------------------------------------------------------------
 
     friend class completion_queue;
     /// Hands `list` to the ops' completion queues, in order (under the lock, so no queue can go
@@ -488,42 +310,22 @@ private:
     /// Takes the retry list (under the lock).
     completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
-    /// Moves the incoming registrations into the table (in registration order); those found
-    /// complete, and waits a registration's read completed, go onto `out`.
-    void merge_incoming_locked(ready_list& out);
-    /// merge_incoming_locked() outside a scan (a cancellation, a line's retirement): the table's
-    /// waits of the slots where it found waits complete that the same store reached leave with
-    /// them, ordered as a scan orders.
-    void merge_settled_locked(ready_list& out);
-    /// Collects (onto `out`) the slots of the `n` ops of `out` after `before` (its tail before
-    /// they came; none: from its head).
-    void recollect_locked(ready_list& out, reactor_op* before, std::size_t n);
-    /// Room for this many registrations between two merges at first (the array grows to twice
-    /// the most one merge took).
-    static constexpr std::size_t initial_incoming = 64;
-    /// Whether registrations wait to be taken in (under the lock).
-    bool has_incoming_locked() const;
-    /// Calls f(op) for each registration not yet taken in (under the lock).
-    template <class F>
-    void for_each_incoming_locked(F f) const {
-        std::lock_guard in(incoming_mutex_);
-        for (const reactor_op* op : incoming_)
-            f(op);
-        for (const reactor_op* op = incoming_overflow_; op != nullptr; op = op->next_ready_)
-            f(op);
-    }
-    void link_locked(reactor_port* port, reactor_op* op);
-    void unlinked_locked(reactor_op* op);
-    void collect_locked(std::chrono::steady_clock::time_point now, ready_list& out);
-    /// collect_locked(), which hands out what it found before it ran out of memory, if it does.
-    void scan_locked(std::chrono::steady_clock::time_point now, ready_list& out) noexcept;
-    dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const;
+    // --- the waiter -----------------------------------------------------------------------------
+
     /// Whether no thread is the waiter: no FILL driver runs and no watcher thread (under the
     /// lock). A wait registered then is scanned by nobody until a watcher starts.
     bool no_waiter_locked() const noexcept { return fill_ == 0 && !thread_.joinable(); }
+    /// Whether waits are registered or queued (under the lock).
+    bool waits_locked() const;
     void start_thread_locked();
     void stop_thread();
+    /// The watcher thread: passes of park_policy's steps until stopped.
     void watcher_main();
+    /// The watcher's steps (lock held on entry and exit; each releases it while it waits).
+    void post_retries_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
+    void idle_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
+    void stand_back_step(std::unique_lock<std::mutex>& lk);
+    void scan_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
     /// Parks until a ring or a device's signal, at most `bound` (the shared watcher wait,
     /// <gpu_async/detail/bell_waiter.hpp>). `watching`: waits are pending.
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
@@ -531,16 +333,12 @@ private:
     }
     /// Whether waits started now are predicted: predicts(), device producers on the doorbell, no
     /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and a
-    /// device poll interval shorter than the waiter's park bound (polls_within()).
+    /// device poll interval shorter than the waiter's park bound (park_policy::polls_within).
     bool predicting() const noexcept {
         return predict_.load(std::memory_order_relaxed) && bell_->device_producers() != 0 &&
-               !waiter_.has_monitor() && polls_within(waiter_bound());
+               !waiter_.has_monitor() &&
+               park_policy::polls_within(waiter_.device_poll(), waiter_bound());
     }
-    /// Whether a park of `bound` can step: a device poll interval shorter than it. Otherwise a
-    /// park sleeps the whole bound, with or without a prediction (a predicted sleep is taken
-    /// only when longer than two intervals), so learning would cost a clock read and a lookup
-    /// per wait for nothing.
-    bool polls_within(dur_ns bound) const noexcept { return waiter_.device_poll().ns < bound.ns; }
     /// The park bound of the thread that waits for the table: the longest of the FILL drivers'
     /// own while any runs, else the watcher's, park_bound().
     dur_ns waiter_bound() const noexcept {
@@ -549,23 +347,17 @@ private:
     }
     /// The estimator's plan for the rhythm: the margin is one device poll interval.
     deadline_plan rhythm_plan() const noexcept;
-    /// Twice the device poll interval (saturating): the shortest predicted sleep worth taking
-    /// and the longest poll after one.
-    dur_ns two_polls() const noexcept {
-        const std::uint64_t p = waiter_.device_poll().ns;
-        return dur_ns{p > ~std::uint64_t{0} / 2 ? ~std::uint64_t{0} : 2 * p};
-    }
     /// Feeds what `op`, found complete now, teaches its slot's rhythm (under the lock; never
     /// throws: without memory the sample is dropped).
     void learn_locked(const reactor_op& op) noexcept;
-    /// The sleep before the earliest expected completion of the pending waits, less the margin,
-    /// when every pending wait (at most predict_max_pending) has a learnt rhythm, the park of
-    /// `bound` can step (polls_within) and that sleep is longer than two device poll intervals;
-    /// else none (the waiter steps).
-    std::optional<dur_ns> predicted_sleep_locked(std::uint64_t now_ns, dur_ns bound) const;
-    /// Parks as park_on_bell, or, with a predicted sleep within `bound`, sleeps to it and polls
-    /// (bell_waiter::park_predicted); returns whether the next scan's samples are late.
-    bool park_between_scans(std::uint64_t seen, dur_ns bound, std::optional<dur_ns> sleep);
+    /// park_policy::predicted_sleep for the pending waits, their expected completions from the
+    /// learnt rhythms.
+    std::optional<park_policy::predicted_park> predicted_sleep_locked(std::uint64_t now_ns,
+                                                                      dur_ns bound) const;
+    /// Parks as park_on_bell, or sleeps and polls as predicted (bell_waiter::park_predicted);
+    /// returns whether the next scan's samples are late.
+    bool park_between_scans(std::uint64_t seen, dur_ns bound,
+                            std::optional<park_policy::predicted_park> sleep);
     /// While drains are out (their ends scan), the watcher waits for them instead of scanning
     /// beside them: spins as a park would, then, while rings come densely, sleeps on
     /// drains_out_. Returns when none is out, at a stop, or after `bound`. `spin_first`: spin
@@ -580,8 +372,7 @@ private:
     std::multiset<std::uint64_t> fill_bounds_;    // the FILL drivers' park bounds
     std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
-    table_type table_;
-    std::map<std::uint64_t, std::size_t> bounds_; // per-registration bounds in use
+    scan_engine engine_{&descriptor_status}; // the pending waits (under mutex_)
     std::size_t fill_ = 0;
     bool stop_ = false;
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
@@ -591,21 +382,15 @@ private:
     std::uint64_t slept_from_ns_ = 0; // with scan_late_: when that sleep began (the last look)
     /// The longest spin of a stand-back before it sleeps on drains_out_ (dense rings only).
     static constexpr std::uint64_t stand_back_spin_ns = 20000;
-    /// The longest stand-back, in park bounds (a drain scans only when the bell rang).
-    static constexpr std::uint64_t stand_back_bounds = 10;
     std::atomic<bool> shut_down_{false};
     std::atomic<bool> waiter_present_{false}; // the watcher runs or a FILL driver is active
-    // Registered, not yet in the table, in registration order: an array while it has room (a
-    // registration never allocates; the merge reads it in order, fetching ahead, where a linked
-    // stack made it chase one cold op after another), then a stack (newest first) once it is
-    // full. Under incoming_mutex_, held to add one, to take them all or to count them
-    // (pending()), never during a scan; taken after mutex_ when both are held.
+    // Registered, not yet taken in, in registration order (engine_batch: an array while it has
+    // room, so a registration never allocates, then a stack). Under incoming_mutex_, held to add
+    // one, to take them all or to count them (pending()), never during a scan; taken after
+    // mutex_ when both are held.
     mutable std::mutex incoming_mutex_;
-    std::vector<reactor_op*> incoming_;
-    reactor_op* incoming_overflow_ = nullptr;
-    std::vector<reactor_op*> incoming_spare_;  // the merge's (under mutex_), swapped with incoming_
-    std::uint64_t merges_ = 0;                 // merges that took registrations in (under mutex_)
-    std::atomic<std::size_t> table_size_{0};   // table_.size() as last published
+    engine_batch incoming_ = engine_.make_batch();
+    std::atomic<std::size_t> table_size_{0};   // engine_.size() as last published
     std::atomic<std::uint64_t> scanned_at_{0}; // the ring count before a drain's last scan
     // Drains posted, running or awaiting a retry (queues with posted_ set); a futex word that
     // the watcher sleeps on while it stands back (stand_back), with its sleepers counted.
@@ -620,50 +405,6 @@ private:
     std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
     std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
     completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
-    /// A wait to hand out in order, with its sort key copied out of the op (a sort then reads
-    /// no op: with thousands of waits those reads are cache misses).
-    struct reached {
-        reactor_op* op;
-        const completion_line* line;
-        completion_queue* queue;
-        // The slot's word less the target (0 for an error); until measure(), the target.
-        std::uint64_t below;
-        // When it was started: reactor_op::taken_in_ (times 2), plus 1 when done_at_take_in_.
-        std::uint64_t started;
-        std::uint8_t slot;
-        bool failed; // ends with an error (not reached)
-        /// The key of `op`, whose `ec` is set, but for `below` (see measure()).
-        static reached taken(reactor_op* op) noexcept {
-            const memory_descriptor& d = op->descriptor();
-            return {op,
-                    &d.line(),
-                    op->queue_,
-                    d.target(),
-                    op->taken_in_ * 2 + (op->done_at_take_in_ ? 1 : 0),
-                    static_cast<std::uint8_t>(d.slot().index()),
-                    static_cast<bool>(op->ec)};
-        }
-        /// `below`, from the slot's word read now (reads no op).
-        void measure() noexcept {
-            below = failed ? 0 : line->words[slot].load(std::memory_order_acquire) - below;
-        }
-        /// The whole key of `op`: taken, then measured.
-        static reached of(reactor_op* op) noexcept {
-            reached r = taken(op);
-            r.measure();
-            return r;
-        }
-        /// The hand-out order: by line and slot, the completed first, in ascending target order
-        /// (descending `below`), one target's waits in the order they were started (an earlier
-        /// merge first; in one merge, those it left pending before those it found complete).
-        GPU_ASYNC_DECL static bool before(const reached& a, const reached& b) noexcept;
-    };
-    /// Puts reached_scratch_ in hand-out order (a stable sort, skipped when already in order,
-    /// as registrations in line order usually are).
-    GPU_ASYNC_DECL void sort_reached() noexcept;
-    std::vector<reached> reached_scratch_; // merge_incoming_locked's and order_locked's
-    /// Orders a scan's list (ascending target order per slot) when it holds several runs.
-    GPU_ASYNC_DECL void order_locked(ready_list& list) noexcept;
     std::thread thread_;
 };
 
@@ -672,6 +413,7 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
+#include <gpu_async/impl/completion_queue.ipp>
 #include <gpu_async/impl/reactor_service.ipp>
 #endif
 

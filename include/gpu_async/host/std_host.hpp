@@ -25,7 +25,9 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/estimator.hpp>
 #include <gpu_async/core/park_fallback.hpp>
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/reactor.hpp>
+#include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
@@ -164,17 +166,23 @@ class std_watcher;
 
 namespace detail {
 
-// One registration of the watcher. Shared by the handle and the watcher's registry.
-struct watch_state : std::enable_shared_from_this<watch_state> {
+/// The line a stop listener's engine part names (never read: a stop listener is never taken in).
+inline const completion_line no_line{};
+
+// One registration of the watcher. Shared by the handle and the watcher's registry; its engine
+// part is in the watcher's scan engine between its take-in and its leaving.
+struct watch_state : engine_wait, std::enable_shared_from_this<watch_state> {
     enum class phase : std::uint8_t { registered, firing, done, dropped };
 
+    explicit watch_state(const memory_descriptor& d, bool stop_listener = false) noexcept
+        : engine_wait(d)
+        , line(stop_listener ? nullptr : &d.line()) {}
+    ~watch_state() = default;
+
     const completion_line* line = nullptr; // null for a stop listener (on_stop)
-    std::size_t slot = 0;
-    std::uint64_t target = 0;
-    std::function<void()> callback;           // on_complete's, on_stop's; empty for the future form
-    std::function<void(std::error_code)> end; // on_end's: also run when the watcher stops
-    std::optional<watch_table<watch_state*>::handle> pos; // in the watcher's table, if there
-    phase state = phase::registered;                      // guarded by the watcher's mutex
+    std::function<void()> callback;        // on_complete's, on_stop's; empty for the future form
+    std::function<void(std::error_code)> end_fn; // on_end's: also run when the watcher stops
+    phase state = phase::registered;             // guarded by the watcher's mutex
 
     // The future form's own completion flag (no watcher lock needed to wait on it), and how it
     // ended: empty when the word reached the target.
@@ -364,7 +372,8 @@ public:
     /// the on_end registrations were ended). Returns an empty handle, and never runs `fn`, when
     /// the watcher has stopped. Dropping the handle first: `fn` never runs.
     watch_handle on_stop(std::function<void()> fn) {
-        auto s = std::make_shared<detail::watch_state>();
+        auto s = std::make_shared<detail::watch_state>(
+            memory_descriptor(detail::no_line, *slot_id::at(0), 0), /*stop_listener=*/true);
         s->callback = std::move(fn);
         {
             std::lock_guard lk(m_);
@@ -377,13 +386,13 @@ public:
     /// Registrations not yet resolved (stop listeners are not counted).
     std::size_t pending() const {
         std::lock_guard lk(m_);
-        return table_.size() + ready_.size() + stranded_.size() + ended_.size();
+        return engine_.size() + ready_.size() + stranded_.size() + ended_.size();
     }
 
     /// Lines with at least one registration.
     std::size_t lines() const {
         std::lock_guard lk(m_);
-        return table_.lines();
+        return engine_.lines();
     }
 
     /// How the thread waits between scans: "park: <word wait>" (a user-mode monitor on the
@@ -414,39 +423,70 @@ private:
     friend class watch_handle;
     using state_ptr = std::shared_ptr<detail::watch_state>;
 
-    // Takes registrations that left the table because their word reached the target.
-    struct ready_sink {
-        std::vector<state_ptr>* out;
-        void operator()(detail::watch_state* p, watch_end) const {
-            p->pos.reset();
-            out->push_back(p->shared_from_this()); // a handle owns it while registered
+    // The std_watcher is an adapter over a scan engine (<gpu_async/core/scan_engine.hpp>):
+    // registrations are taken in under m_ as they come, and what leaves the engine becomes a
+    // callback to run on the watcher thread.
+
+    // Sorts what left the engine: reached to ready_, the rest (retired, faulted, stale) to
+    // ended_ with its code; both fire at the thread's next pass. Lock held. Room is made first,
+    // so that only that reserve can throw.
+    void settle_locked(engine_list& out) {
+        ready_.reserve(ready_.size() + out.count);
+        ended_.reserve(ended_.size() + out.count);
+        while (engine_wait* w = out.pop()) {
+            auto* p = static_cast<detail::watch_state*>(w);
+            switch (w->end()) {
+            case wait_end::reached:
+                ready_.push_back(p->shared_from_this()); // a handle owns it while registered
+                continue;
+            case wait_end::aborted:
+                p->ending = std::make_error_code(std::errc::operation_canceled);
+                break;
+            case wait_end::faulted:
+                p->ending = make_error_code(errc::device_fault);
+                break;
+            case wait_end::stale:
+                p->ending = make_error_code(errc::stale_descriptor);
+                break;
+            case wait_end::expired: // no deadlines here
+            case wait_end::no_memory:
+                p->ending = std::make_error_code(std::errc::not_enough_memory);
+                break;
+            }
+            ended_.push_back(p->shared_from_this());
         }
-    };
+    }
+    // settle_locked() where nothing may throw (retirement, a fault): room for every wait was made
+    // when it registered (add), so it cannot fail; were it to, the waits stay unresolved rather
+    // than lost to a throw in a noexcept path.
+    void settle_noexcept_locked(engine_list& out) noexcept {
+        try {
+            settle_locked(out);
+        } catch (...) {
+        }
+    }
+    static constexpr auto no_fetch = [](engine_batch&) noexcept {};
+    static constexpr auto no_link = [](engine_wait&) noexcept {};
 
     watch_handle add(const memory_descriptor& d, std::function<void()> fn,
                      std::function<void(std::error_code)> end = {}) {
-        auto s = std::make_shared<detail::watch_state>();
-        s->line = &d.line();
-        s->slot = d.slot().index();
-        s->target = d.target();
+        auto s = std::make_shared<detail::watch_state>(d);
         s->callback = std::move(fn);
-        s->end = std::move(end);
+        s->end_fn = std::move(end);
         {
             std::lock_guard lk(m_);
-            if (stop_ && s->end) return watch_handle(); // nothing would ever end it
-            // A retired line's descriptor, or a faulted slot's, ends at the next scan unread.
-            // (Under m_: a retirement advances the generation before it takes m_.)
-            if (const line_status st = descriptor_status(d);
-                st == line_status::stale || (st == line_status::faulted && !d.is_complete())) {
-                s->ending = make_error_code(st == line_status::stale ? errc::stale_descriptor
-                                                                     : errc::device_fault);
-                ended_.push_back(s);
-            } else {
-                // One read of the word: complete now (fired at the next scan), or registered.
-                ready_.reserve(ready_.size() + 1);
-                s->pos = table_.insert(d, s.get(), ready_sink{&ready_});
-                if (!s->pos) ready_.push_back(s);
-            }
+            if (stop_ && s->end_fn) return watch_handle(); // nothing would ever end it
+            // Room for its ending (retirement and faults never allocate).
+            ready_.reserve(ready_.size() + engine_.size() + 1);
+            ended_.reserve(ended_.size() + engine_.size() + 1);
+            // One read of the word (complete now: fired at the next pass), after the status
+            // check (a retired line's descriptor, a faulted slot's, ends unread). Under m_: a
+            // retirement advances the generation before it takes m_.
+            engine_list out;
+            engine_.take_in_one(*s, no_link, out);
+            if (s->engine_wait::end() == wait_end::no_memory && !s->registered())
+                throw std::bad_alloc();
+            settle_locked(out);
         }
         bell_->ring(); // the thread takes it in now (it may be idle, or the wait complete)
         return watch_handle(*this, std::move(s));
@@ -469,9 +509,9 @@ private:
     }
 
     void unlink(detail::watch_state& s) {
-        if (s.pos) {
-            table_.erase(*s.pos);
-            s.pos.reset();
+        if (s.registered()) {
+            engine_list dropped; // it leaves uninvoked: its handle is going
+            engine_.remove(s, dropped);
             return;
         }
         for (std::vector<state_ptr>* list : {&ready_, &ended_, &stranded_, &stop_listeners_}) {
@@ -493,7 +533,11 @@ private:
         for (state_ptr& p : ready_)
             out.push_back(std::move(p));
         ready_.clear();
-        table_.collect(ready_sink{&out});
+        engine_list found;
+        engine_.scan(mono_ns{}, no_fetch, no_link, found); // no deadlines: the time is unused
+        out.reserve(out.size() + found.count);
+        while (engine_wait* w = found.pop())
+            out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (const state_ptr& p : out)
             p->state = detail::watch_state::phase::firing;
     }
@@ -504,8 +548,8 @@ private:
     // (shut_down at the stop), unless the registration ended for its own (`ending`).
     static void fire(detail::watch_state& s, std::error_code ec) {
         if (s.ending) ec = s.ending;
-        if (s.end) {
-            auto fn = std::move(s.end);
+        if (s.end_fn) {
+            auto fn = std::move(s.end_fn);
             fn(ec);
         } else if (s.callback && (!ec || s.line == nullptr)) { // a stop listener runs at the stop
             auto fn = std::move(s.callback);
@@ -519,51 +563,26 @@ private:
         s.cv.notify_all();
     }
 
-    // Hands the registrations `sink` ends (the table's, for a retirement or a fault) to the
-    // thread with `why`; they fire at its next pass. Lock held.
-    auto ending_sink(std::error_code why) {
-        return [this, why](detail::watch_state* p, watch_end) {
-            p->pos.reset();
-            p->ending = why;
-            // Room was made when it registered (ready_'s reserve is per registration); a failure
-            // here leaves it unresolved rather than lost to a throw in a noexcept path.
-            try {
-                ended_.push_back(p->shared_from_this());
-            } catch (...) {
-            }
-        };
-    }
-
     // line_watcher: after this returns the thread never reads `line` (it reads lines only while
     // it scans, under m_). The registrations end on the watcher thread: nothing waits for a
     // callback here.
     void retire_line(const completion_line& line) noexcept override {
         {
             std::lock_guard lk(m_);
-            try {
-                ended_.reserve(ended_.size() + table_.size());
-            } catch (...) {
-            }
-            table_.remove_line(line,
-                               ending_sink(std::make_error_code(std::errc::operation_canceled)));
+            engine_list out;
+            engine_.retire_line(line, out);
+            settle_noexcept_locked(out);
         }
         bell_->ring();
     }
 
+    // What the stream stored before its fault completes as usual; the rest fault.
     void fault_slot(const completion_line& line, slot_id slot) noexcept override {
         {
             std::lock_guard lk(m_);
-            try {
-                ended_.reserve(ended_.size() + table_.size());
-            } catch (...) {
-            }
-            // What the stream stored before its fault completes them as usual; the rest fault.
-            try {
-                ready_.reserve(ready_.size() + table_.size());
-                table_.collect(line, slot, ready_sink{&ready_});
-            } catch (...) {
-            }
-            table_.remove_slot(line, slot, ending_sink(make_error_code(errc::device_fault)));
+            engine_list out;
+            engine_.fault_slot(line, slot, out);
+            settle_noexcept_locked(out);
         }
         bell_->ring();
     }
@@ -579,7 +598,7 @@ private:
             // the park below.
             const std::uint64_t seen = bell_->count();
             if (bell_->device_signaled()) bell_->take_device_signal();
-            if (table_.empty() && ready_.empty() && ended_.empty()) {
+            if (engine_.empty() && ready_.empty() && ended_.empty()) {
                 lk.unlock();
                 waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
                 lk.lock();
@@ -611,16 +630,16 @@ private:
     void stop_pass(std::unique_lock<std::mutex>& lk) {
         std::vector<state_ptr> ending;
         const std::size_t all =
-            table_.size() + ready_.size() + ended_.size() + stop_listeners_.size();
+            engine_.size() + ready_.size() + ended_.size() + stop_listeners_.size();
         ending.reserve(all); // so that the sink below never throws
         stranded_.reserve(stranded_.size() + all);
         const auto sort = [&](state_ptr p) {
-            (p->end ? ending : stranded_).push_back(std::move(p));
+            (p->end_fn ? ending : stranded_).push_back(std::move(p));
         };
-        table_.clear([&](detail::watch_state* p, watch_end) {
-            p->pos.reset();
-            sort(p->shared_from_this());
-        });
+        engine_list cleared;
+        engine_.clear(cleared);
+        while (engine_wait* w = cleared.pop())
+            sort(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (state_ptr& p : ready_)
             sort(std::move(p));
         ready_.clear();
@@ -646,8 +665,8 @@ private:
     std::shared_ptr<doorbell> bell_ = std::make_shared<doorbell>();
     detail::bell_waiter waiter_; // the wait between scans, as the reactor service's
     mutable std::mutex m_;
-    std::condition_variable idle_cv_;         // the thread finished firing
-    watch_table<detail::watch_state*> table_; // registrations not yet reached
+    std::condition_variable idle_cv_;        // the thread finished firing
+    scan_engine engine_{&descriptor_status}; // registrations not yet reached
     std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
     std::vector<state_ptr> ended_;          // ended unreached (retired, faulted, stale): fired next
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass

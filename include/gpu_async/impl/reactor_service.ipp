@@ -18,8 +18,6 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
     : asio::execution_context::service(ctx)
     , bell_(std::make_shared<doorbell>()) {
-    incoming_.reserve(initial_incoming);
-    incoming_spare_.reserve(initial_incoming);
     add_line_watcher(*this);
 }
 
@@ -36,21 +34,26 @@ GPU_ASYNC_DECL void reactor_service::park_bound(dur_ns bound) noexcept {
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
     std::lock_guard lk(mutex_);
-    std::size_t n = table_.size();
-    for_each_incoming_locked([&](const reactor_op*) { ++n; });
+    std::size_t n = engine_.size();
+    std::lock_guard in(incoming_mutex_);
+    incoming_.for_each([&](const engine_wait*) { ++n; });
     return n;
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
     std::size_t n = port.count;
-    for_each_incoming_locked([&](const reactor_op* op) { n += op->port_ == &port ? 1 : 0; });
+    std::lock_guard in(incoming_mutex_);
+    incoming_.for_each([&](const engine_wait* w) {
+        n += static_cast<const reactor_op*>(w)->port_ == &port ? 1 : 0;
+    });
     return n;
 }
 
-GPU_ASYNC_DECL bool reactor_service::has_incoming_locked() const {
+GPU_ASYNC_DECL bool reactor_service::waits_locked() const {
+    if (!engine_.empty()) return true;
     std::lock_guard in(incoming_mutex_);
-    return !incoming_.empty() || incoming_overflow_ != nullptr;
+    return !incoming_.empty();
 }
 
 GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
@@ -70,24 +73,63 @@ inline mono_ns to_mono(std::chrono::steady_clock::time_point t) noexcept {
     return mono_ns{ns > 0 ? static_cast<std::uint64_t>(ns) : 0};
 }
 
-GPU_ASYNC_DECL void reactor_service::ready_sink::operator()(reactor_op* op, watch_end why) const {
-    self->unlinked_locked(op);
-    switch (why) {
-    case watch_end::reached:
-        op->ec = {};
-        self->learn_locked(*op);
-        break;
-    case watch_end::expired:
-        op->ec = asio::error::timed_out;
-        break;
-    case watch_end::removed:
-        op->ec = asio::error::operation_aborted;
-        break;
-    case watch_end::faulted:
-        op->ec = errc::device_fault;
-        break;
+GPU_ASYNC_DECL void reactor_service::fetch_incoming(engine_batch& b) noexcept {
+    std::lock_guard in(incoming_mutex_);
+    if (incoming_.empty()) {
+        // Published under incoming_mutex_: a registration after this take reads it (0: it
+        // rings an idle waiter).
+        publish_size();
+        return;
     }
-    out->push(op);
+    std::swap(incoming_, b); // new registrations go into the (empty) batch the engine gave
+}
+
+GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
+    while (engine_wait* w = out.pop()) {
+        auto* op = static_cast<reactor_op*>(w);
+        unlink_port_locked(*op);
+        switch (w->end()) {
+        case wait_end::reached:
+            op->ec = {};
+            learn_locked(*op);
+            break;
+        case wait_end::expired:
+            op->ec = asio::error::timed_out;
+            break;
+        case wait_end::aborted:
+        case wait_end::stale: // live at start(): a retirement since found it pending
+            op->ec = asio::error::operation_aborted;
+            break;
+        case wait_end::faulted:
+            op->ec = errc::device_fault;
+            break;
+        case wait_end::no_memory:
+            op->ec = asio::error::no_memory;
+            break;
+        }
+        list.push(op);
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::pass_locked(std::chrono::steady_clock::time_point now,
+                                                 ready_list& list) noexcept {
+    engine_list out;
+    try {
+        engine_.take_in(fetch(), registered(), out);
+    } catch (...) {
+        // A take-in ends what it cannot register (no_memory): nothing is lost.
+    }
+    if (!engine_.empty()) engine_.scan(to_mono(now), fetch(), registered(), out);
+    finish_locked(out, list); // learns with scan_late_ as the scan found it
+    scan_late_ = false;       // only the first scan after a predicted sleep
+    publish_size();
+}
+
+GPU_ASYNC_DECL void reactor_service::take_in_settled_locked(engine_list& out) noexcept {
+    try {
+        engine_.take_in_settled(fetch(), registered(), out);
+    } catch (...) {
+    }
 }
 
 GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
@@ -148,9 +190,9 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     }
     op->port_ = &port;
     op->started_ns_ = predicting() ? detail::wordwait_now_ns() : 0;
-    op->bound_ns_ = bound.ns;
-    op->has_deadline_ = deadline.has_value();
-    op->deadline_ns_ = deadline ? to_mono(*deadline).ns : 0;
+    op->bound_ns = bound.ns;
+    op->has_deadline = deadline.has_value();
+    op->deadline_ns = deadline ? to_mono(*deadline).ns : 0;
     // Registered: added to the incoming registrations, without the service's lock, which a
     // scan may be holding. The waiter moves it into the table before its next scan. (Into the
     // array while it has room, else onto the overflow stack: no allocation here.)
@@ -160,19 +202,13 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     // latest one park bound away, and a store to the wait's word is seen by that scan.
     // Idle is decided in the same section as the push: a waiter that found nothing published
     // table_size_ 0 and then took the registrations under incoming_mutex_, so the first one
-    // added after that take reads 0 here (a merge that takes it, on any thread, stores its
+    // added after that take reads 0 here (a take-in, on any thread, stores its
     // size only after this section) and rings.
     bool idle = false;
     {
         std::lock_guard in(incoming_mutex_);
-        idle = incoming_.empty() && incoming_overflow_ == nullptr &&
-               table_size_.load(std::memory_order_seq_cst) == 0;
-        if (incoming_.size() < incoming_.capacity()) {
-            incoming_.push_back(op);
-        } else {
-            op->next_ready_ = incoming_overflow_;
-            incoming_overflow_ = op;
-        }
+        idle = incoming_.empty() && table_size_.load(std::memory_order_seq_cst) == 0;
+        incoming_.push(op);
     }
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
@@ -198,174 +234,25 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     return start_result::registered;
 }
 
-GPU_ASYNC_DECL void reactor_service::merge_incoming_locked(ready_list& out) {
-    reactor_op* overflow = nullptr;
-    {
-        std::lock_guard in(incoming_mutex_);
-        if (incoming_.empty() && incoming_overflow_ == nullptr) {
-            table_size_.store(table_.size(), std::memory_order_seq_cst);
-            return;
-        }
-        incoming_.swap(incoming_spare_); // new registrations go into the (empty) spare
-        overflow = std::exchange(incoming_overflow_, nullptr);
-    }
-    std::vector<reactor_op*>& taken = incoming_spare_;
-    std::size_t count = taken.size();
-    const std::uint64_t merge = ++merges_;
-    // The overflow stack is used only once the array is full: after it, in registration order.
-    reactor_op* fifo = nullptr;
-    while (overflow != nullptr) {
-        reactor_op* next = overflow->next_ready_;
-        overflow->next_ready_ = fifo;
-        fifo = overflow;
-        overflow = next;
-        ++count;
-    }
-    reached_scratch_.clear();
-    ready_list scanned; // waits of the table that an insert's scan of their slot completed
-    auto take_in = [&](reactor_op* op) {
-        op->next_ready_ = nullptr;
-        op->taken_in_ = merge;
-        op->done_at_take_in_ = false;
-        // Checked again here, under the lock a retirement takes after advancing the line's
-        // generation: a registration that raced the retirement never reads the line. It was
-        // live at its start (start() checks), so a retirement since found it pending: aborted.
-        if (error_code ec = status_error(op->descriptor())) {
-            if (ec == errc::stale_descriptor) ec = asio::error::operation_aborted;
-            op->ec = ec;
-            out.push(op);
-            return;
-        }
-        try {
-            // One read of the word decides both "complete now" and the wait's place in its slot
-            // (and may complete other waits of the slot: the word moved far since the last scan).
-            const std::optional<table_type::handle> pos =
-                table_.insert(op->descriptor(), op, sink_locked(scanned),
-                              op->has_deadline_ ? std::optional<mono_ns>(mono_ns{op->deadline_ns_})
-                                                : std::nullopt);
-            if (!pos) {
-                op->ec = {};
-                op->done_at_take_in_ = true;
-                learn_locked(*op);
-                try {
-                    reached_scratch_.push_back(reached::taken(op)); // read while it is at hand
-                } catch (...) {
-                    out.push(op); // no room to order it: handed out as it comes
-                }
-                return;
-            }
-            op->pos_ = *pos;
-            try {
-                link_locked(op->port_, op);
-            } catch (...) {
-                table_.erase(*pos); // not left in the table to be completed a second time
-                throw;
-            }
-        } catch (...) {
-            // No memory for its place in the table: it ends with that error, never lost.
-            op->ec = asio::error::no_memory;
-            out.push(op);
-        }
-    };
-    // With thousands of registrations their ops are out of the cache: fetched a few ahead, the
-    // reads overlap.
-    constexpr std::size_t ahead = 8;
-    for (std::size_t i = 0; i < taken.size(); ++i) {
-        if (i + ahead < taken.size()) prefetch_op(taken[i + ahead]);
-        take_in(taken[i]);
-    }
-    while (fifo != nullptr)
-        take_in(std::exchange(fifo, fifo->next_ready_));
-    taken.clear();
-    // Room for twice as many in this array, which takes the registrations after the next merge
-    // (the two alternate); without memory, those past its room wait on the overflow stack.
-    if (taken.capacity() < 2 * count) {
-        try {
-            taken.reserve(2 * count);
-        } catch (...) {
-        }
-    }
-    // Waits already complete when taken in leave in ascending target order per slot, as a scan
-    // hands them out: by slot, then by distance below the slot's word (read once per wait, all
-    // in one pass after the inserts, as close together as they can be). With them, the table's
-    // waits an insert completed: registered earlier, they may have lower targets of the same
-    // slot, and the two runs leave as one.
-    while (scanned.head != nullptr) {
-        reactor_op* op = scanned.head;
-        try {
-            reached_scratch_.push_back(reached::taken(op));
-        } catch (...) {
-            break; // no room to order the rest: handed out as they come, after the ordered
-        }
-        scanned.head = op->next_ready_;
-        --scanned.count;
-    }
-    if (reached_scratch_.size() > 1) {
-        for (reached& r : reached_scratch_)
-            r.measure();
-        sort_reached();
-    }
-    const std::size_t n = reached_scratch_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-        if (i + ahead < n) prefetch_line(&reached_scratch_[i + ahead].op->next_ready_);
-        out.push(reached_scratch_[i].op, reached_scratch_[i].queue);
-    }
-    reached_scratch_.clear();
-    while (scanned.head != nullptr) {
-        reactor_op* op = scanned.head;
-        scanned.head = op->next_ready_;
-        out.push(op);
-    }
-    table_size_.store(table_.size(), std::memory_order_seq_cst);
-}
-
-GPU_ASYNC_DECL void reactor_service::recollect_locked(ready_list& out, reactor_op* before,
-                                                      std::size_t n) {
-    reactor_op* op = before != nullptr ? before->next_ready_ : out.head;
-    for (std::size_t i = 0; i < n; ++i, op = op->next_ready_) {
-        const memory_descriptor& d = op->descriptor();
-        table_.collect(d.line(), d.slot(), sink_locked(out));
-    }
-}
-
-GPU_ASYNC_DECL void reactor_service::merge_settled_locked(ready_list& out) {
-    const std::size_t before = out.count;
-    reactor_op* const tail = out.tail;
-    merge_incoming_locked(out);
-    const std::size_t found = out.count - before;
-    if (found == 0) return;
-    // The table's waits of the slots these were found complete in, that the same store reached
-    // (lower or equal targets, started earlier), leave with them, as a scan's would.
-    try {
-        recollect_locked(out, tail, found);
-    } catch (...) {
-        // Out of memory in a slot's scan: the rest are found by the next scan.
-    }
-    if (out.count - before > found) order_locked(out);
-}
-
 GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
     bool found = false;
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
-        ready_list list;
-        merge_settled_locked(list); // a wait not yet taken in is in the table now
+        engine_list out;
+        take_in_settled_locked(out); // a wait not yet taken in is in the table now
         // After shutdown the table is empty; before registration and after completion the wait
-        // is not found. Only a registered op (alive, owned by the table) is touched.
-        const std::optional<table_type::handle> pos =
-            table_.find(wait.descriptor, [&](const reactor_op* candidate) {
-                return candidate == wait.op && candidate->serial_ == wait.serial;
-            });
-        if (pos) {
-            auto* op = const_cast<reactor_op*>(wait.op);
-            table_.erase(*pos);
-            unlinked_locked(op);
-            op->ec = asio::error::operation_aborted;
-            list.push(op);
+        // is not found. Only a registered op (alive, owned by the engine) is touched.
+        if (engine_wait* w = engine_.find(wait.descriptor, [&](const engine_wait* candidate) {
+                const auto* op = static_cast<const reactor_op*>(candidate);
+                return op == wait.op && op->serial_ == wait.serial;
+            })) {
+            engine_.remove(*w, out);
             found = true;
         }
-        table_size_.store(table_.size(), std::memory_order_relaxed);
+        ready_list list;
+        finish_locked(out, list);
+        publish_size();
         sched = enqueue_locked(list);
     }
     schedule(sched);
@@ -373,22 +260,21 @@ GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
-    ready_list list;
     std::size_t n = 0;
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
-        merge_settled_locked(list);
-        n = list.count;
+        engine_list out;
+        take_in_settled_locked(out);
         while (port.head != nullptr) {
             reactor_op* op = port.head;
-            table_.erase(op->pos_);
-            unlinked_locked(op);
-            op->ec = asio::error::operation_aborted;
-            list.push(op);
+            unlink_port_locked(*op);
+            engine_.remove(*op, out);
+            ++n;
         }
-        table_size_.store(table_.size(), std::memory_order_relaxed);
-        n = list.count - n;
+        ready_list list;
+        finish_locked(out, list);
+        publish_size();
         sched = enqueue_locked(list);
     }
     schedule(sched);
@@ -399,11 +285,13 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
-        ready_list list;
-        merge_settled_locked(list);
-        table_.remove_line(line, sink_locked(list));
+        engine_list out;
+        take_in_settled_locked(out);
+        engine_.retire_line(line, out);
         rhythm_.forget(line);
-        table_size_.store(table_.size(), std::memory_order_relaxed);
+        ready_list list;
+        finish_locked(out, list);
+        publish_size();
         sched = enqueue_locked(list);
     }
     // The waits are out of the table: no scan reads the line any more. Their completions go to
@@ -416,16 +304,12 @@ GPU_ASYNC_DECL void reactor_service::fault_slot(const completion_line& line,
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out); // those not yet taken in see the fault as they are
+        engine_.fault_slot(line, slot, out);
         ready_list list;
-        merge_settled_locked(list); // those not yet taken in see the fault as they are
-        // What the stream stored before its fault completes them as usual; the rest fault.
-        try {
-            table_.collect(line, slot, sink_locked(list));
-        } catch (...) {
-            // No memory to take the reached ones out in order: they fault with the rest.
-        }
-        table_.remove_slot(line, slot, sink_locked(list));
-        table_size_.store(table_.size(), std::memory_order_relaxed);
+        finish_locked(out, list);
+        publish_size();
         sched = enqueue_locked(list);
     }
     schedule(sched);
@@ -455,8 +339,7 @@ GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
             // No waiter now: a registration from here on starts the watcher (start() reads this
             // after its push, so one pushed after the look below sees it).
             waiter_present_.store(false, std::memory_order_seq_cst);
-            const bool waits = !table_.empty() || has_incoming_locked();
-            if (waits && !shut_down_) {
+            if (waits_locked() && !shut_down_) {
                 try {
                     start_thread_locked();
                 } catch (...) {
@@ -470,7 +353,7 @@ GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
 }
 
 GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
-    if (bell_->device_signaled()) bell_->take_device_signal(); // before the scan (watcher_main)
+    if (bell_->device_signaled()) bell_->take_device_signal(); // before the scan (scan_step)
     std::size_t n = 0;
     completion_queue* sched = nullptr;
     completion_queue* retries = nullptr;
@@ -478,12 +361,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
         std::lock_guard lk(mutex_);
         retries = take_retries_locked();
         ready_list list;
-        merge_incoming_locked(list);
-        if (!table_.empty())
-            scan_locked(std::chrono::steady_clock::now(), list);
-        else
-            scan_late_ = false;
-        table_size_.store(table_.size(), std::memory_order_relaxed);
+        pass_locked(std::chrono::steady_clock::now(), list);
         n = list.count;
         sched = enqueue_locked(list);
     }
@@ -499,27 +377,18 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
     if (rings == scanned_at_.load(std::memory_order_relaxed) && !bell_->device_signaled()) return;
     std::unique_lock lk(mutex_, std::try_to_lock);
     if (!lk.owns_lock()) return;
+    if (bell_->device_signaled()) bell_->take_device_signal();
+    scanned_at_.store(rings, std::memory_order_relaxed);
+    drain_progress_.fetch_add(1, std::memory_order_release);
     ready_list list;
-    try {
-        if (bell_->device_signaled()) bell_->take_device_signal();
-        scanned_at_.store(rings, std::memory_order_relaxed);
-        drain_progress_.fetch_add(1, std::memory_order_release);
-        merge_incoming_locked(list);
-        if (!table_.empty())
-            scan_locked(std::chrono::steady_clock::now(), list);
-        else
-            scan_late_ = false;
-    } catch (...) {
-        // What it found is handed out below; the waiter's next scan finds the rest.
-    }
-    table_size_.store(table_.size(), std::memory_order_relaxed);
+    pass_locked(std::chrono::steady_clock::now(), list);
     completion_queue* sched = enqueue_locked(list);
     lk.unlock();
     schedule(sched);
 }
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
-    std::optional<dur_ns> sleep;
+    std::optional<park_policy::predicted_park> sleep;
     const std::uint64_t from = detail::wordwait_now_ns(); // the look before this park
     {
         std::lock_guard lk(mutex_);
@@ -553,42 +422,32 @@ GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
     return plan;
 }
 
-GPU_ASYNC_DECL std::optional<dur_ns> reactor_service::predicted_sleep_locked(std::uint64_t now_ns,
-                                                                             dur_ns bound) const {
-    if (table_.empty() || table_.size() > predict_max_pending || !predicting() ||
-        !polls_within(bound))
-        return std::nullopt;
+GPU_ASYNC_DECL std::optional<park_policy::predicted_park>
+reactor_service::predicted_sleep_locked(std::uint64_t now_ns, dur_ns bound) const {
     const deadline_plan plan = rhythm_plan();
-    // A sleep shorter than two steps saves nothing: the first wait due by then settles it.
-    const std::uint64_t soon = mono_ns{now_ns}.after(two_polls()).ns;
-    std::uint64_t wake = ~std::uint64_t{0};
-    bool step = false;
-    table_.for_each([&](const reactor_op* op) {
-        if (step) return;
-        const memory_descriptor& d = op->descriptor();
-        const std::optional<std::uint64_t> s =
-            op->started_ns_ == 0 ? std::nullopt : rhythm_.sleep_ns(d.line(), d.slot(), plan);
-        // A wait without a prediction may complete at any time.
-        wake = s ? std::min(wake, mono_ns{op->started_ns_}.after(dur_ns{*s}).ns) : 0;
-        step = wake <= soon;
-    });
-    if (step) return std::nullopt;
-    return dur_ns{wake - now_ns};
+    return park_policy::predicted_sleep(
+        mono_ns{now_ns}, bound, waiter_.device_poll(), engine_.size(), predicting(),
+        [&](auto&& each) {
+            engine_.for_each([&](const engine_wait& w) {
+                const auto& op = static_cast<const reactor_op&>(w);
+                const memory_descriptor& d = op.descriptor();
+                const std::optional<std::uint64_t> s =
+                    op.started_ns_ == 0 ? std::nullopt : rhythm_.sleep_ns(d.line(), d.slot(), plan);
+                each(s ? std::optional<mono_ns>(mono_ns{op.started_ns_}.after(dur_ns{*s}))
+                       : std::nullopt);
+            });
+        });
 }
 
-GPU_ASYNC_DECL bool reactor_service::park_between_scans(std::uint64_t seen, dur_ns bound,
-                                                        std::optional<dur_ns> sleep) {
+GPU_ASYNC_DECL bool
+reactor_service::park_between_scans(std::uint64_t seen, dur_ns bound,
+                                    std::optional<park_policy::predicted_park> sleep) {
     if (!sleep) {
         park_on_bell(seen, bound);
         return false;
     }
-    // Within the bound the sleep ends a margin before the earliest expected completion; then
-    // the waiter polls for up to twice the device poll interval (the margin and one step), then
-    // steps as usual. Past the bound (a deadline, a tighter bound, the park bound) it sleeps the
-    // whole bound, without steps: the scan there looks, and the next park predicts again. Either
-    // way a completion the device signalled during the sleep came before its prediction.
-    if (*sleep >= bound) return waiter_.park_predicted(*bell_, seen, bound, dur_ns{});
-    return waiter_.park_predicted(*bell_, seen, *sleep, min(two_polls(), bound - *sleep));
+    // A completion the device signalled during the sleep came before its prediction.
+    return waiter_.park_predicted(*bell_, seen, sleep->sleep, sleep->poll);
 }
 
 GPU_ASYNC_DECL void reactor_service::shutdown() {
@@ -598,14 +457,19 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
     {
         std::lock_guard lk(mutex_);
         shut_down_.store(true, std::memory_order_release);
-        merge_incoming_locked(list);
-        table_.clear(sink_locked(list));
-        table_size_.store(0, std::memory_order_relaxed);
+        engine_list out;
+        try {
+            engine_.take_in(fetch(), registered(), out);
+        } catch (...) {
+        }
+        engine_.clear(out);
+        finish_locked(out, list);
+        publish_size();
         retries = take_retries_locked();
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).
     for (reactor_op* op = list.head; op != nullptr;) {
-        reactor_op* next = op->next_ready_;
+        reactor_op* next = op->next_op();
         op->destroy();
         op = next;
     }
@@ -626,126 +490,36 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     }
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
-    const bool waits = !table_.empty() || has_incoming_locked();
-    if (no_waiter_locked() && waits && !shut_down_) start_thread_locked();
+    if (no_waiter_locked() && waits_locked() && !shut_down_) start_thread_locked();
 }
 
-GPU_ASYNC_DECL void reactor_service::link_locked(reactor_port* port, reactor_op* op) {
-    if (op->bound_ns_ != 0) ++bounds_[op->bound_ns_];
-    if (port != nullptr) {
-        op->owner_ = port;
-        op->prev_ = nullptr;
-        op->next_ = port->head;
-        if (port->head != nullptr) port->head->prev_ = op;
-        port->head = op;
+GPU_ASYNC_DECL void reactor_service::link_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.port_) {
+        op.owner_ = port;
+        op.prev_ = nullptr;
+        op.next_ = port->head;
+        if (port->head != nullptr) port->head->prev_ = &op;
+        port->head = &op;
         ++port->count;
     }
 }
 
-// The op has left the table: drop the service's own bookkeeping of it.
-GPU_ASYNC_DECL void reactor_service::unlinked_locked(reactor_op* op) {
-    if (op->bound_ns_ != 0) {
-        auto b = bounds_.find(op->bound_ns_);
-        if (--b->second == 0) bounds_.erase(b);
-        op->bound_ns_ = 0;
-    }
-    if (reactor_port* port = op->owner_) {
-        if (op->prev_ != nullptr)
-            op->prev_->next_ = op->next_;
+GPU_ASYNC_DECL void reactor_service::unlink_port_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.owner_) {
+        if (op.prev_ != nullptr)
+            op.prev_->next_ = op.next_;
         else
-            port->head = op->next_;
-        if (op->next_ != nullptr) op->next_->prev_ = op->prev_;
+            port->head = op.next_;
+        if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
         --port->count;
-        op->owner_ = nullptr;
-        op->prev_ = op->next_ = nullptr;
+        op.owner_ = nullptr;
+        op.prev_ = op.next_ = nullptr;
     }
-}
-
-GPU_ASYNC_DECL void reactor_service::collect_locked(std::chrono::steady_clock::time_point now,
-                                                    ready_list& out) {
-    const std::size_t merged = out.count; // what merge_incoming_locked handed out before
-    table_.collect(sink_locked(out));
-    const std::size_t collected = out.count - merged;
-    // Waits registered since the caller's merge: one pushed before a store that the scan above
-    // saw is among the new registrations now, and must leave with this scan, not after the slot's
-    // later targets (it is handed out here if complete, else taken into the table).
-    reactor_op* const before_late = out.tail;
-    merge_incoming_locked(out);
-    const std::size_t late = out.count - merged - collected;
-    std::size_t again = 0;
-    if (late != 0) {
-        // That merge may have read a store the scan above did not see: the table's waits of the
-        // same slots that it reached (lower targets among them) leave with it, not at the next
-        // scan; so do waits registered before that store but after the merge took them in.
-        recollect_locked(out, before_late, late);
-        // Once more for what a second merge completes (it may read a newer store still). This
-        // narrows the window, it cannot close it: a registration racing two stores and a scan
-        // may still leave one scan before a lower target of its slot.
-        reactor_op* const before_again = out.tail;
-        const std::size_t before_count = out.count;
-        merge_incoming_locked(out);
-        recollect_locked(out, before_again, out.count - before_count);
-        again = out.count - merged - collected - late;
-    }
-    table_.collect_expired(to_mono(now), sink_locked(out));
-    // Up to four runs, each in ascending target order per slot (taken in complete, found by
-    // the scan, taken in complete after it, found after that): one slot may have waits in
-    // several.
-    if (int{merged != 0} + int{collected != 0} + int{late != 0} + int{again != 0} >= 2)
-        order_locked(out);
-    scan_late_ = false; // only the first scan after a predicted sleep
-}
-
-GPU_ASYNC_DECL void reactor_service::scan_locked(std::chrono::steady_clock::time_point now,
-                                                 ready_list& out) noexcept {
-    try {
-        collect_locked(now, out);
-    } catch (...) {
-        // Out of memory in a slot's scan (it changes nothing before it can throw): what the
-        // scan found before is handed out, the rest stays in the table for the next scan.
-        scan_late_ = false;
-    }
-}
-
-GPU_ASYNC_DECL bool reactor_service::reached::before(const reached& a, const reached& b) noexcept {
-    if (a.line != b.line) return std::less<>()(a.line, b.line);
-    if (a.slot != b.slot) return a.slot < b.slot;
-    if (a.failed != b.failed) return !a.failed;
-    if (a.below != b.below) return a.below > b.below;
-    return a.started < b.started;
-}
-
-GPU_ASYNC_DECL void reactor_service::sort_reached() noexcept {
-    // stable_sort may allocate a buffer; without one it still sorts (in place, more slowly).
-    if (!std::is_sorted(reached_scratch_.begin(), reached_scratch_.end(), reached::before))
-        std::stable_sort(reached_scratch_.begin(), reached_scratch_.end(), reached::before);
-}
-
-GPU_ASYNC_DECL void reactor_service::order_locked(ready_list& list) noexcept {
-    // A stable sort by line, slot, then the completed before the rest, in ascending target
-    // order (descending distance below the slot's word, read once per wait here).
-    try {
-        reached_scratch_.clear();
-        for (reactor_op* op = list.head; op != nullptr; op = op->next_ready_)
-            reached_scratch_.push_back(reached::of(op));
-    } catch (...) {
-        reached_scratch_.clear();
-        return; // no room to order them: handed out in their runs
-    }
-    sort_reached();
-    ready_list sorted;
-    for (const reached& r : reached_scratch_)
-        sorted.push(r.op);
-    reached_scratch_.clear();
-    list = sorted;
 }
 
 GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
-                                                    dur_ns bound) const {
-    if (!bounds_.empty()) bound = min(bound, dur_ns{bounds_.begin()->first});
-    if (const std::optional<mono_ns> d = table_.earliest_deadline())
-        bound = min(bound, d->since(to_mono(now)));
-    return bound;
+                                                    dur_ns bound) const noexcept {
+    return engine_.bound(to_mono(now), bound);
 }
 
 GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
@@ -774,99 +548,118 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
 }
 
 GPU_ASYNC_DECL void reactor_service::watcher_main() {
-    // While nothing is pending (or a FILL driver is the waiter) the watcher sleeps on the
-    // doorbell: a registration, end_fill() and stop all ring it (bell_waiter::idle_bound).
-    constexpr dur_ns idle_bound = bell_waiter::idle_bound;
     std::unique_lock lk(mutex_);
     while (!stop_) {
         std::uint64_t seen = bell_->count();
-        if (completion_queue* retries = take_retries_locked()) {
-            lk.unlock();
-            schedule(retries);
-            lk.lock();
-            // A drain that cannot be posted now is retried after one park bound (a device's
-            // signal must not end that park at once: the scan after the retries reads the
-            // word anyway).
-            if (retry_ != nullptr) {
-                if (bell_->device_signaled()) bell_->take_device_signal();
-                lk.unlock();
-                park_on_bell(seen, park_bound());
-                lk.lock();
-            }
+        switch (park_policy::before_scan(retry_ != nullptr, fill_ > 0,
+                                         drains_out_.load(std::memory_order_acquire) != 0)) {
+        case park_policy::step::post_retries:
+            post_retries_step(lk, seen);
             continue;
-        }
-        if (fill_ > 0) {
-            if (bell_->device_signaled()) bell_->take_device_signal(); // the FILL driver scans
-            lk.unlock();
-            park_on_bell(seen, idle_bound, /*watching=*/false);
-            lk.lock();
+        case park_policy::step::idle:
+            idle_step(lk, seen);
             continue;
-        }
-        if (drains_out_.load(std::memory_order_acquire) != 0) {
-            // A drain is out: it scans after its batch, on the executor's thread. Leave the
-            // table to it rather than contend with it for the lock and for the lines a busy
-            // port's handlers write (words, the incoming registrations, the queue); scan once it
-            // ends, or when a bound passes in which no drain ran (an executor holds it back), at a
-            // device's signal or a registration that cannot wait (a near deadline, a tight
-            // bound), and in any case after stand_back_bounds park bounds or at the earliest
-            // deadline (a drain scans only when the bell rang or a device signalled).
-            const auto now = std::chrono::steady_clock::now();
-            const dur_ns bound = bound_locked(now, park_bound());
-            const std::uint64_t pb = park_bound().ns;
-            const dur_ns most = bound_locked(now, dur_ns{pb > ~std::uint64_t{0} / stand_back_bounds
-                                                             ? ~std::uint64_t{0}
-                                                             : pb * stand_back_bounds});
-            const std::uint64_t until = mono_ns{detail::wordwait_now_ns()}.after(most).ns;
-            lk.unlock();
-            for (std::uint64_t progress = drain_progress_.load(std::memory_order_acquire),
-                               round = 0;
-                 ; ++round) {
-                const std::uint64_t t = detail::wordwait_now_ns();
-                if (t >= until) break;
-                stand_back(min(bound, dur_ns{until - t}), round == 0);
-                const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
-                if (now_progress == progress || stand_back_over()) break;
-                progress = now_progress; // the drains ran within the bound: one scans at its end
-            }
-            lk.lock();
-            if (stop_) break;
+        case park_policy::step::stand_back:
+            stand_back_step(lk);
+            if (stop_) return;
             seen = bell_->count();
+            break;
+        case park_policy::step::scan:
+            break;
         }
-        urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
-        // A device's doorbell store ends the park below; taken just before the scan it announces
-        // (the device stored its completion word first), so the scan sees that completion. (Not
-        // before a stand-back: the drains' scans look for the signal while it stays set.)
+        scan_step(lk, seen);
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<std::mutex>& lk,
+                                                       std::uint64_t seen) {
+    completion_queue* retries = take_retries_locked();
+    lk.unlock();
+    schedule(retries);
+    lk.lock();
+    // A drain that cannot be posted now is retried after one park bound (a device's signal must
+    // not end that park at once: the scan after the retries reads the word anyway).
+    if (retry_ != nullptr) {
         if (bell_->device_signaled()) bell_->take_device_signal();
-        ready_list list;
-        merge_incoming_locked(list);
-        if (table_.empty() && list.head == nullptr) {
-            // Idle. table_size_ (0) was published before the registrations were taken, so a
-            // registration pushed after that take sees 0 and rings: it cannot be missed here.
-            scan_late_ = false;
-            lk.unlock();
-            park_on_bell(seen, idle_bound, /*watching=*/false);
-            lk.lock();
-            continue;
-        }
-        const auto now = std::chrono::steady_clock::now();
-        scan_locked(now, list);
-        table_size_.store(table_.size(), std::memory_order_relaxed);
-        completion_queue* sched = enqueue_locked(list);
-        const dur_ns bound = bound_locked(now, park_bound());
-        const std::uint64_t from = detail::wordwait_now_ns(); // this look
-        const std::optional<dur_ns> sleep =
-            list.head != nullptr ? std::nullopt : predicted_sleep_locked(from, bound);
         lk.unlock();
-        bool late = false;
-        if (list.head != nullptr)
-            schedule(sched);
-        else
-            late = park_between_scans(seen, bound, sleep);
+        park_on_bell(seen, park_bound());
         lk.lock();
-        if (late) {
-            scan_late_ = true;
-            slept_from_ns_ = from;
-        }
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::idle_step(std::unique_lock<std::mutex>& lk,
+                                               std::uint64_t seen) {
+    // A FILL driver is the waiter (it scans): sleep on the doorbell until end_fill() or a stop
+    // rings it (bell_waiter::idle_bound).
+    if (bell_->device_signaled()) bell_->take_device_signal();
+    lk.unlock();
+    park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
+    lk.lock();
+}
+
+GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<std::mutex>& lk) {
+    // A drain is out: it scans after its batch, on the executor's thread. Leave the table to it
+    // rather than contend with it for the lock and for the lines a busy port's handlers write
+    // (words, the incoming registrations, the queue); scan once it ends, or when a bound passes
+    // in which no drain ran (an executor holds it back), at a device's signal or a registration
+    // that cannot wait (a near deadline, a tight bound), and in any case after the policy's
+    // window (a drain scans only when the bell rang or a device signalled).
+    const auto now = std::chrono::steady_clock::now();
+    const park_policy::stand_back_window window =
+        park_policy::stand_back(mono_ns{detail::wordwait_now_ns()}, park_bound(),
+                                [&](dur_ns b) { return bound_locked(now, b); });
+    lk.unlock();
+    std::uint64_t progress = drain_progress_.load(std::memory_order_acquire);
+    for (bool first = true;; first = false) {
+        const mono_ns t{detail::wordwait_now_ns()};
+        if (t >= window.until) break;
+        stand_back(min(window.round, window.until.since(t)), first);
+        const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
+        if (!park_policy::stand_back_again(progress, now_progress, stand_back_over(),
+                                           mono_ns{detail::wordwait_now_ns()}, window.until))
+            break;
+        progress = now_progress; // the drains ran within the bound: one scans at its end
+    }
+    lk.lock();
+}
+
+GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<std::mutex>& lk,
+                                               std::uint64_t seen) {
+    urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
+    // A device's doorbell store ends the park below; taken just before the scan it announces
+    // (the device stored its completion word first), so the scan sees that completion. (Not
+    // before a stand-back: the drains' scans look for the signal while it stays set.)
+    if (bell_->device_signaled()) bell_->take_device_signal();
+    const auto now = std::chrono::steady_clock::now();
+    ready_list list;
+    pass_locked(now, list);
+    switch (park_policy::between_scans(list.head != nullptr, !engine_.empty())) {
+    case park_policy::after::idle:
+        // table_size_ (0) was published before the registrations were taken, so a registration
+        // pushed after that take sees 0 and rings: it cannot be missed here.
+        lk.unlock();
+        park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
+        lk.lock();
+        return;
+    case park_policy::after::deliver: {
+        completion_queue* sched = enqueue_locked(list);
+        lk.unlock();
+        schedule(sched);
+        lk.lock();
+        return;
+    }
+    case park_policy::after::park:
+        break;
+    }
+    const dur_ns bound = bound_locked(now, park_bound());
+    const std::uint64_t from = detail::wordwait_now_ns(); // this look
+    const std::optional<park_policy::predicted_park> sleep = predicted_sleep_locked(from, bound);
+    lk.unlock();
+    const bool late = park_between_scans(seen, bound, sleep);
+    lk.lock();
+    if (late) {
+        scan_late_ = true;
+        slept_from_ns_ = from;
     }
 }
 
@@ -973,10 +766,10 @@ GPU_ASYNC_DECL completion_queue* reactor_service::enqueue_locked(ready_list& lis
         // One push per run of consecutive ops of one queue (usually the whole list).
         completion_queue* q = op->queue_;
         reactor_op* last = op;
-        while (last->next_ready_ != nullptr && last->next_ready_->queue_ == q)
-            last = last->next_ready_;
-        reactor_op* next = last->next_ready_;
-        last->next_ready_ = nullptr;
+        while (last->next != nullptr && last->next_op()->queue_ == q)
+            last = last->next_op();
+        reactor_op* next = last->next_op();
+        last->next = nullptr;
         if (q->push(op, last)) {
             q->next_schedule_ = nullptr;
             *tail = q;
@@ -999,127 +792,11 @@ GPU_ASYNC_DECL void reactor_service::schedule(completion_queue* list) noexcept {
 
 GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
     completion_queue* q = op->queue_;
-    op->next_ready_ = nullptr;
+    op->next = nullptr;
     if (q->push(op, op)) {
         q->next_schedule_ = nullptr;
         schedule(q);
     }
-}
-
-// --- completion_queue --------------------------------------------------------------------------
-
-GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) noexcept {
-    std::lock_guard lk(mutex_);
-    if (tail_ != nullptr)
-        tail_->next_ready_ = head;
-    else
-        head_ = head;
-    tail_ = tail;
-    if (posted_) return false;
-    posted_ = true;
-    svc_->drain_out();
-    add_ref(); // the drain's
-    return true;
-}
-
-GPU_ASYNC_DECL void completion_queue::run() {
-    queue_ref self(this); // the drain's reference
-    reactor_op* batch = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        batch = std::exchange(head_, nullptr);
-        tail_ = nullptr;
-    }
-    // Put back what is not delivered yet (in front of what arrived meanwhile) and decide whether
-    // a drain must be posted again; posted_ stays set while one must.
-    auto settle = [this](reactor_op* rest) {
-        std::lock_guard lk(mutex_);
-        if (rest != nullptr) {
-            reactor_op* last = rest;
-            while (last->next_ready_ != nullptr)
-                last = last->next_ready_;
-            last->next_ready_ = head_;
-            if (head_ == nullptr) tail_ = last;
-            head_ = rest;
-        }
-        if (head_ != nullptr) return true;
-        posted_ = false;
-        return false;
-    };
-    if (batch != nullptr) prefetch_op(batch);
-    for (std::uint32_t n = 1; batch != nullptr; ++n) {
-        // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
-        if ((n & 63u) == 0) svc_->drain_progress_.fetch_add(1, std::memory_order_relaxed);
-        reactor_op* op = batch;
-        batch = op->next_ready_;
-        op->next_ready_ = nullptr;
-        // The op after the next one is asked for now (the next was, one handler ago, but for
-        // the second of the batch): a long batch's ops are out of the cache, and a handler's
-        // run hides the fetch.
-        if (batch != nullptr && batch->next_ready_ != nullptr) prefetch_op(batch->next_ready_);
-        const bool foreign = op->foreign_executor_; // read now: complete() consumes the op
-        try {
-            op->complete();
-        } catch (...) {
-            // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
-            // a later drain and the exception leaves run() / poll().
-            if (settle(batch)) {
-                next_schedule_ = nullptr;
-                svc_->schedule(self.release_ownership());
-            } else {
-                svc_->drain_ended();
-            }
-            throw;
-        }
-        // The handler went to an executor of its own (a strand, say). Where that executor runs
-        // it inline (a strand's invoker through the io_context or thread_pool executor this
-        // drain runs on), its execute() catches what the handler throws and keeps it until this
-        // drain returns; a second one kept meanwhile would merge both into
-        // asio::multiple_exceptions. Whether it threw cannot be seen from here (public API), so
-        // such a completion is the drain's last: the rest is posted again below, after this
-        // handler was handed over (the order holds), and a kept exception leaves run() by
-        // itself, as when a handler throws out of complete(). Handlers on the I/O executor (the
-        // common case) keep the batch going: no extra post.
-        if (foreign) break;
-    }
-    // The batch's handlers may have started waits and stored or rung: scan now, on this thread
-    // (what a scan finds joins the queues; ours is posted again below), rather than wake the
-    // waiter for each of them.
-    svc_->scan_after_drain();
-    if (settle(batch)) {
-        // More arrived while this batch ran, or the batch stopped after a handler with an
-        // executor of its own: post again, behind what is already queued (a busy port cannot
-        // hold the executor's other handlers back).
-        next_schedule_ = nullptr;
-        svc_->schedule(self.release_ownership());
-    } else {
-        svc_->drain_ended();
-    }
-}
-
-GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
-    queue_ref self(this); // the drain's reference
-    reactor_op* list = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        list = std::exchange(head_, nullptr);
-        tail_ = nullptr;
-        posted_ = false;
-    }
-    svc_->drain_ended();
-    while (list != nullptr) {
-        reactor_op* op = list;
-        list = op->next_ready_;
-        op->next_ready_ = nullptr;
-        op->destroy();
-    }
-}
-
-GPU_ASYNC_DECL void completion_queue::dropped() noexcept {
-    // An executor destroyed the drain unrun: the waiter posts it again (not here: an executor
-    // that throws after taking the drain would bring us back here at once, without end), or,
-    // after shutdown, its ops are destroyed.
-    svc_->retry_later(this);
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END

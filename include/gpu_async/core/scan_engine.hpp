@@ -1,0 +1,574 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// @brief The scan engine: the one owner of a host's pending descriptor waits.
+///
+/// Every host that watches completion lines keeps its waits in one: the Asio reactor service,
+/// the `std_watcher` (and the fd notifier on it), the FILL executor's reactor. The engine takes
+/// registrations in, in registration order; it scans the lines; it keeps the hand-out order; it
+/// ends waits for a cancellation, a line's retirement, a slot's fault and a deadline; and it
+/// hands every wait that leaves it to its host on a list (`engine_list`), each marked with why it
+/// ended (`wait_end`). What the host does with them is the host's: post them to an executor, run
+/// callbacks, mark an fd ready, resume coroutines.
+///
+/// Sans-I/O: no locks, no threads, no clock (the host passes `now`), no OS call. The host
+/// serializes every call (its locked shell) and decides when to scan and how long to wait
+/// between scans (<gpu_async/core/park_policy.hpp>).
+///
+/// What holds, for any history of stores (the wrapping rule of watch_table):
+/// - Exactly once: a wait leaves the engine once, on one list, by one of take-in, scan, cancel,
+///   retire_line, fault_slot and clear.
+/// - Order: what leaves in one take-in or scan leaves by line and slot; per slot the reached
+///   first, in ascending target order, one target's waits in the order they were taken in.
+/// - A wait's status (its line retired since its descriptor was made: `stale`; its slot's stream
+///   faulted: `faulted`) is asked of the host's status function when it is taken in, before its
+///   line is read.
+/// - cancel, retire_line, fault_slot and clear allocate nothing.
+///
+/// Registrations. A host with registrations from other threads queues them in an
+/// `engine_batch` of its own (under its own lock) and hands the batch over with `fetch`; the
+/// engine takes a whole batch in at once (`take_in`), and takes in again during a scan what
+/// came in meanwhile, so a wait registered before a store that the scan saw leaves with that
+/// scan, not after the slot's later targets.
+#ifndef GPU_ASYNC_CORE_SCAN_ENGINE_HPP
+#define GPU_ASYNC_CORE_SCAN_ENGINE_HPP
+
+#include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/core/watch_table.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace gpu_async {
+
+/// Why a wait left a scan_engine.
+enum class wait_end : std::uint8_t {
+    reached,   ///< its word reached its target
+    expired,   ///< its deadline passed first
+    aborted,   ///< cancelled, its line retired while it was pending, or the engine cleared
+    faulted,   ///< its slot's stream faulted before storing its target
+    stale,     ///< its descriptor's line had been retired when it was taken in (never read)
+    no_memory, ///< no memory for its place in the table
+};
+
+class scan_engine;
+
+/// The engine's part of a wait. A host's record of a wait derives from it; the engine holds a
+/// pointer from take-in until the wait leaves on a list, so the record must stay put until then.
+class engine_wait {
+public:
+    explicit engine_wait(const memory_descriptor& d) noexcept
+        : descriptor_(d) {}
+    engine_wait(const engine_wait&) = delete;
+    engine_wait& operator=(const engine_wait&) = delete;
+
+    const memory_descriptor& descriptor() const noexcept { return descriptor_; }
+    /// Why it left (valid once it is on a list the engine filled).
+    wait_end end() const noexcept { return end_; }
+    /// Whether it is in the engine's table (between a take-in that kept it and its leaving).
+    bool registered() const noexcept { return registered_; }
+
+    /// Set by the host before it is taken in: a park bound while it is pending (0: none of its
+    /// own), and a deadline (on the host's clock) after which it leaves `expired`.
+    std::uint64_t bound_ns = 0;
+    std::uint64_t deadline_ns = 0;
+    bool has_deadline = false;
+
+    /// The link of an engine_list and of an engine_batch's overflow stack: the host's to use
+    /// while the wait is not in the engine.
+    engine_wait* next = nullptr;
+
+protected:
+    ~engine_wait() = default;
+
+private:
+    friend class scan_engine;
+    memory_descriptor descriptor_;
+    watch_table<engine_wait*>::handle pos_{};
+    std::uint64_t taken_in_ = 0; // the take-in that took it (take-ins are numbered)
+    wait_end end_ = wait_end::reached;
+    bool registered_ = false;
+    bool done_at_take_in_ = false; // its word had reached the target when it was taken in
+};
+
+/// A FIFO of waits linked through engine_wait::next: what leaves the engine, in hand-out order.
+struct engine_list {
+    engine_wait* head = nullptr;
+    engine_wait* tail = nullptr;
+    std::size_t count = 0;
+
+    bool empty() const noexcept { return head == nullptr; }
+    void push(engine_wait* w) noexcept {
+        w->next = nullptr;
+        if (tail != nullptr)
+            tail->next = w;
+        else
+            head = w;
+        tail = w;
+        ++count;
+    }
+    engine_wait* pop() noexcept {
+        engine_wait* w = head;
+        if (w == nullptr) return nullptr;
+        head = w->next;
+        if (head == nullptr) tail = nullptr;
+        --count;
+        w->next = nullptr;
+        return w;
+    }
+};
+
+/// Registrations waiting to be taken in, in registration order: an array while it has room
+/// (adding one never allocates), then a stack linked through engine_wait::next (newest first).
+struct engine_batch {
+    std::vector<engine_wait*> waits;
+    engine_wait* overflow = nullptr;
+
+    bool empty() const noexcept { return waits.empty() && overflow == nullptr; }
+    /// Adds `w` without allocating: into the array while it has room, else onto the stack.
+    void push(engine_wait* w) noexcept {
+        if (waits.size() < waits.capacity()) {
+            waits.push_back(w);
+        } else {
+            w->next = overflow;
+            overflow = w;
+        }
+    }
+    /// Calls f(w) for each registration in it (registration order not kept).
+    template <class F>
+    void for_each(F&& f) const {
+        for (const engine_wait* w : waits)
+            f(w);
+        for (const engine_wait* w = overflow; w != nullptr; w = w->next)
+            f(w);
+    }
+};
+
+/// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
+/// Sinks: the `registered(engine_wait&)` a take-in calls for each wait it keeps in the table
+/// (noexcept; the host links it into its own lists there), and `fetch(engine_batch&)`, which
+/// swaps the host's queued registrations into the batch it is given (an empty batch with room).
+class scan_engine {
+public:
+    /// How the host judges a descriptor before its line is read (descriptor_status, from the
+    /// hosts' layer); none: every descriptor is live.
+    using status_fn = line_status (*)(const memory_descriptor&) noexcept;
+
+    /// Room for this many registrations between two take-ins at first; the batch grows to twice
+    /// the most one take-in took.
+    static constexpr std::size_t initial_batch = 64;
+
+    explicit scan_engine(status_fn status = nullptr)
+        : status_(status) {
+        spare_.waits.reserve(initial_batch);
+    }
+    scan_engine(const scan_engine&) = delete;
+    scan_engine& operator=(const scan_engine&) = delete;
+
+    /// A batch with the engine's room, for the host's queue (it swaps with the engine's spare at
+    /// each fetch, so the two alternate).
+    engine_batch make_batch() const {
+        engine_batch b;
+        b.waits.reserve(initial_batch);
+        return b;
+    }
+
+    /// Takes in what `fetch` hands over: each wait is judged (status), its word read once, and it
+    /// is either kept (`registered`) or put on `out` ended (reached, stale, faulted,
+    /// no_memory). With it leave the table's waits that a registration's read completed (the
+    /// word moved far since the last scan), in hand-out order. Returns whether anything came.
+    template <class Fetch, class OnRegistered>
+    bool take_in(Fetch&& fetch, OnRegistered&& registered, engine_list& out) {
+        fetch(spare_);
+        if (spare_.empty()) return false;
+        take_batch(spare_, registered, out);
+        return true;
+    }
+
+    /// Takes in one wait at once (a host whose registrations come under its own lock).
+    template <class OnRegistered>
+    void take_in_one(engine_wait& w, OnRegistered&& registered, engine_list& out) {
+        begin_take();
+        engine_list scanned;
+        take_one(w, registered, scanned, out);
+        end_take(scanned, out);
+    }
+
+    /// take_in() outside a scan (before a cancellation, a retirement, a fault): the table's
+    /// waits of the slots where it found waits complete, that the same store reached, leave with
+    /// them, ordered as a scan orders.
+    template <class Fetch, class OnRegistered>
+    void take_in_settled(Fetch&& fetch, OnRegistered&& registered, engine_list& out) {
+        const std::size_t before = out.count;
+        engine_wait* const tail = out.tail;
+        take_in(fetch, registered, out);
+        const std::size_t found = out.count - before;
+        if (found == 0) return;
+        try {
+            recollect(out, tail, found);
+        } catch (...) {
+            // Out of memory in a slot's scan: the rest are found by the next scan.
+        }
+        if (out.count - before > found) order(out);
+    }
+
+    /// One scan: hands out every wait whose word reached its target, what came in meanwhile
+    /// (taken in twice more, see the header comment), and the waits whose deadline is at or
+    /// before `now`. `out` holds only what the caller's take_in() of this pass put there: the
+    /// whole list is put in hand-out order. Never throws: out of memory in a slot's scan, what
+    /// was found is handed out and the rest stays for the next scan.
+    template <class Fetch, class OnRegistered>
+    void scan(mono_ns now, Fetch&& fetch, OnRegistered&& registered, engine_list& out) noexcept {
+        try {
+            collect(now, fetch, registered, out);
+        } catch (...) {
+        }
+    }
+
+    /// Removes `w` (registered) from the table; it leaves on `out` with `why`.
+    void remove(engine_wait& w, engine_list& out, wait_end why = wait_end::aborted) noexcept {
+        table_.erase(w.pos_);
+        left(w, why);
+        out.push(&w);
+    }
+
+    /// The registered wait on `d` whose host record satisfies `match`, or nullptr. No word is
+    /// read and no record is touched before it is found registered.
+    template <class Match>
+    engine_wait* find(const memory_descriptor& d, Match&& match) {
+        engine_wait* found = nullptr;
+        table_.find(d, [&](const engine_wait* w) {
+            if (!match(w)) return false;
+            found = const_cast<engine_wait*>(w);
+            return true;
+        });
+        return found;
+    }
+
+    /// Ends every wait on `line` (`aborted`); the engine reads the line no more.
+    void retire_line(const completion_line& line, engine_list& out) noexcept {
+        table_.remove_line(line, sink(out));
+    }
+
+    /// Ends the waits on `slot` of `line`: those the stream stored before its fault reached
+    /// leave `reached`, the rest `faulted`, in target order.
+    void fault_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
+        try {
+            table_.collect(line, slot, sink(out));
+        } catch (...) {
+            // No memory to take the reached ones out in order: they fault with the rest.
+        }
+        table_.remove_slot(line, slot, sink(out));
+    }
+
+    /// Ends every wait (`aborted`).
+    void clear(engine_list& out) noexcept { table_.clear(sink(out)); }
+
+    /// `base`, shortened to the tightest bound of a registered wait and to the earliest deadline.
+    dur_ns bound(mono_ns now, dur_ns base) const noexcept {
+        if (!bounds_.empty()) base = min(base, dur_ns{bounds_.begin()->first});
+        if (const std::optional<mono_ns> d = table_.earliest_deadline())
+            base = min(base, d->since(now));
+        return base;
+    }
+    std::optional<mono_ns> earliest_deadline() const noexcept { return table_.earliest_deadline(); }
+
+    /// Calls f(const engine_wait&) for every registered wait, in no order, reading no word.
+    template <class F>
+    void for_each(F&& f) const {
+        table_.for_each([&](const engine_wait* w) { f(*w); });
+    }
+    /// True when a scan of `line` now would hand out a wait (a park's predicate).
+    bool any_reached(const completion_line& line) const { return table_.any_reached(line); }
+
+    std::size_t size() const noexcept { return table_.size(); }
+    bool empty() const noexcept { return table_.empty(); }
+    std::size_t lines() const noexcept { return table_.lines(); }
+    bool watches(const completion_line& line) const { return table_.watches(line); }
+
+private:
+    using table_type = watch_table<engine_wait*>;
+
+    struct leave_sink {
+        scan_engine* self;
+        engine_list* out;
+        void operator()(engine_wait* w, watch_end why) const {
+            self->left(*w, to_end(why));
+            out->push(w);
+        }
+    };
+    leave_sink sink(engine_list& out) noexcept { return leave_sink{this, &out}; }
+
+    static wait_end to_end(watch_end why) noexcept {
+        switch (why) {
+        case watch_end::reached:
+            return wait_end::reached;
+        case watch_end::expired:
+            return wait_end::expired;
+        case watch_end::faulted:
+            return wait_end::faulted;
+        case watch_end::removed:
+            break;
+        }
+        return wait_end::aborted;
+    }
+
+    // The wait has left the table: drop the engine's bookkeeping of it.
+    void left(engine_wait& w, wait_end why) noexcept {
+        w.registered_ = false;
+        w.end_ = why;
+        if (w.bound_ns != 0) {
+            const auto b = bounds_.find(w.bound_ns);
+            if (--b->second == 0) bounds_.erase(b);
+        }
+    }
+
+    /// A wait to hand out in order, with its sort key copied out (a sort then reads no record:
+    /// with thousands of waits those reads are cache misses).
+    struct key {
+        engine_wait* w;
+        const completion_line* line;
+        // The slot's word less the target (0 for an error); until measure(), the target.
+        std::uint64_t below;
+        // When it was taken in (times 2), plus 1 when its word had reached the target then.
+        std::uint64_t started;
+        std::uint8_t slot;
+        bool failed; // ends with an error (not reached)
+
+        static key taken(engine_wait* w) noexcept {
+            const memory_descriptor& d = w->descriptor();
+            return {w,
+                    &d.line(),
+                    d.target(),
+                    w->taken_in_ * 2 + (w->done_at_take_in_ ? 1 : 0),
+                    static_cast<std::uint8_t>(d.slot().index()),
+                    w->end_ != wait_end::reached};
+        }
+        void measure() noexcept {
+            below = failed ? 0 : line->words[slot].load(std::memory_order_acquire) - below;
+        }
+        static key of(engine_wait* w) noexcept {
+            key k = taken(w);
+            k.measure();
+            return k;
+        }
+        /// By line and slot, the reached first in ascending target order (descending `below`),
+        /// one target's waits in the order they were taken in (an earlier take-in first; in one,
+        /// those it left pending before those it found complete).
+        static bool before(const key& a, const key& b) noexcept {
+            if (a.line != b.line) return std::less<>()(a.line, b.line);
+            if (a.slot != b.slot) return a.slot < b.slot;
+            if (a.failed != b.failed) return !a.failed;
+            if (a.below != b.below) return a.below > b.below;
+            return a.started < b.started;
+        }
+    };
+
+    void sort_keys() noexcept {
+        // stable_sort may allocate a buffer; without one it still sorts (in place, more slowly).
+        if (!std::is_sorted(keys_.begin(), keys_.end(), key::before))
+            std::stable_sort(keys_.begin(), keys_.end(), key::before);
+    }
+
+    /// Puts `list` in hand-out order (when it holds several runs).
+    void order(engine_list& list) noexcept {
+        try {
+            keys_.clear();
+            for (engine_wait* w = list.head; w != nullptr; w = w->next)
+                keys_.push_back(key::of(w));
+        } catch (...) {
+            keys_.clear();
+            return; // no room to order them: handed out in their runs
+        }
+        sort_keys();
+        engine_list sorted;
+        for (const key& k : keys_)
+            sorted.push(k.w);
+        keys_.clear();
+        list = sorted;
+    }
+
+    /// Collects onto `out` the slots of the `n` waits of `out` after `before` (none: its head).
+    void recollect(engine_list& out, engine_wait* before, std::size_t n) {
+        engine_wait* w = before != nullptr ? before->next : out.head;
+        for (std::size_t i = 0; i < n; ++i, w = w->next) {
+            const memory_descriptor& d = w->descriptor();
+            table_.collect(d.line(), d.slot(), sink(out));
+        }
+    }
+
+    void begin_take() noexcept {
+        ++take_ins_;
+        keys_.clear();
+    }
+
+    template <class OnRegistered>
+    void take_one(engine_wait& w, OnRegistered& registered, engine_list& scanned,
+                  engine_list& out) {
+        w.next = nullptr;
+        w.taken_in_ = take_ins_;
+        w.done_at_take_in_ = false;
+        const memory_descriptor& d = w.descriptor();
+        if (status_ != nullptr) {
+            const line_status st = status_(d);
+            // What a faulted slot's stream stored before its fault still completes.
+            if (st == line_status::stale || (st == line_status::faulted && !d.is_complete())) {
+                left_unregistered(w,
+                                  st == line_status::stale ? wait_end::stale : wait_end::faulted);
+                out.push(&w);
+                return;
+            }
+        }
+        try {
+            // One read of the word decides both "complete now" and the wait's place in its slot
+            // (and may complete other waits of the slot: the word moved far since the last scan).
+            const std::optional<table_type::handle> pos = table_.insert(
+                d, &w, sink(scanned),
+                w.has_deadline ? std::optional<mono_ns>(mono_ns{w.deadline_ns}) : std::nullopt);
+            if (!pos) {
+                left_unregistered(w, wait_end::reached);
+                w.done_at_take_in_ = true;
+                try {
+                    keys_.push_back(key::taken(&w)); // read while it is at hand
+                } catch (...) {
+                    out.push(&w); // no room to order it: handed out as it comes
+                }
+                return;
+            }
+            w.pos_ = *pos;
+            if (w.bound_ns != 0) {
+                try {
+                    ++bounds_[w.bound_ns];
+                } catch (...) {
+                    table_.erase(*pos); // not left in the table to be completed a second time
+                    throw;
+                }
+            }
+            w.registered_ = true;
+            registered(w);
+        } catch (...) {
+            // No memory for its place in the table: it ends with that error, never lost.
+            left_unregistered(w, wait_end::no_memory);
+            out.push(&w);
+        }
+    }
+
+    static void left_unregistered(engine_wait& w, wait_end why) noexcept {
+        w.registered_ = false;
+        w.end_ = why;
+    }
+
+    /// The waits complete when taken in leave in hand-out order; with them, the table's waits
+    /// an insert completed (registered earlier, they may have lower targets of the same slot:
+    /// the two runs leave as one).
+    void end_take(engine_list& scanned, engine_list& out) noexcept {
+        while (scanned.head != nullptr) {
+            try {
+                keys_.push_back(key::taken(scanned.head));
+            } catch (...) {
+                break; // no room to order the rest: handed out as they come, after the ordered
+            }
+            scanned.pop();
+        }
+        if (keys_.size() > 1) {
+            for (key& k : keys_)
+                k.measure();
+            sort_keys();
+        }
+        for (const key& k : keys_)
+            out.push(k.w);
+        keys_.clear();
+        while (engine_wait* w = scanned.pop())
+            out.push(w);
+    }
+
+    template <class OnRegistered>
+    void take_batch(engine_batch& batch, OnRegistered& registered, engine_list& out) {
+        begin_take();
+        std::size_t count = batch.waits.size();
+        // The overflow stack is used only once the array is full: after it, in order.
+        engine_wait* fifo = nullptr;
+        while (batch.overflow != nullptr) {
+            engine_wait* next = batch.overflow->next;
+            batch.overflow->next = fifo;
+            fifo = std::exchange(batch.overflow, next);
+            ++count;
+        }
+        engine_list scanned; // waits of the table that an insert's scan of their slot completed
+        // With thousands of registrations their records are out of the cache: fetched a few
+        // ahead, the reads overlap.
+        constexpr std::size_t ahead = 8;
+        std::vector<engine_wait*>& taken = batch.waits;
+        for (std::size_t i = 0; i < taken.size(); ++i) {
+            if (i + ahead < taken.size()) prefetch(taken[i + ahead]);
+            take_one(*taken[i], registered, scanned, out);
+        }
+        while (fifo != nullptr)
+            take_one(*std::exchange(fifo, fifo->next), registered, scanned, out);
+        taken.clear();
+        // Room for twice as many in this array, which takes the registrations after the next
+        // fetch (the two alternate); without memory, those past its room wait on the stack.
+        if (taken.capacity() < 2 * count) {
+            try {
+                taken.reserve(2 * count);
+            } catch (...) {
+            }
+        }
+        end_take(scanned, out);
+    }
+
+    static void prefetch(const engine_wait* w) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+        __builtin_prefetch(w, 1);
+        __builtin_prefetch(reinterpret_cast<const char*>(w) + 64, 1);
+#else
+        (void)w;
+#endif
+    }
+
+    template <class Fetch, class OnRegistered>
+    void collect(mono_ns now, Fetch& fetch, OnRegistered& registered, engine_list& out) {
+        const std::size_t taken = out.count; // what the caller's take_in handed out
+        table_.collect(sink(out));
+        const std::size_t collected = out.count - taken;
+        // Waits registered since the caller's take-in: one pushed before a store that the scan
+        // above saw is among the new registrations now, and must leave with this scan.
+        engine_wait* const before_late = out.tail;
+        take_in(fetch, registered, out);
+        const std::size_t late = out.count - taken - collected;
+        std::size_t again = 0;
+        if (late != 0) {
+            // That take-in may have read a store the scan above did not see: the table's waits
+            // of the same slots that it reached leave with it; so do waits registered before
+            // that store but after it. Once more for what a second take-in completes (it may
+            // read a newer store still): this narrows the window, it cannot close it.
+            recollect(out, before_late, late);
+            engine_wait* const before_again = out.tail;
+            const std::size_t before_count = out.count;
+            take_in(fetch, registered, out);
+            recollect(out, before_again, out.count - before_count);
+            again = out.count - taken - collected - late;
+        }
+        table_.collect_expired(now, sink(out));
+        // Up to four runs, each in hand-out order: one slot may have waits in several.
+        if (int{taken != 0} + int{collected != 0} + int{late != 0} + int{again != 0} >= 2)
+            order(out);
+    }
+
+    status_fn status_;
+    table_type table_;
+    std::map<std::uint64_t, std::size_t> bounds_; // registered waits' own bounds, counted
+    engine_batch spare_;                          // swapped with the host's at each fetch
+    std::vector<key> keys_;                       // the hand-out order's scratch
+    std::uint64_t take_ins_ = 0;
+};
+
+} // namespace gpu_async
+
+#endif // GPU_ASYNC_CORE_SCAN_ENGINE_HPP

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: BSL-1.0
+#include <gpu_async/core/scan_engine.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+using namespace gpu_async;
+
+namespace {
+
+constexpr std::uint64_t half = std::uint64_t{1} << 63;
+
+memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint64_t target,
+                       std::uint32_t generation = 0) {
+    return memory_descriptor(line, *slot_id::at(slot), target, generation);
+}
+
+struct wait : engine_wait {
+    wait(const memory_descriptor& d, int id_)
+        : engine_wait(d)
+        , id(id_) {}
+    int id;
+};
+
+/// A host in miniature: registrations queued as another thread would queue them, handed over
+/// through fetch, and what leaves recorded in order.
+struct host {
+    scan_engine engine;
+    engine_batch incoming = engine.make_batch();
+    std::deque<std::unique_ptr<wait>> waits;
+    std::vector<int> kept; // what take-ins kept, in order
+    std::vector<std::pair<int, wait_end>> ended;
+
+    explicit host(scan_engine::status_fn status = nullptr)
+        : engine(status) {}
+
+    wait& queue(const memory_descriptor& d) {
+        waits.push_back(std::make_unique<wait>(d, static_cast<int>(waits.size())));
+        incoming.push(waits.back().get());
+        return *waits.back();
+    }
+    auto fetch() {
+        return [this](engine_batch& b) { std::swap(incoming, b); };
+    }
+    auto registered() {
+        return [this](engine_wait& w) { kept.push_back(static_cast<wait&>(w).id); };
+    }
+    void record(engine_list& out) {
+        while (engine_wait* w = out.pop())
+            ended.emplace_back(static_cast<wait*>(w)->id, w->end());
+    }
+    void take_in() {
+        engine_list out;
+        engine.take_in(fetch(), registered(), out);
+        record(out);
+    }
+    void scan(std::uint64_t now = 0) {
+        engine_list out;
+        engine.take_in(fetch(), registered(), out);
+        engine.scan(mono_ns{now}, fetch(), registered(), out);
+        record(out);
+    }
+    std::vector<int> ids() const {
+        std::vector<int> v;
+        for (const auto& e : ended)
+            v.push_back(e.first);
+        return v;
+    }
+};
+
+line_status status_of_generation_3(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    if (d.generation() != 3) return line_status::stale;
+    return d.slot().index() == 5 ? line_status::faulted : line_status::live;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(scan_engine_suite)
+
+BOOST_AUTO_TEST_CASE(a_take_in_keeps_pending_waits_and_hands_out_the_complete_in_target_order) {
+    completion_line line;
+    line.words[0].store(5);
+    host h;
+    h.queue(desc(line, 0, 9));
+    h.queue(desc(line, 0, 4));
+    h.queue(desc(line, 0, 2));
+    h.queue(desc(line, 0, 5));
+    h.take_in();
+    BOOST_TEST(h.kept == (std::vector<int>{0}));
+    BOOST_TEST(h.ids() == (std::vector<int>{2, 1, 3})); // ascending targets
+    for (const auto& e : h.ended)
+        BOOST_TEST((e.second == wait_end::reached));
+    BOOST_TEST(h.engine.size() == 1u);
+    BOOST_TEST(h.incoming.empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_scan_hands_out_in_ascending_target_order_then_registration_order) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 1, 3));
+    h.queue(desc(line, 1, 2));
+    h.queue(desc(line, 1, 3));
+    h.queue(desc(line, 1, 7));
+    h.take_in();
+    BOOST_TEST(h.engine.size() == 4u);
+    line.words[1].store(3);
+    h.scan();
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 0, 2}));
+    BOOST_TEST(h.engine.size() == 1u);
+    line.words[1].store(7);
+    h.scan();
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 0, 2, 3}));
+    BOOST_TEST(h.engine.empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_wrapping_rule_holds_across_the_top_of_the_word) {
+    completion_line line;
+    line.words[2].store(~std::uint64_t{0} - 1);
+    host h;
+    h.queue(desc(line, 2, 1));                      // past the wrap
+    h.queue(desc(line, 2, ~std::uint64_t{0}));      // just before it
+    h.queue(desc(line, 2, ~std::uint64_t{0} - 10)); // reached
+    h.take_in();
+    BOOST_TEST(h.ids() == (std::vector<int>{2}));
+    line.words[2].store(1);
+    h.scan();
+    BOOST_TEST(h.ids() == (std::vector<int>{2, 1, 0}));
+    // A word half the range away is behind every target: nothing completes.
+    h.queue(desc(line, 2, 2));
+    h.take_in();
+    line.words[2].store(2 + half);
+    h.scan();
+    BOOST_TEST(h.engine.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_registration_queued_after_a_scan_read_leaves_with_that_scan) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 0, 2));
+    h.take_in();
+    line.words[0].store(4);
+    // Queued before the scan's take-in of late registrations: it leaves with this scan, in
+    // target order with the table's wait.
+    h.queue(desc(line, 0, 1));
+    engine_list out;
+    h.engine.scan(mono_ns{0}, h.fetch(), h.registered(), out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(deadlines_expire_at_the_hosts_now_and_bound_the_park) {
+    completion_line line;
+    host h;
+    wait& w = h.queue(desc(line, 0, 1));
+    w.has_deadline = true;
+    w.deadline_ns = 1000;
+    wait& b = h.queue(desc(line, 1, 1));
+    b.bound_ns = 50;
+    h.take_in();
+    BOOST_TEST(h.engine.bound(mono_ns{900}, dur_ns{100}).ns == 50u);
+    BOOST_TEST(h.engine.bound(mono_ns{980}, dur_ns{100}).ns == 20u);
+    h.scan(999);
+    BOOST_TEST(h.ended.empty());
+    h.scan(1000);
+    BOOST_TEST(h.ended.size() == 1u);
+    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::expired}));
+    // The bound goes with its wait.
+    engine_list out;
+    h.engine.remove(b, out);
+    h.record(out);
+    BOOST_TEST(h.engine.bound(mono_ns{0}, dur_ns{100}).ns == 100u);
+    BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{1, wait_end::aborted}));
+}
+
+BOOST_AUTO_TEST_CASE(status_is_asked_before_the_line_is_read) {
+    completion_line line;
+    line.words[5].store(10);
+    host h(&status_of_generation_3);
+    h.queue(desc(line, 0, 1, 2));  // stale
+    h.queue(desc(line, 5, 20, 3)); // faulted, not reached
+    h.queue(desc(line, 5, 10, 3)); // faulted, reached before the fault: completes
+    h.queue(desc(line, 1, 1, 3));  // live
+    h.queue(desc(line, 1, 1));     // never checked
+    h.take_in();
+    BOOST_TEST(h.kept == (std::vector<int>{3, 4}));
+    BOOST_TEST(h.ended.size() == 3u);
+    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::stale}));
+    BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{1, wait_end::faulted}));
+    BOOST_TEST((h.ended[2] == std::pair<int, wait_end>{2, wait_end::reached}));
+}
+
+BOOST_AUTO_TEST_CASE(retiring_a_line_aborts_its_waits_and_reads_it_no_more) {
+    completion_line a;
+    completion_line b;
+    host h;
+    h.queue(desc(a, 0, 1));
+    h.queue(desc(a, 3, 1));
+    h.queue(desc(b, 0, 1));
+    h.take_in();
+    engine_list out;
+    h.engine.retire_line(a, out);
+    h.record(out);
+    BOOST_TEST(h.ended.size() == 2u);
+    for (const auto& e : h.ended)
+        BOOST_TEST((e.second == wait_end::aborted));
+    BOOST_TEST(!h.engine.watches(a));
+    BOOST_TEST(h.engine.watches(b));
+}
+
+BOOST_AUTO_TEST_CASE(a_fault_completes_what_was_stored_and_faults_the_rest_in_target_order) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 4, 3));
+    h.queue(desc(line, 4, 1));
+    h.queue(desc(line, 4, 9));
+    h.queue(desc(line, 4, 2));
+    h.queue(desc(line, 6, 2)); // another slot: untouched
+    h.take_in();
+    line.words[4].store(2);
+    engine_list out;
+    h.engine.fault_slot(line, *slot_id::at(4), out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 3, 0, 2}));
+    BOOST_TEST((h.ended[0].second == wait_end::reached));
+    BOOST_TEST((h.ended[1].second == wait_end::reached));
+    BOOST_TEST((h.ended[2].second == wait_end::faulted));
+    BOOST_TEST((h.ended[3].second == wait_end::faulted));
+    BOOST_TEST(h.engine.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(cancel_by_key_finds_only_a_registered_wait) {
+    completion_line line;
+    host h;
+    wait& w = h.queue(desc(line, 0, 5));
+    wait& v = h.queue(desc(line, 0, 5));
+    h.take_in();
+    const auto is = [](const wait* target) {
+        return [target](const engine_wait* c) { return c == target; };
+    };
+    engine_wait* found = h.engine.find(desc(line, 0, 5), is(&v));
+    BOOST_REQUIRE(found == &v);
+    engine_list out;
+    h.engine.remove(*found, out);
+    h.record(out);
+    BOOST_TEST(!v.registered());
+    BOOST_TEST(h.engine.find(desc(line, 0, 5), is(&v)) == nullptr); // gone: not found twice
+    BOOST_TEST(h.engine.find(desc(line, 0, 6), is(&w)) == nullptr); // another target
+    BOOST_TEST(w.registered());
+}
+
+BOOST_AUTO_TEST_CASE(a_take_in_settled_takes_the_same_stores_table_waits_along) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 0, 2));
+    h.take_in();
+    line.words[0].store(3);
+    h.queue(desc(line, 0, 3)); // found complete at its take-in
+    engine_list out;
+    h.engine.take_in_settled(h.fetch(), h.registered(), out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{0, 1})); // the lower target first
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_past_its_room_keeps_registration_order) {
+    completion_line line;
+    host h;
+    const std::size_t n = scan_engine::initial_batch + 10;
+    for (std::size_t i = 0; i < n; ++i)
+        h.queue(desc(line, 0, 1));
+    BOOST_TEST(h.incoming.overflow != nullptr);
+    h.take_in();
+    BOOST_REQUIRE(h.kept.size() == n);
+    for (std::size_t i = 0; i < n; ++i)
+        BOOST_TEST(h.kept[i] == static_cast<int>(i));
+    line.words[0].store(1);
+    h.scan();
+    BOOST_REQUIRE(h.ended.size() == n);
+    for (std::size_t i = 0; i < n; ++i)
+        BOOST_TEST(h.ended[i].first == static_cast<int>(i));
+}
+
+BOOST_AUTO_TEST_CASE(clear_aborts_every_wait_once) {
+    completion_line line;
+    host h;
+    for (int i = 0; i < 5; ++i)
+        h.queue(desc(line, static_cast<std::size_t>(i), 1));
+    h.take_in();
+    engine_list out;
+    h.engine.clear(out);
+    h.record(out);
+    BOOST_TEST(h.ended.size() == 5u);
+    BOOST_TEST(h.engine.empty());
+    line.words[0].store(1);
+    h.scan();
+    BOOST_TEST(h.ended.size() == 5u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
