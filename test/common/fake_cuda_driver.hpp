@@ -56,6 +56,7 @@ struct fake_cuda {
     bool land_stores = true;
     int stream_status = 0;
     int pending_queries = 0; // cuStreamQuery answers NOT_READY this many times first
+    int sticky = 0;          // nonzero: the context faulted; every cuStreamQuery answers it
     std::array<char, 2> ctx_storage{};
     std::array<char, 3> stream_storage{};
     std::array<char, 2> event_storage{};
@@ -280,8 +281,10 @@ inline int f_cuStreamGetCtx(cuda::stream_t s, cuda::context_t* c) {
     *c = fake->ctx(s == fake->stream(1) ? 1 : 0);
     return fake->failed("cuStreamGetCtx");
 }
-inline int f_cuStreamQuery(cuda::stream_t) {
+inline int f_cuStreamQuery(cuda::stream_t s) {
     if (int st = fake->nth("cuStreamQuery")) return st;
+    fake->calls.back() += " " + std::to_string(fake->stream_index(s));
+    if (fake->sticky != 0) return fake->sticky;
     if (fake->pending_queries > 0) {
         --fake->pending_queries;
         return cuda::error_not_ready;
