@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 // The health queries of the lines the library owns, against the fake drivers: a mapped CUDA or
 // HIP line queries a stream of its own in its context and faults every slot once the context
-// reports a sticky error. Each test drives the queries itself (gpu_async::detail::query_line_health at virtual
+// reports a sticky error; the Metal mirror faults its slot once a watched command buffer is in
+// error. Each test drives the queries itself (gpu_async::detail::query_line_health at virtual
 // times) and hears the faults through a recording line watcher, or through a std_watcher.
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/hip.hpp>
+#include <gpu_async/device/metal.hpp>
 
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/host/std_host.hpp>
@@ -12,6 +14,7 @@
 
 #include "common/fake_cuda_driver.hpp"
 #include "common/fake_hip_driver.hpp"
+#include "common/fake_metal_runtime.hpp"
 #include "common/fault_recorder.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -263,6 +266,104 @@ BOOST_FIXTURE_TEST_CASE(without_stream_creation_a_line_has_no_health_query, fixt
     BOOST_TEST_REQUIRE(line.has_value());
     BOOST_TEST(!line.value().mapped().has_health_query());
     BOOST_TEST(!detail::line_health_watched());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// --- Metal ------------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(metal_health)
+
+namespace {
+
+using fake_object = gpu_async::test::fake_objc_object;
+
+struct metal_fixture {
+    fake_metal_runtime fake;
+    std::unique_ptr<metal_runtime> rt;
+    metal_fixture() {
+        auto r = metal_runtime::from_api(fake.api());
+        BOOST_TEST_REQUIRE(r.has_value());
+        rt = std::move(r).value();
+    }
+    metal_source source() {
+        auto dev = metal_device::create_system_default(*rt);
+        BOOST_TEST_REQUIRE(dev.has_value());
+        auto s = metal_source::create(dev.value());
+        BOOST_TEST_REQUIRE(s.has_value());
+        fake.calls.clear();
+        return std::move(s).value();
+    }
+    static fake_object& of(metal::object_t o) { return fake_metal_runtime::of(o); }
+};
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(a_failed_buffer_faults_the_mirror_slot_once, metal_fixture) {
+    fault_recorder reactor;
+    metal_source s = source();
+    const metal::object_t cb = fake.command_buffer();
+    s.encode_signal(cb); // target 1
+    const memory_descriptor d = s.descriptor();
+    BOOST_TEST(run_queries());
+    BOOST_TEST(reactor.faults() == 0u); // committed: healthy
+    of(cb).status = metal::command_buffer_status_error;
+    fake.calls.clear();
+    BOOST_TEST(run_queries());
+    BOOST_TEST((fake.calls == calls_t{"status cb1", "signaledValue event1"}));
+    const auto faults = reactor.faults_of(d.line());
+    BOOST_TEST_REQUIRE(faults.size() == 1u);
+    BOOST_TEST(faults[0].slot == 0u);
+    BOOST_TEST(faults[0].word == 0u); // not signalled: the wait faults
+    BOOST_TEST((descriptor_status(d) == line_status::faulted));
+    fake.calls.clear();
+    BOOST_TEST(run_queries());
+    BOOST_TEST(fake.calls.empty()); // told once
+}
+
+BOOST_FIXTURE_TEST_CASE(a_signalled_target_reaches_the_mirror_before_the_fault, metal_fixture) {
+    fault_recorder reactor;
+    metal_source s = source();
+    const metal::object_t done = fake.command_buffer();
+    const metal::object_t bad = fake.command_buffer();
+    s.encode_signal(done); // 1: signalled, not yet read by the source
+    s.encode_signal(bad);  // 2: its buffer fails
+    fake.event().value = 1;
+    of(bad).status = metal::command_buffer_status_error;
+    BOOST_TEST(s.last_value() == 0u);
+    BOOST_TEST(run_queries());
+    const auto faults = reactor.faults_of(s.descriptor().line());
+    BOOST_TEST_REQUIRE(faults.size() == 1u);
+    BOOST_TEST(faults[0].word == 1u); // a reactor completes the wait for 1, faults the one for 2
+    BOOST_TEST(s.last_value() == 1u);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_healthy_source_faults_nothing, metal_fixture) {
+    fault_recorder reactor;
+    metal_source s = source();
+    const metal::object_t cb = fake.command_buffer();
+    s.encode_signal(cb);
+    BOOST_TEST(run_queries());
+    of(cb).status = metal::command_buffer_status_completed;
+    BOOST_TEST(run_queries());
+    BOOST_TEST(reactor.faults() == 0u);
+    BOOST_TEST((descriptor_status(s.descriptor()) == line_status::live));
+}
+
+BOOST_FIXTURE_TEST_CASE(a_moved_source_keeps_and_a_gone_one_drops_its_query, metal_fixture) {
+    fault_recorder reactor;
+    {
+        metal_source first = source();
+        metal_source s = std::move(first);
+        const metal::object_t cb = fake.command_buffer();
+        s.encode_signal(cb);
+        of(cb).status = metal::command_buffer_status_error;
+        BOOST_TEST(detail::line_health_watched());
+        BOOST_TEST(run_queries());
+        BOOST_TEST(reactor.faults_of(s.descriptor().line()).size() == 1u);
+    }
+    BOOST_TEST(!detail::line_health_watched());
+    BOOST_TEST(fake.unbalanced() == calls_t{});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
