@@ -249,8 +249,15 @@ inline void* f_dlsym(void* context, const char* symbol) {
 
 struct fixture {
     fake_hip state;
-    fixture() { fake = &state; }
+    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
+    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
+    dur_ns backstop_before = fault_backstop();
+    fixture() {
+        fake = &state;
+        set_fault_backstop(dur_ns::max());
+    }
     ~fixture() {
+        set_fault_backstop(backstop_before);
         fake = nullptr;
         for (void* p : state.pages)
             std::free(p);
