@@ -56,6 +56,7 @@ struct fake_cuda {
     bool land_stores = true;
     int stream_status = 0;
     int pending_queries = 0; // cuStreamQuery answers NOT_READY this many times first
+    int sticky = 0;          // nonzero: the context faulted; every cuStreamQuery answers it
     std::array<char, 2> ctx_storage{};
     std::array<char, 3> stream_storage{};
     std::array<char, 2> event_storage{};
@@ -280,8 +281,10 @@ inline int f_cuStreamGetCtx(cuda::stream_t s, cuda::context_t* c) {
     *c = fake->ctx(s == fake->stream(1) ? 1 : 0);
     return fake->failed("cuStreamGetCtx");
 }
-inline int f_cuStreamQuery(cuda::stream_t) {
+inline int f_cuStreamQuery(cuda::stream_t s) {
     if (int st = fake->nth("cuStreamQuery")) return st;
+    fake->calls.back() += " " + std::to_string(fake->stream_index(s));
+    if (fake->sticky != 0) return fake->sticky;
     if (fake->pending_queries > 0) {
         --fake->pending_queries;
         return cuda::error_not_ready;
@@ -348,8 +351,15 @@ inline int f_get_proc_address(const char* symbol, void** pfn, int version, std::
 
 struct fixture {
     fake_cuda state;
-    fixture() { fake = &state; }
+    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
+    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
+    dur_ns backstop_before = fault_backstop();
+    fixture() {
+        fake = &state;
+        set_fault_backstop(dur_ns::max());
+    }
     ~fixture() {
+        set_fault_backstop(backstop_before);
         fake = nullptr;
         for (void* p : state.pages)
             std::free(p);

@@ -48,6 +48,7 @@ struct fake_hip {
     std::set<void*> pages;
     unsigned alloc_flags = 0;
     int stream_status = 0;
+    int sticky = 0; // nonzero: the device faulted; every hipStreamQuery answers it
     std::array<char, 3> stream_storage{};
     std::array<char, 1> event_storage{};
     struct store {
@@ -154,8 +155,11 @@ inline int f_hipHostFree(void* p) {
 inline int f_hipDeviceSynchronize() {
     return fake->failed("hipDeviceSynchronize on " + std::to_string(fake->current));
 }
-inline int f_hipStreamQuery(hip::stream_t) {
-    if (int st = fake->nth("hipStreamQuery")) return st;
+inline int f_hipStreamQuery(hip::stream_t s) {
+    if (int st = fake->nth("hipStreamQuery " + std::to_string(fake->stream_index(s)) + " on " +
+                           std::to_string(fake->current)))
+        return st;
+    if (fake->sticky != 0) return fake->sticky;
     return fake->stream_status;
 }
 inline int f_hipStreamSynchronize(hip::stream_t) {
@@ -245,8 +249,15 @@ inline void* f_dlsym(void* context, const char* symbol) {
 
 struct fixture {
     fake_hip state;
-    fixture() { fake = &state; }
+    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
+    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
+    dur_ns backstop_before = fault_backstop();
+    fixture() {
+        fake = &state;
+        set_fault_backstop(dur_ns::max());
+    }
     ~fixture() {
+        set_fault_backstop(backstop_before);
         fake = nullptr;
         for (void* p : state.pages)
             std::free(p);

@@ -80,10 +80,18 @@ public:
     int pool_depth = 0;
     int pools_pushed = 0;
 
-    fake_metal_runtime() { active() = this; }
+    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
+    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
+    fake_metal_runtime() {
+        active() = this;
+        set_fault_backstop(dur_ns::max());
+    }
     fake_metal_runtime(const fake_metal_runtime&) = delete;
     fake_metal_runtime& operator=(const fake_metal_runtime&) = delete;
-    ~fake_metal_runtime() { active() = nullptr; }
+    ~fake_metal_runtime() {
+        set_fault_backstop(backstop_before_);
+        active() = nullptr;
+    }
 
     /// The table: plain functions standing in for libobjc, objc_msgSend and Metal. msg_send is
     /// the signaledValue function (for metal_runtime::send with that one signature).
@@ -163,6 +171,8 @@ public:
     }
 
 private:
+    dur_ns backstop_before_ = fault_backstop(); // initialized before the constructor's body
+
     static fake_metal_runtime*& active() {
         static fake_metal_runtime* p = nullptr;
         return p;

@@ -20,6 +20,16 @@
 /// releases it only after the page is freed; it accepts stores only from streams of that context;
 /// it synchronizes the context before freeing, and leaks rather than free when that fails.
 ///
+/// Health: where the driver has cuStreamCreate and cuStreamDestroy, a line creates a non-blocking
+/// stream of its own in its context (nothing is ever enqueued on it) and registers a health query
+/// (gpu_async::watch_line_health): cuStreamQuery on that stream with the line's context pushed,
+/// which never blocks; an answer other than CUDA_SUCCESS or CUDA_ERROR_NOT_READY (the context's
+/// sticky error, e.g. CUDA_ERROR_ILLEGAL_ADDRESS) faults every slot of the line, once. A device
+/// fault thus reaches the plain descriptor waits on the line within one fault backstop plus the
+/// reactor's park bound, while a reactor with pending waits runs, even when the faulted stream is
+/// gone. close() unregisters the query before it retires the line and destroys the stream after
+/// the synchronize.
+///
 /// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
 /// (cuMemHostRegister, PORTABLE | DEVICEMAP: write-back heap memory, pinned and mapped, not
 /// write-combined) and takes its device pointer in the line's context (cuMemHostGetDevicePointer);

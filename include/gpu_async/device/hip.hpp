@@ -18,6 +18,15 @@
 /// it fails line creation, since the rule could not be checked); it synchronizes the device before
 /// freeing, and leaks rather than free when that fails.
 ///
+/// Health: where the runtime has hipStreamCreate and hipStreamDestroy, a line creates a stream of
+/// its own on its device (nothing is ever enqueued on it) and registers a health query
+/// (gpu_async::watch_line_health): hipStreamQuery on that stream with the line's device current,
+/// which never blocks; an answer other than hipSuccess or hipErrorNotReady (the device's sticky
+/// error) faults every slot of the line, once. A device fault thus reaches the plain descriptor
+/// waits on the line within one fault backstop plus the reactor's park bound, while a reactor with
+/// pending waits runs, even when the faulted stream is gone. close() unregisters the query before
+/// it retires the line and destroys the stream after the synchronize.
+///
 /// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
 /// (hipHostRegister, Mapped | Portable; ordinary write-back heap memory) and takes its device
 /// pointer on the line's device; each later store is then two hipStreamWriteValue64 calls on the

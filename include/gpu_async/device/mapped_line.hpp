@@ -29,6 +29,16 @@
 /// a line whose settle fails leaks its use with its page, and a failed unregistration leaks the
 /// registration (the doorbell stays alive and pinned) rather than free registered memory.
 ///
+/// Health: where the table has the probe hooks (make_probe, query_probe, drop_probe), a line makes
+/// a probe of its own in its domain when it is made (a stream of its own, on CUDA and HIP) and
+/// registers a health query for itself (gpu_async::watch_line_health): it queries the probe with
+/// the domain current, without blocking, and an answer other than done or not-ready (the sticky
+/// error of a faulted context) faults every slot of the line (gpu_async::fault_slot), once. So a
+/// device fault reaches the plain descriptor waits on the line within one fault backstop plus the
+/// reactor's park bound, while a reactor with pending waits runs, even when the faulted stream is
+/// gone. The probe is the line's: the caller's streams are never queried. Closing unregisters
+/// the query before it retires the line, and destroys the probe after the settle.
+///
 /// Uses the core, the doorbell and the standard library only; the vendor APIs live behind the
 /// table.
 #ifndef GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
@@ -93,9 +103,12 @@ enum class driver_op : std::uint8_t {
     register_host,   ///< register (pin and map for devices) host memory the driver did not allocate
     unregister_host, ///< undo that registration
     batch_write64,   ///< enqueue several 64-bit stores on a stream as one batch, in order
+    make_probe,      ///< make the line's own status probe in the domain (a stream)
+    query_probe,     ///< query that probe without blocking
+    drop_probe,      ///< destroy it
 };
 
-inline constexpr std::size_t driver_op_count = 12;
+inline constexpr std::size_t driver_op_count = 15;
 
 /// One store of a batch (line_driver::batch_write64).
 struct batch_store {
@@ -105,6 +118,7 @@ struct batch_store {
 
 namespace detail {
 struct doorbell_registration;
+class mapped_line_health;
 } // namespace detail
 
 /// A backend's table of hooks. Every hook receives `self` first. Domains are opaque handles the
@@ -141,6 +155,18 @@ struct line_driver {
     /// call each.
     driver_status (*batch_write64)(void* self, void* stream, const batch_store* stores,
                                    std::size_t count) = nullptr;
+    /// Makes, with the domain current, a probe of the line's own whose status query reports the
+    /// domain's sticky faults (CUDA and HIP: a stream created for it, on which nothing is ever
+    /// enqueued). Optional (with query_probe and drop_probe): without them a line has no health
+    /// query, and hears of a fault only through a source's query.
+    driver_status (*make_probe)(void* self, void* domain, void** probe) = nullptr;
+    /// Queries the probe with the domain current, without blocking; may run on any thread.
+    /// Returns ok when the query answered done or not-ready; the query's own failure (`call`
+    /// null, `status` its answer) when it answered anything else: the domain faulted; a failure
+    /// naming another call (`call` set: switching the domain in or out) when nothing is known.
+    driver_status (*query_probe)(void* self, void* domain, void* probe) = nullptr;
+    /// Destroys the probe with the domain current.
+    driver_status (*drop_probe)(void* self, void* domain, void* probe) = nullptr;
     /// The vendor's name of a status (never null; "unknown" when the vendor has none).
     const char* (*status_name)(void* self, int status) = nullptr;
 
@@ -252,12 +278,18 @@ public:
     /// True while the line owns its page (not closed, not moved from).
     bool is_open() const noexcept { return line_ != nullptr; }
 
+    /// True while the line has a probe and its health query is registered (the table has the
+    /// probe hooks; see the file comment).
+    bool has_health_query() const noexcept { return health_ != nullptr; }
+
     /// True when closing found the domain could not be settled, so the page and the domain
     /// reference were leaked on purpose.
     bool leaked() const noexcept { return leaked_; }
 
-    /// Retires the line (gpu_async::retire_line: every reactor ends its waits on it with
-    /// operation_aborted and stops reading it), settles the domain, drops the line's use of its
+    /// Unregisters the line's health query, retires the line (gpu_async::retire_line: every
+    /// reactor ends its waits on it with operation_aborted and stops reading it), settles the
+    /// domain, destroys the line's probe (a failure to is reported, the probe forgotten), drops
+    /// the line's use of its
     /// doorbell (the last use unregisters the doorbell's line and releases the registration's
     /// domain reference), frees the page, then releases the domain. When settling fails, leaks
     /// the page, the reference and the doorbell use (never frees or unregisters under a pending
@@ -280,6 +312,7 @@ private:
 
     const line_driver* driver_ = nullptr;
     detail::doorbell_registration* bell_ = nullptr; ///< the doorbell's registration, one use
+    detail::mapped_line_health* health_ = nullptr;  ///< owned: the probe and the health query
     std::uint64_t bell_address_ = 0;
     completion_line* line_ = nullptr;
     std::uint32_t generation_ = 0; ///< the line's, stamped into its descriptors
@@ -295,6 +328,7 @@ private:
 inline mapped_line::mapped_line(mapped_line&& other) noexcept
     : driver_(other.driver_)
     , bell_(other.bell_)
+    , health_(other.health_)
     , bell_address_(other.bell_address_)
     , line_(other.line_)
     , generation_(other.generation_)
@@ -309,6 +343,7 @@ inline mapped_line::mapped_line(mapped_line&& other) noexcept
     other.page_ = nullptr;
     other.domain_ = nullptr;
     other.bell_ = nullptr;
+    other.health_ = nullptr;
     other.bell_address_ = 0;
 }
 
@@ -317,6 +352,7 @@ inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
         static_cast<void>(close_quietly());
         driver_ = other.driver_;
         bell_ = other.bell_;
+        health_ = other.health_;
         bell_address_ = other.bell_address_;
         line_ = other.line_;
         generation_ = other.generation_;
@@ -331,6 +367,7 @@ inline mapped_line& mapped_line::operator=(mapped_line&& other) noexcept {
         other.page_ = nullptr;
         other.domain_ = nullptr;
         other.bell_ = nullptr;
+        other.health_ = nullptr;
         other.bell_address_ = 0;
     }
     return *this;

@@ -27,6 +27,15 @@
 /// reactor, which no Metal event stores to: such a wait sees the event at its status queries (the
 /// backstop). A plan run on a thread (run_wait) parks in waitUntilSignaledValue:timeoutMS:.
 ///
+/// Health: each source registers a health query for its mirror line (gpu_async::
+/// watch_line_health): it reads the status of the source's watched command buffers (only a
+/// status read, from the reactor's thread) and, at the first in MTLCommandBufferStatusError,
+/// stores the event's signaledValue into the mirror (so a wait whose target was signalled
+/// completes) and faults the mirror's slot (gpu_async::fault_slot). So a command buffer's fault
+/// reaches the plain descriptor waits on descriptor() within one fault backstop plus the
+/// reactor's park bound, while a reactor with pending waits runs. The fault is recorded on the
+/// mirror until the source goes: later waits on its descriptors end with errc::device_fault.
+///
 /// Ownership: an object this backend creates (the device from MTLCreateSystemDefaultDevice, the
 /// event from newSharedEvent) or retains (a wrapped event, a watched command buffer) is released
 /// exactly once, by the owner's destructor (or, for a command buffer, once it is seen completed).
@@ -58,6 +67,10 @@ struct objc_selector;
 struct objc_class;
 
 namespace gpu_async {
+
+namespace detail {
+class metal_health;
+} // namespace detail
 
 /// The Objective-C runtime and Metal ABI this backend uses, declared here so no Apple header is
 /// needed.
@@ -288,8 +301,8 @@ public:
     GPU_ASYNC_DECL metal_source& operator=(metal_source&& other) noexcept;
     metal_source(const metal_source&) = delete;
     metal_source& operator=(const metal_source&) = delete;
-    /// Retires the mirror line (waits on it end with operation_aborted), then releases every
-    /// watched command buffer and the event, once each.
+    /// Unregisters the mirror's health query and retires the mirror line (waits on it end with
+    /// operation_aborted), then releases every watched command buffer and the event, once each.
     ~metal_source() { reset(); }
 
     /// Done when signaledValue has reached the target; pending; or failed with
@@ -337,7 +350,7 @@ public:
     GPU_ASYNC_DECL void unwatch_all() noexcept;
 
     /// How many command buffers are watched.
-    std::size_t watched() const noexcept { return watched_.size(); }
+    GPU_ASYNC_DECL std::size_t watched() const noexcept;
 
     /// True when the event responds to waitUntilSignaledValue:timeoutMS: (macOS 12, iOS 15).
     bool has_os_wait() const noexcept { return os_wait_; }
@@ -354,6 +367,7 @@ private:
     GPU_ASYNC_DECL metal_source(const metal_runtime& runtime, metal::object_t event,
                                 std::uint64_t value, bool os_wait,
                                 std::unique_ptr<completion_line> mirror,
+                                std::unique_ptr<detail::metal_health> health,
                                 metal_source_options options) noexcept;
     GPU_ASYNC_DECL std::uint64_t read_value();
     GPU_ASYNC_DECL bool reached();
@@ -366,7 +380,9 @@ private:
     metal::object_t event_;
     std::unique_ptr<completion_line> mirror_; // heap: descriptors keep its address across moves
     std::uint32_t generation_ = 0;            // the mirror's (retired with it)
-    std::vector<metal::object_t> watched_;
+    // Owned (null only when moved from): the watched command buffers, under its lock, and the
+    // mirror's health query, which reads them from a reactor's thread.
+    detail::metal_health* health_ = nullptr;
     std::optional<coded_error> last_error_;
     metal_source_options options_;
     std::uint64_t target_;

@@ -144,6 +144,37 @@ inline driver_status batch_write64(void* self, void* stream, const batch_store* 
         static_cast<stream_t>(stream), static_cast<unsigned>(count), params, 0)};
 }
 
+// The line's probe: a non-blocking stream of its own in the line's context, on which nothing is
+// ever enqueued. cuStreamQuery on it answers CUDA_SUCCESS while the context is healthy, and the
+// context's sticky error once an asynchronous fault has corrupted it.
+inline driver_status make_probe(void* self, void* domain, void** probe) noexcept {
+    const cuda_driver& d = drv(self);
+    stream_t stream = nullptr;
+    const driver_status st = with_context(d, static_cast<context_t>(domain), "cuStreamCreate", [&] {
+        return d.api().stream_create(&stream, stream_non_blocking);
+    });
+    *probe = stream;
+    return st;
+}
+
+inline driver_status query_probe(void* self, void* domain, void* probe) noexcept {
+    const auto& a = drv(self).api();
+    if (status_t st = a.ctx_push_current(static_cast<context_t>(domain)); st != success)
+        return driver_status{st, "cuCtxPushCurrent"};
+    const status_t st = a.stream_query(static_cast<stream_t>(probe));
+    context_t popped = nullptr;
+    const status_t pop = a.ctx_pop_current(&popped);
+    if (st != success && st != error_not_ready) return driver_status{st}; // the context faulted
+    if (pop != success) return driver_status{pop, "cuCtxPopCurrent", true};
+    return driver_status{};
+}
+
+inline driver_status drop_probe(void* self, void* domain, void* probe) noexcept {
+    const cuda_driver& d = drv(self);
+    return with_context(d, static_cast<context_t>(domain), "cuStreamDestroy",
+                        [&] { return d.api().stream_destroy(static_cast<stream_t>(probe)); });
+}
+
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
     const char* name = nullptr;
@@ -245,12 +276,26 @@ GPU_ASYNC_DECL void cuda_driver::fill_table() noexcept {
     table_.register_host = can_register ? &impl::register_host : nullptr;
     table_.unregister_host = can_register ? &impl::unregister_host : nullptr;
     table_.batch_write64 = api_.stream_batch_mem_op != nullptr ? &impl::batch_write64 : nullptr;
-    table_.call_names = {"cuCtxGetCurrent",           "cuDevicePrimaryCtxRetain",
-                         "cuDevicePrimaryCtxRelease", "cuMemHostAlloc",
-                         "cuMemHostGetDevicePointer", "cuMemFreeHost",
-                         "cuCtxSynchronize",          "cuStreamGetCtx",
-                         "cuStreamWriteValue64",      "cuMemHostRegister",
-                         "cuMemHostUnregister",       "cuStreamBatchMemOp"};
+    // Without stream creation a line has no probe, and so no health query.
+    const bool can_probe = api_.stream_create != nullptr && api_.stream_destroy != nullptr;
+    table_.make_probe = can_probe ? &impl::make_probe : nullptr;
+    table_.query_probe = can_probe ? &impl::query_probe : nullptr;
+    table_.drop_probe = can_probe ? &impl::drop_probe : nullptr;
+    table_.call_names = {"cuCtxGetCurrent",
+                         "cuDevicePrimaryCtxRetain",
+                         "cuDevicePrimaryCtxRelease",
+                         "cuMemHostAlloc",
+                         "cuMemHostGetDevicePointer",
+                         "cuMemFreeHost",
+                         "cuCtxSynchronize",
+                         "cuStreamGetCtx",
+                         "cuStreamWriteValue64",
+                         "cuMemHostRegister",
+                         "cuMemHostUnregister",
+                         "cuStreamBatchMemOp",
+                         "cuStreamCreate",
+                         "cuStreamQuery",
+                         "cuStreamDestroy"};
     table_.backend = "CUDA";
 }
 

@@ -127,6 +127,40 @@ inline driver_status unregister_host(void* self, void* domain, void* host) noexc
                        [&] { return d.api().host_unregister(host); });
 }
 
+// The line's probe: a stream of its own on the line's device, on which nothing is ever enqueued.
+// hipStreamQuery on it answers hipSuccess while the device is healthy, and the sticky error
+// once an asynchronous fault has corrupted the device's context.
+inline driver_status make_probe(void* self, void* domain, void** probe) noexcept {
+    const hip_driver& d = drv(self);
+    stream_t stream = nullptr;
+    const driver_status st = with_device(d, device_of(domain), "hipStreamCreate",
+                                         [&] { return d.api().stream_create(&stream); });
+    *probe = stream;
+    return st;
+}
+
+inline driver_status query_probe(void* self, void* domain, void* probe) noexcept {
+    const auto& a = drv(self).api();
+    const device_t device = device_of(domain);
+    device_t previous = 0;
+    if (status_t st = a.get_device(&previous); st != success)
+        return driver_status{st, "hipGetDevice"};
+    if (previous != device)
+        if (status_t st = a.set_device(device); st != success)
+            return driver_status{st, "hipSetDevice"};
+    const status_t st = a.stream_query(static_cast<stream_t>(probe));
+    const status_t back = previous != device ? a.set_device(previous) : success;
+    if (st != success && st != error_not_ready) return driver_status{st}; // the device faulted
+    if (back != success) return driver_status{back, "hipSetDevice", true};
+    return driver_status{};
+}
+
+inline driver_status drop_probe(void* self, void* domain, void* probe) noexcept {
+    const hip_driver& d = drv(self);
+    return with_device(d, device_of(domain), "hipStreamDestroy",
+                       [&] { return d.api().stream_destroy(static_cast<stream_t>(probe)); });
+}
+
 inline const char* status_name(void* self, int status) noexcept {
     const auto& a = drv(self).api();
     return a.get_error_name != nullptr ? a.get_error_name(status) : nullptr;
@@ -208,11 +242,26 @@ GPU_ASYNC_DECL void hip_driver::fill_table() noexcept {
     table_.register_host = can_register ? &impl::register_host : nullptr;
     table_.unregister_host = can_register ? &impl::unregister_host : nullptr;
     table_.batch_write64 = nullptr;
-    table_.call_names = {
-        "hipGetDevice",         "hipDevicePrimaryCtxRetain", "hipDevicePrimaryCtxRelease",
-        "hipHostMalloc",        "hipHostGetDevicePointer",   "hipHostFree",
-        "hipDeviceSynchronize", "hipStreamGetDevice",        "hipStreamWriteValue64",
-        "hipHostRegister",      "hipHostUnregister",         "hipStreamBatchMemOp"};
+    // Without stream creation a line has no probe, and so no health query.
+    const bool can_probe = api_.stream_create != nullptr && api_.stream_destroy != nullptr;
+    table_.make_probe = can_probe ? &impl::make_probe : nullptr;
+    table_.query_probe = can_probe ? &impl::query_probe : nullptr;
+    table_.drop_probe = can_probe ? &impl::drop_probe : nullptr;
+    table_.call_names = {"hipGetDevice",
+                         "hipDevicePrimaryCtxRetain",
+                         "hipDevicePrimaryCtxRelease",
+                         "hipHostMalloc",
+                         "hipHostGetDevicePointer",
+                         "hipHostFree",
+                         "hipDeviceSynchronize",
+                         "hipStreamGetDevice",
+                         "hipStreamWriteValue64",
+                         "hipHostRegister",
+                         "hipHostUnregister",
+                         "hipStreamBatchMemOp",
+                         "hipStreamCreate",
+                         "hipStreamQuery",
+                         "hipStreamDestroy"};
     table_.backend = "HIP";
 }
 

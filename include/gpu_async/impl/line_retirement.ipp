@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers and the side
-// table of line generations.
+// gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers, the side
+// table of line generations, and the lines' health queries.
 //
 #ifndef GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
 #define GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -42,6 +43,21 @@ struct line_watcher_registry {
     };
     static constexpr std::size_t shards = 64;
     std::array<shard, shards> table;
+
+    // The health queries (watch_line_health), under `mutex`. Shared: a run holds the entries it
+    // is about to ask, so unwatching never frees one a run still reads; `running` (under `mutex`)
+    // is what unwatching waits for, `removed` keeps a run from starting an unwatched query.
+    struct health_entry {
+        const completion_line* line;
+        line_health* health;
+        bool running = false;
+        bool removed = false;
+    };
+    std::vector<std::shared_ptr<health_entry>> health;
+    std::atomic<std::size_t> health_watched{0}; // health.size(), read without the lock
+    std::atomic<std::uint64_t> health_last{0};  // the last run's now_ns (0: none yet)
+    std::atomic<std::uint64_t> health_backstop{default_fault_backstop.ns};
+    std::atomic<bool> health_running{false}; // a run is under way
 
     shard& shard_of(const completion_line* line) noexcept {
         return table[(reinterpret_cast<std::uintptr_t>(line) / sizeof(completion_line)) % shards];
@@ -175,6 +191,94 @@ GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexce
     }
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.fault_slot(line, slot); });
 }
+
+GPU_ASYNC_DECL void watch_line_health(const completion_line& line, line_health& h) {
+    detail::line_watcher_registry& r = detail::line_watchers();
+    auto e = std::make_shared<detail::line_watcher_registry::health_entry>(
+        detail::line_watcher_registry::health_entry{&line, &h});
+    std::lock_guard lk(r.mutex);
+    r.health.push_back(std::move(e));
+    r.health_watched.store(r.health.size(), std::memory_order_release);
+}
+
+GPU_ASYNC_DECL void unwatch_line_health(const completion_line& line) noexcept {
+    detail::line_watcher_registry& r = detail::line_watchers();
+    std::unique_lock lk(r.mutex);
+    for (;;) {
+        const auto it = std::find_if(r.health.begin(), r.health.end(),
+                                     [&](const auto& e) { return e->line == &line; });
+        if (it == r.health.end()) return;
+        // Swapped with the last (order is not kept: every query runs, in any order).
+        std::swap(*it, r.health.back());
+        std::shared_ptr<detail::line_watcher_registry::health_entry> gone =
+            std::move(r.health.back());
+        r.health.pop_back();
+        r.health_watched.store(r.health.size(), std::memory_order_release);
+        gone->removed = true; // no run starts it from here on
+        r.unpinned.wait(lk, [&] { return !gone->running; });
+        lk.unlock();
+        gone.reset(); // freed outside the lock (or by the run that still holds it)
+        lk.lock();
+    }
+}
+
+GPU_ASYNC_DECL void set_fault_backstop(dur_ns backstop) noexcept {
+    detail::line_watchers().health_backstop.store(backstop.ns, std::memory_order_relaxed);
+}
+
+GPU_ASYNC_DECL dur_ns fault_backstop() noexcept {
+    return dur_ns{detail::line_watchers().health_backstop.load(std::memory_order_relaxed)};
+}
+
+namespace detail {
+
+GPU_ASYNC_DECL bool line_health_watched() noexcept {
+    return line_watchers().health_watched.load(std::memory_order_acquire) != 0;
+}
+
+GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
+    line_watcher_registry& r = line_watchers();
+    if (r.health_watched.load(std::memory_order_acquire) == 0) return false;
+    const std::uint64_t backstop = r.health_backstop.load(std::memory_order_relaxed);
+    if (backstop == dur_ns::max().ns) return false;
+    // Due: no run yet, or one backstop away from the last run (either side). One caller takes
+    // the turn (the exchange); the others see it taken and return.
+    std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
+    if (last != 0 && (now_ns > last ? now_ns - last : last - now_ns) < backstop) return false;
+    if (!r.health_last.compare_exchange_strong(
+            last, now_ns != 0 ? now_ns : 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+        return false;
+    if (r.health_running.exchange(true, std::memory_order_acquire)) return false; // one at a time
+    std::vector<std::shared_ptr<line_watcher_registry::health_entry>> asked;
+    {
+        std::lock_guard lk(r.mutex);
+        try {
+            asked = r.health;
+        } catch (...) {
+            // No memory for the list: no run this turn; the next one tries again.
+            r.health_running.store(false, std::memory_order_release);
+            return false;
+        }
+    }
+    for (const auto& e : asked) {
+        {
+            std::lock_guard lk(r.mutex);
+            if (e->removed) continue;
+            e->running = true;
+        }
+        e->health->query(*e->line);
+        {
+            std::lock_guard lk(r.mutex);
+            e->running = false;
+        }
+        r.unpinned.notify_all();
+    }
+    asked.clear(); // the entries unwatched meanwhile go here, outside the lock
+    r.health_running.store(false, std::memory_order_release);
+    return true;
+}
+
+} // namespace detail
 
 } // namespace gpu_async
 

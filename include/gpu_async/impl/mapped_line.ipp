@@ -8,6 +8,7 @@
 #include <gpu_async/device/mapped_line.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -40,6 +41,37 @@ inline doorbell_registry& doorbells() noexcept {
     static doorbell_registry registry;
     return registry;
 }
+
+/// A line's probe and its health query (watch_line_health): queries the probe in the line's
+/// domain and, at the first answer that is a fault, faults every slot of the line. Lives on the
+/// heap (the registry keeps its address while the line moves) and holds nothing that changes while
+/// it is watched, so its query may run on any thread.
+class mapped_line_health final : public line_health {
+public:
+    mapped_line_health(const line_driver& driver, void* domain, void* probe) noexcept
+        : driver_(&driver)
+        , domain_(domain)
+        , probe_(probe) {}
+
+    void query(const completion_line& line) noexcept override {
+        if (faulted_.load(std::memory_order_acquire)) return; // sticky: told once
+        const driver_status st = driver_->query_probe(driver_->self, domain_, probe_);
+        // Healthy, or another call failed (nothing is known): nothing to tell.
+        if (st.ok() || st.call != nullptr) return;
+        faulted_.store(true, std::memory_order_release);
+        // The whole domain faulted: every stream storing into the line's slots is of it.
+        for (std::size_t i = 0; i < line_words; ++i)
+            fault_slot(line, *slot_id::at(i));
+    }
+
+    void* probe() const noexcept { return probe_; }
+
+private:
+    const line_driver* driver_;
+    void* domain_;
+    void* probe_;
+    std::atomic<bool> faulted_{false};
+};
 
 inline void* doorbell_host(const doorbell_registration& r) noexcept {
     return static_cast<void*>(&r.bell->line());
@@ -132,6 +164,21 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
         !st.ok())
         return unwind(page, driver_error(driver, driver_op::device_pointer, st));
 
+    // 4. The probe of the line's health query, where the table has the hooks.
+    const bool probes = driver.make_probe != nullptr && driver.query_probe != nullptr &&
+                        driver.drop_probe != nullptr;
+    void* probe = nullptr;
+    if (probes) {
+        if (const driver_status st = driver.make_probe(driver.self, domain, &probe); !st.ok()) {
+            // Made when only the restore after it failed: destroyed before the page goes.
+            if (st.done) static_cast<void>(driver.drop_probe(driver.self, domain, probe));
+            return unwind(page, driver_error(driver, driver_op::make_probe, st));
+        }
+    }
+    auto drop_probe = [&] {
+        if (probes) static_cast<void>(driver.drop_probe(driver.self, domain, probe));
+    };
+
     mapped_line out;
     out.driver_ = &driver;
     out.page_ = page;
@@ -140,7 +187,21 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
         out.generation_ = adopt_line(*out.line_); // retired by close(): its descriptors go stale
     } catch (...) {
         out.line_ = nullptr;
+        drop_probe();
         return unwind(page, coded_error(errc::backend, {"no memory for the line's generation"}));
+    }
+    if (probes) {
+        // 5. The health query, unregistered by close() before the line is retired.
+        try {
+            auto health = std::make_unique<detail::mapped_line_health>(driver, domain, probe);
+            watch_line_health(*out.line_, *health);
+            out.health_ = health.release();
+        } catch (...) {
+            out.line_ = nullptr;
+            drop_probe();
+            return unwind(page,
+                          coded_error(errc::backend, {"no memory for the line's health query"}));
+        }
     }
     out.domain_ = domain;
     out.device_address_ = address;
@@ -280,6 +341,8 @@ GPU_ASYNC_DECL std::shared_ptr<doorbell> mapped_line::attached_doorbell() const 
 
 GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quietly() noexcept {
     if (line_ == nullptr) return std::nullopt;
+    // No health query of the line runs from here on (none may fault a retired line).
+    if (health_ != nullptr) unwatch_line_health(*line_);
     // Every reactor ends its waits on the line and stops reading it, whatever happens next: the
     // line is gone for the host from here on, freed or leaked.
     retire_line(*line_);
@@ -288,13 +351,25 @@ GPU_ASYNC_DECL std::optional<mapped_line::close_failure> mapped_line::close_quie
     bool page_leaked = false;
     // A hook whose own call succeeded and only the restore after it failed (`done`) did its
     // work: the close goes on, and reports the restore's failure.
-    if (const driver_status st = d.settle(d.self, domain_); !st.ok() && !st.done) {
+    const driver_status st = d.settle(d.self, domain_);
+    const bool settled = st.ok() || st.done;
+    if (!settled) {
         // A store may still be pending: never free or unregister under it. Leak the page, the
         // reference and the doorbell use.
         failure = close_failure{driver_op::settle, st};
         page_leaked = true;
-    } else {
-        if (!st.ok()) failure = close_failure{driver_op::settle, st};
+    } else if (!st.ok()) {
+        failure = close_failure{driver_op::settle, st};
+    }
+    if (health_ != nullptr) {
+        // Nothing was ever enqueued on the probe: it goes even when the settle failed (the
+        // domain is then leaked, alive). Forgotten whatever the destruction returned.
+        const driver_status pst = d.drop_probe(d.self, domain_, health_->probe());
+        if (!pst.ok() && !failure) failure = close_failure{driver_op::drop_probe, pst};
+        delete health_;
+        health_ = nullptr;
+    }
+    if (settled) {
         if (bell_ != nullptr) {
             // No store of this line is pending (settled): drop its use of the doorbell.
             detail::doorbell_registry& reg = detail::doorbells();

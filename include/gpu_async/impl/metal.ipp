@@ -10,9 +10,11 @@
 #include <gpu_async/detail/dynamic_library.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -56,6 +58,61 @@ inline void sleep_for(dur_ns d) {
 }
 
 } // namespace detail::metal_impl
+
+namespace detail {
+
+/// A source's watched command buffers and its mirror's health query: the query reads the
+/// buffers' status under `mutex` (the source changes the list under it too) and, at the first
+/// in error, moves the mirror up to the event's signaledValue and faults the mirror's slot. The
+/// runtime, event and mirror do not change while the query is registered.
+class metal_health final : public line_health {
+public:
+    explicit metal_health(const metal_runtime& runtime) noexcept
+        : runtime_(&runtime) {}
+
+    void set(metal::object_t event, completion_line* mirror) noexcept {
+        event_ = event;
+        mirror_ = mirror;
+    }
+
+    void query(const completion_line& line) noexcept override {
+        if (faulted_.load(std::memory_order_acquire) || &line != mirror_) return;
+        const auto& a = runtime_->api();
+        const auto& s = runtime_->sel();
+        bool failed = false;
+        {
+            std::lock_guard lk(mutex);
+            for (metal::object_t b : watched)
+                if (a.status(b, s.status) == metal::command_buffer_status_error) {
+                    failed = true;
+                    break;
+                }
+        }
+        if (!failed) return;
+        faulted_.store(true, std::memory_order_release);
+        // What the event signalled before the fault completes its waits: the mirror moves up to
+        // it (forward only, in wrapping order; the source's own reads store into it too).
+        const std::uint64_t v = a.signaled_value(event_, s.signaled_value);
+        std::atomic<std::uint64_t>& word = mirror_->words[0];
+        std::uint64_t seen = word.load(std::memory_order_acquire);
+        while (seen != v && sequence_reached(v, seen) &&
+               !word.compare_exchange_weak(seen, v, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+        }
+        fault_slot(*mirror_, *slot_id::at(0));
+    }
+
+    std::mutex mutex;
+    std::vector<metal::object_t> watched; ///< retained, under `mutex`
+
+private:
+    const metal_runtime* runtime_;
+    metal::object_t event_ = nullptr;
+    completion_line* mirror_ = nullptr;
+    std::atomic<bool> faulted_{false};
+};
+
+} // namespace detail
 
 // --- metal_runtime ------------------------------------------------------------------------------
 
@@ -209,10 +266,12 @@ GPU_ASYNC_DECL std::string metal_device::name() const {
 GPU_ASYNC_DECL metal_source::metal_source(const metal_runtime& runtime, metal::object_t event,
                                           std::uint64_t value, bool os_wait,
                                           std::unique_ptr<completion_line> mirror,
+                                          std::unique_ptr<detail::metal_health> health,
                                           metal_source_options options) noexcept
     : runtime_(&runtime)
     , event_(event)
     , mirror_(std::move(mirror))
+    , health_(health.release())
     , options_(options)
     , target_(value)
     , os_wait_(os_wait) {
@@ -222,13 +281,21 @@ GPU_ASYNC_DECL metal_source::metal_source(const metal_runtime& runtime, metal::o
     } catch (...) {
         // No memory for the side table's entry: the mirror's descriptors go unchecked.
     }
+    health_->set(event_, mirror_.get());
+    try {
+        watch_line_health(*mirror_, *health_); // unregistered by reset()
+    } catch (...) {
+        // No memory for the registration: faults reach only the plan-driven wait.
+    }
 }
 
 GPU_ASYNC_DECL result<metal_source> metal_source::create(const metal_device& device,
                                                          metal_source_options options) {
     const metal_runtime& rt = device.runtime();
     const auto& a = rt.api();
-    auto mirror = std::make_unique<completion_line>(); // first: nothing to release if it throws
+    // First: nothing to release if they throw.
+    auto mirror = std::make_unique<completion_line>();
+    auto health = std::make_unique<detail::metal_health>(rt);
     metal::object_t event = nullptr;
     {
         detail::metal_impl::autorelease_pool pool(a);
@@ -240,7 +307,7 @@ GPU_ASYNC_DECL result<metal_source> metal_source::create(const metal_device& dev
     const bool os_wait = a.responds_to_selector(event, rt.sel().responds_to_selector,
                                                 rt.sel().wait_until_signaled_value) != 0;
     // A new event's signaledValue is 0.
-    return metal_source(rt, event, 0, os_wait, std::move(mirror), options);
+    return metal_source(rt, event, 0, os_wait, std::move(mirror), std::move(health), options);
 }
 
 GPU_ASYNC_DECL result<metal_source> metal_source::wrap(const metal_runtime& runtime,
@@ -254,11 +321,13 @@ GPU_ASYNC_DECL result<metal_source> metal_source::wrap(const metal_runtime& runt
         return unavailable("object " + detail::hex(event),
                            "it does not respond to signaledValue: not an MTLSharedEvent");
     auto mirror = std::make_unique<completion_line>();
+    auto health = std::make_unique<detail::metal_health>(runtime);
     const bool os_wait =
         a.responds_to_selector(event, s.responds_to_selector, s.wait_until_signaled_value) != 0;
     const std::uint64_t value = a.signaled_value(event, s.signaled_value);
     runtime.retain(event);
-    return metal_source(runtime, event, value, os_wait, std::move(mirror), options);
+    return metal_source(runtime, event, value, os_wait, std::move(mirror), std::move(health),
+                        options);
 }
 
 GPU_ASYNC_DECL metal_source::metal_source(metal_source&& other) noexcept
@@ -266,7 +335,7 @@ GPU_ASYNC_DECL metal_source::metal_source(metal_source&& other) noexcept
     , event_(std::exchange(other.event_, nullptr))
     , mirror_(std::move(other.mirror_))
     , generation_(other.generation_)
-    , watched_(std::exchange(other.watched_, {}))
+    , health_(std::exchange(other.health_, nullptr))
     , last_error_(std::move(other.last_error_))
     , options_(other.options_)
     , target_(other.target_)
@@ -279,7 +348,7 @@ GPU_ASYNC_DECL metal_source& metal_source::operator=(metal_source&& other) noexc
         event_ = std::exchange(other.event_, nullptr);
         mirror_ = std::move(other.mirror_);
         generation_ = other.generation_;
-        watched_ = std::exchange(other.watched_, {});
+        health_ = std::exchange(other.health_, nullptr);
         last_error_ = std::move(other.last_error_);
         options_ = other.options_;
         target_ = other.target_;
@@ -289,28 +358,48 @@ GPU_ASYNC_DECL metal_source& metal_source::operator=(metal_source&& other) noexc
 }
 
 GPU_ASYNC_DECL void metal_source::reset() noexcept {
-    // The mirror line goes with the source (or is replaced): every reactor ends its waits on it
-    // first (gpu_async::retire_line).
-    if (mirror_) retire_line(*mirror_);
+    // The mirror line goes with the source (or is replaced): its health query stops, then every
+    // reactor ends its waits on it (gpu_async::retire_line).
+    if (mirror_) {
+        unwatch_line_health(*mirror_);
+        retire_line(*mirror_);
+    }
     unwatch_all();
+    delete std::exchange(health_, nullptr);
     runtime_->release(std::exchange(event_, nullptr));
 }
 
+GPU_ASYNC_DECL std::size_t metal_source::watched() const noexcept {
+    if (health_ == nullptr) return 0;
+    std::lock_guard lk(health_->mutex);
+    return health_->watched.size();
+}
+
 GPU_ASYNC_DECL void metal_source::unwatch_all() noexcept {
-    for (metal::object_t b : watched_)
+    if (health_ == nullptr) return;
+    std::vector<metal::object_t> gone;
+    {
+        std::lock_guard lk(health_->mutex);
+        gone.swap(health_->watched);
+    }
+    for (metal::object_t b : gone)
         runtime_->release(b);
-    watched_.clear();
 }
 
 GPU_ASYNC_DECL void metal_source::watch(metal::object_t command_buffer) {
     if (command_buffer == nullptr) return;
-    watched_.reserve(watched_.size() + 1); // may throw: before the retain
+    std::lock_guard lk(health_->mutex);
+    health_->watched.reserve(health_->watched.size() + 1); // may throw: before the retain
     runtime_->retain(command_buffer);
-    watched_.push_back(command_buffer);
+    health_->watched.push_back(command_buffer);
 }
 
 GPU_ASYNC_DECL std::uint64_t metal_source::encode_signal(metal::object_t command_buffer) {
-    watched_.reserve(watched_.size() + 1); // may throw: before anything is encoded
+    {
+        // May throw: before anything is encoded (watch() then has the room).
+        std::lock_guard lk(health_->mutex);
+        health_->watched.reserve(health_->watched.size() + 1);
+    }
     const std::uint64_t value = target_ + 1;
     runtime_->api().encode_signal_event(command_buffer, runtime_->sel().encode_signal_event, event_,
                                         value);
@@ -332,7 +421,9 @@ GPU_ASYNC_DECL bool metal_source::reached() {
 GPU_ASYNC_DECL std::optional<coded_error> metal_source::check_watched() {
     const auto& a = runtime_->api();
     const auto& s = runtime_->sel();
-    for (auto it = watched_.begin(); it != watched_.end();) {
+    std::lock_guard lk(health_->mutex);
+    auto& list = health_->watched;
+    for (auto it = list.begin(); it != list.end();) {
         const metal::uinteger_t status = a.status(*it, s.status);
         if (status == metal::command_buffer_status_error) {
             detail::metal_impl::autorelease_pool pool(a);
@@ -352,7 +443,7 @@ GPU_ASYNC_DECL std::optional<coded_error> metal_source::check_watched() {
         if (status == metal::command_buffer_status_completed) {
             // Done without error: it can no longer fail.
             runtime_->release(*it);
-            it = watched_.erase(it);
+            it = list.erase(it);
         } else {
             ++it;
         }

@@ -135,10 +135,13 @@ BOOST_FIXTURE_TEST_CASE(a_line_runs_the_runtime_calls_in_the_owned_order, fixtur
         auto line = hip_line::create_on(*d, 1);
         BOOST_TEST_REQUIRE(line.has_value());
         // Retain first; the page is allocated with device 1 current, then device 0 is back.
-        BOOST_TEST((state.calls == calls_t{"hipDevicePrimaryCtxRetain 1", "hipGetDevice",
-                                           "hipSetDevice 1", "hipHostMalloc 4096 on 1",
-                                           "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1",
-                                           "hipHostGetDevicePointer", "hipSetDevice 0"}));
+        BOOST_TEST(
+            (state.calls == calls_t{"hipDevicePrimaryCtxRetain 1", "hipGetDevice", "hipSetDevice 1",
+                                    "hipHostMalloc 4096 on 1", "hipSetDevice 0", "hipGetDevice",
+                                    "hipSetDevice 1", "hipHostGetDevicePointer", "hipSetDevice 0",
+                                    // The probe of the line's health query.
+                                    "hipGetDevice", "hipSetDevice 1", "hipStreamCreate on 1",
+                                    "hipSetDevice 0"}));
         BOOST_TEST(state.alloc_flags == (hip::host_malloc_mapped | hip::host_malloc_coherent));
         BOOST_TEST(line.value().device() == 1);
         BOOST_TEST(state.refs[1] == 1);
@@ -158,10 +161,11 @@ BOOST_FIXTURE_TEST_CASE(a_line_runs_the_runtime_calls_in_the_owned_order, fixtur
         state.calls.clear();
     }
     // Device synchronize (on the line's device) before the free, release after it.
-    BOOST_TEST(
-        (state.calls == calls_t{"hipGetDevice", "hipSetDevice 1", "hipDeviceSynchronize on 1",
-                                "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1", "hipHostFree",
-                                "hipSetDevice 0", "hipDevicePrimaryCtxRelease 1"}));
+    BOOST_TEST((state.calls ==
+                calls_t{"hipGetDevice", "hipSetDevice 1", "hipDeviceSynchronize on 1",
+                        "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1", "hipStreamDestroy 2",
+                        "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1", "hipHostFree",
+                        "hipSetDevice 0", "hipDevicePrimaryCtxRelease 1"}));
     BOOST_TEST(state.refs[1] == 0);
     BOOST_TEST(state.pages.empty());
 }
@@ -256,7 +260,8 @@ BOOST_FIXTURE_TEST_CASE(a_doorbell_is_registered_and_signalled_by_a_second_write
     BOOST_TEST(
         (state.calls == calls_t{"hipGetDevice", "hipSetDevice 1", "hipDeviceSynchronize on 1",
                                 "hipSetDevice 0", "hipGetDevice", "hipSetDevice 1",
-                                "hipHostUnregister on 1", "hipSetDevice 0",
+                                "hipStreamDestroy 2", "hipSetDevice 0", "hipGetDevice",
+                                "hipSetDevice 1", "hipHostUnregister on 1", "hipSetDevice 0",
                                 "hipDevicePrimaryCtxRelease 1", "hipGetDevice", "hipSetDevice 1",
                                 "hipHostFree", "hipSetDevice 0", "hipDevicePrimaryCtxRelease 1"}));
     BOOST_TEST(state.registered.empty());
