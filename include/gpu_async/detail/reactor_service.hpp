@@ -312,6 +312,11 @@ private:
 
     // --- the waiter -----------------------------------------------------------------------------
 
+    /// Runs the line owners' health queries when one is due (line_retirement.hpp: at most one
+    /// run per fault backstop in the process); no lock held, waits pending.
+    static void query_health() noexcept {
+        if (line_health_watched()) query_line_health(detail::wordwait_now_ns());
+    }
     /// Whether no thread is the waiter: no FILL driver runs and no watcher thread (under the
     /// lock). A wait registered then is scanned by nobody until a watcher starts.
     bool no_waiter_locked() const noexcept { return fill_ == 0 && !thread_.joinable(); }

@@ -618,6 +618,8 @@ private:
                 continue;
             }
             lk.unlock();
+            // A faulted context ends its lines' waits (device_fault) within a fault backstop.
+            if (detail::line_health_watched()) detail::query_line_health(detail::wordwait_now_ns());
             waiter_.park(*bell_, seen, park_bound_);
             lk.lock();
         }

@@ -367,6 +367,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
     }
     schedule(retries);
     schedule(sched);
+    if (table_size_.load(std::memory_order_relaxed) != 0) query_health();
     return n;
 }
 
@@ -655,6 +656,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<std::mutex>& lk,
     const std::uint64_t from = detail::wordwait_now_ns(); // this look
     const std::optional<park_policy::predicted_park> sleep = predicted_sleep_locked(from, bound);
     lk.unlock();
+    query_health(); // a faulted context ends its lines' waits (device_fault) within a backstop
     const bool late = park_between_scans(seen, bound, sleep);
     lk.lock();
     if (late) {
