@@ -19,15 +19,15 @@
 #ifndef GPU_ASYNC_BASIC_GPU_COMPLETION_PORT_HPP
 #define GPU_ASYNC_BASIC_GPU_COMPLETION_PORT_HPP
 
+#include <gpu_async/asio/port_state.hpp>
+#include <gpu_async/asio/port_wait_op.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/detail/port_state.hpp>
-#include <gpu_async/detail/port_wait_op.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 

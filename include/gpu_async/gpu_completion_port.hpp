@@ -6,7 +6,7 @@
 /// file descriptor: async_wait(descriptor, token) completes when the descriptor's word reaches
 /// its target. The watching is done by the execution context's reactor service (an
 /// implementation detail, shared by every port of that context); the operations live in
-/// detail/port_wait_op.hpp (the descriptor wait) and detail/plan_wait_op.hpp (the plan-driven
+/// asio/port_wait_op.hpp (the descriptor wait) and asio/plan_wait_op.hpp (the plan-driven
 /// wait).
 ///
 /// This header is the whole port: the class and its descriptor wait
@@ -30,6 +30,9 @@
 #include <gpu_async/plan_wait.hpp>
 
 // What this header has always provided, kept for users that rely on it through this header.
+#include <gpu_async/asio/plan_wait_op.hpp>
+#include <gpu_async/asio/port_wait_op.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/estimator.hpp>
@@ -38,9 +41,6 @@
 #include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/detail/plan_wait_op.hpp>
-#include <gpu_async/detail/port_wait_op.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 

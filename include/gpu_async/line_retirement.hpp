@@ -34,13 +34,22 @@
 /// the reactor's park bound, while a reactor with pending waits runs. The library's mapped CUDA
 /// and HIP lines and the Metal mirror register one.
 ///
-/// Reactors register themselves (`detail::add_line_watcher`). Locks: the registry's lock is
-/// held only to read or change its lists, never while a reactor is asked; a reactor asked is
-/// pinned, and removing it waits (with no lock held) until no retirement is asking it. So a
-/// retirement may be started from a reactor's callback while another retirement waits for that
-/// callback, and a reactor never takes the registry's lock while it holds its own. Health queries
-/// are pinned the same way: none runs under the registry's lock, and unwatching waits (with no
-/// lock held) only while that line's query is running.
+/// Reactors register themselves (`detail::add_line_watcher`).
+///
+/// The lock hierarchy of the completion path, from the outside in (written here once; the
+/// reactors' headers refer to it):
+/// 1. The registry's lock: only to read or change its lists and to pin what it is about to ask
+///    (a reactor, a health query). Never held while a reactor or a query is asked, so a
+///    retirement may start from a reactor's callback while another retirement waits for that
+///    callback. Removing a reactor, or unwatching a line's health, waits for its pins with no
+///    lock held.
+/// 2. A reactor's own locks, each around its scan engine: the service's `mutex_`, then its
+///    `incoming_mutex_`; the std_watcher's; the fd notifier's; a port's registration lock before
+///    the service's. None is held while a handler or callback runs, while a reactor asks the
+///    registry, or while it waits for a callback that could take it.
+/// 3. The side table's shard locks: leaves, taken alone for a lookup or an update.
+/// 4. A device's own locks: never held while asking the registry (a retirement, a fault, a
+///    health query's fault_slot).
 #ifndef GPU_ASYNC_LINE_RETIREMENT_HPP
 #define GPU_ASYNC_LINE_RETIREMENT_HPP
 

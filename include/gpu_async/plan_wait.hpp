@@ -4,7 +4,7 @@
 /// <gpu_async/basic_gpu_completion_port.hpp>, which this includes): async_wait(source, plan,
 /// point, token), async_wait(source, bands, rows, point, token), prediction_ns(), points() and
 /// plan_capabilities_for(), with the machinery they run on (bands, the wait machine, park
-/// fallback, detail/plan_wait_op.hpp and its steady_timer).
+/// fallback, asio/plan_wait_op.hpp and its steady_timer).
 ///
 /// Include it (or <gpu_async/gpu_completion_port.hpp>, which includes it) in a translation unit
 /// that calls those members; one that only waits for descriptors includes
@@ -13,6 +13,8 @@
 #ifndef GPU_ASYNC_PLAN_WAIT_HPP
 #define GPU_ASYNC_PLAN_WAIT_HPP
 
+#include <gpu_async/asio/plan_wait_op.hpp>
+#include <gpu_async/asio/port_state.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/basic_gpu_completion_port.hpp>
 #include <gpu_async/core/completion_source.hpp>
@@ -21,8 +23,6 @@
 #include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/detail/plan_wait_op.hpp>
-#include <gpu_async/detail/port_state.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/async_result.hpp>

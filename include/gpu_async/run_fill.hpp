@@ -6,10 +6,10 @@
 #ifndef GPU_ASYNC_RUN_FILL_HPP
 #define GPU_ASYNC_RUN_FILL_HPP
 
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/error.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)

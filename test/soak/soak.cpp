@@ -44,7 +44,7 @@
 //
 // The last line of the output is the summary (key=value pairs).
 //
-#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/line_retirement.hpp>

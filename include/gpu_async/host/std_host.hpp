@@ -281,6 +281,8 @@ private:
 ///   lasts at most `park_bound`, so producers that do not ring are seen within it; while nothing
 ///   is, the thread sleeps until a registration or a stop rings. Every line is scanned after
 ///   each park.
+/// - The registrations live in a scan engine (<gpu_async/core/scan_engine.hpp>) under the
+///   watcher's one lock (the hierarchy is written at the top of <gpu_async/line_retirement.hpp>).
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
 /// - A line must outlive its registrations (drop the handles before freeing the line), or be

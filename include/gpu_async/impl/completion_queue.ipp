@@ -5,8 +5,8 @@
 #ifndef GPU_ASYNC_IMPL_COMPLETION_QUEUE_IPP
 #define GPU_ASYNC_IMPL_COMPLETION_QUEUE_IPP
 
-#include <gpu_async/detail/completion_queue.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 
 #include <utility>
 

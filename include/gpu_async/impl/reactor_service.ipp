@@ -5,7 +5,7 @@
 #ifndef GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP
 #define GPU_ASYNC_IMPL_REACTOR_SERVICE_IPP
 
-#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 
 #include <algorithm>
 #include <exception>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/port_state.hpp: what a gpu_completion_port shares with its pending waits.
-// Kept apart from the plan-driven wait (detail/plan_wait_op.hpp) so that a descriptor wait's
+// gpu_async/asio/port_state.hpp: what a gpu_completion_port shares with its pending waits.
+// Kept apart from the plan-driven wait (asio/plan_wait_op.hpp) so that a descriptor wait's
 // include path does not carry the estimator: the point table is only named here.
 //
-#ifndef GPU_ASYNC_DETAIL_PORT_STATE_HPP
-#define GPU_ASYNC_DETAIL_PORT_STATE_HPP
+#ifndef GPU_ASYNC_ASIO_PORT_STATE_HPP
+#define GPU_ASYNC_ASIO_PORT_STATE_HPP
 
-#include <gpu_async/detail/reactor_service.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -17,7 +17,7 @@
 namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// The point table of a port's plan-driven waits; defined in detail/plan_wait_op.hpp.
+/// The point table of a port's plan-driven waits; defined in asio/plan_wait_op.hpp.
 struct port_points;
 
 /// What a port shares with its pending waits: the reactor's per-port list, a generation that
@@ -37,4 +37,4 @@ struct port_state {
 GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DETAIL_PORT_STATE_HPP
+#endif // GPU_ASYNC_ASIO_PORT_STATE_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/reactor_service.hpp: the reactor service that watches completion lines for
+// gpu_async/asio/reactor_service.hpp: the reactor service that watches completion lines for
 // every gpu_completion_port of one execution context (an implementation detail, as Asio keeps its
 // services: the port and run_fill are the public API).
 //
@@ -46,10 +46,14 @@
 // - Line retirement: the service is a line watcher (<gpu_async/line_retirement.hpp>); a line
 //   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
 // - shutdown() destroys pending waits without invoking their handlers.
+// - The waits live in a scan engine (<gpu_async/core/scan_engine.hpp>); the watcher's steps are
+//   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then incoming_mutex_, in
+//   the hierarchy written at the top of <gpu_async/line_retirement.hpp>.
 //
-#ifndef GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
-#define GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
+#ifndef GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP
+#define GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP
 
+#include <gpu_async/asio/completion_queue.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
@@ -57,7 +61,6 @@
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/bell_waiter.hpp>
-#include <gpu_async/detail/completion_queue.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
@@ -422,4 +425,4 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 #include <gpu_async/impl/reactor_service.ipp>
 #endif
 
-#endif // GPU_ASYNC_DETAIL_REACTOR_SERVICE_HPP
+#endif // GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/completion_queue.hpp: a pending wait of the reactor service (reactor_op), and
+// gpu_async/asio/completion_queue.hpp: a pending wait of the reactor service (reactor_op), and
 // the completion queue its port's finished waits are delivered from (an implementation detail).
 //
 // A finished wait does not go to its executor one by one: what a scan finds goes, in order, onto
@@ -8,8 +8,8 @@
 // executor when its queue becomes non-empty, completes the whole batch there. The post happens
 // with no lock held; its memory is the queue's own.
 //
-#ifndef GPU_ASYNC_DETAIL_COMPLETION_QUEUE_HPP
-#define GPU_ASYNC_DETAIL_COMPLETION_QUEUE_HPP
+#ifndef GPU_ASYNC_ASIO_COMPLETION_QUEUE_HPP
+#define GPU_ASYNC_ASIO_COMPLETION_QUEUE_HPP
 
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
@@ -212,6 +212,6 @@ struct reactor_port {
 GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
-// Its definitions use the service: <gpu_async/detail/reactor_service.hpp> includes them.
+// Its definitions use the service: <gpu_async/asio/reactor_service.hpp> includes them.
 
-#endif // GPU_ASYNC_DETAIL_COMPLETION_QUEUE_HPP
+#endif // GPU_ASYNC_ASIO_COMPLETION_QUEUE_HPP

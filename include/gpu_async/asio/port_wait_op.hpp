@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
+// gpu_async/asio/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
 //
 // One async_wait(descriptor) is one allocation (from Asio's per-thread recycling cache when the
 // handler has no allocator of its own): the op holds the handler, its cancellation slot,
@@ -10,16 +10,16 @@
 // completion queue). Its completion is delivered by the port's completion queue: one drain handler
 // per batch, posted to the I/O executor, which invokes each handler there (directly when the
 // handler's executor is the I/O executor, else dispatched to it). The plan-driven wait
-// (detail/plan_wait_op.hpp) is a composed operation instead, because it is a multi-step state
+// (asio/plan_wait_op.hpp) is a composed operation instead, because it is a multi-step state
 // machine (query, arm, sleep, park); each of its parks is one of these ops. The descriptor wait
 // is the hot path and stays a single op.
 //
-#ifndef GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
-#define GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
+#ifndef GPU_ASYNC_ASIO_PORT_WAIT_OP_HPP
+#define GPU_ASYNC_ASIO_PORT_WAIT_OP_HPP
 
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
@@ -495,4 +495,4 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
 } // namespace gpu_async
 
-#endif // GPU_ASYNC_DETAIL_PORT_WAIT_OP_HPP
+#endif // GPU_ASYNC_ASIO_PORT_WAIT_OP_HPP

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/plan_wait_op.hpp: the plan-driven wait of gpu_completion_port, a composed
+// gpu_async/asio/plan_wait_op.hpp: the plan-driven wait of gpu_completion_port, a composed
 // operation that executes the wait machine's actions (core/wait_machine.hpp). Each park is a
-// descriptor wait (detail/port_wait_op.hpp) with the park as its deadline.
+// descriptor wait (asio/port_wait_op.hpp) with the park as its deadline.
 //
-#ifndef GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
-#define GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
+#ifndef GPU_ASYNC_ASIO_PLAN_WAIT_OP_HPP
+#define GPU_ASYNC_ASIO_PLAN_WAIT_OP_HPP
 
+#include <gpu_async/asio/port_state.hpp>
+#include <gpu_async/asio/port_wait_op.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
@@ -14,9 +17,6 @@
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/detail/port_state.hpp>
-#include <gpu_async/detail/port_wait_op.hpp>
-#include <gpu_async/detail/reactor_service.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/line_retirement.hpp>
 
@@ -81,7 +81,7 @@ struct plan_line_watch final : line_watcher {
     std::uint64_t retirements = 0;  // guarded by source_mutex
 };
 
-/// The point table of a port's plan-driven waits and their line watches (detail/port_state.hpp
+/// The point table of a port's plan-driven waits and their line watches (asio/port_state.hpp
 /// holds it); guarded by the port's points_mutex.
 struct port_points {
     point_table<std::string> table;
@@ -363,4 +363,4 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace detail
 } // namespace gpu_async
 
-#endif // GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP
+#endif // GPU_ASYNC_ASIO_PLAN_WAIT_OP_HPP

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSL-1.0
+# scripts/ci/layers.sh: no include runs from a lower layer back up. Each header (and each impl/
+# file, by the header it defines) belongs to one layer, lowest first:
+#   core       core/, version.hpp, detail/config.hpp: the standard library only
+#   word wait  detail/ (futex, the architecture loops, the bell waiter), wordwait.hpp, doorbell.hpp
+#   hosts      host/, line_retirement.hpp: threads, locks, the line's life
+#   devices    device/: the simulated device, CUDA, HIP, Metal
+#   asio       asio/ (the reactor service, the operations), the public port headers
+# A file may include its own layer and the layers below; names each include that goes up and
+# fails. Core also stays free of OS headers, Boost and vendor names (checked here too).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+python3 - <<'PY'
+import os, re, sys
+
+root = 'include/gpu_async'
+rank = {'core': 0, 'word wait': 1, 'hosts': 2, 'devices': 3, 'asio': 4}
+impl_layer = {'wordwait': 'word wait', 'line_retirement': 'hosts', 'wait_fd': 'hosts',
+              'sim_device': 'devices', 'mapped_line': 'devices', 'cuda': 'devices',
+              'hip': 'devices', 'metal': 'devices'}
+top_layer = {'version.hpp': 'core', 'wordwait.hpp': 'word wait', 'doorbell.hpp': 'word wait',
+             'line_retirement.hpp': 'hosts'}
+
+
+def layer(rel):
+    if rel.startswith('core/') or rel == 'detail/config.hpp':
+        return 'core'
+    for prefix, name in (('host/', 'hosts'), ('device/', 'devices'), ('asio/', 'asio'),
+                         ('detail/', 'word wait')):
+        if rel.startswith(prefix):
+            return name
+    base = os.path.basename(rel)
+    if rel.startswith('impl/'):
+        return impl_layer.get(base[:-len('.ipp')], 'asio')
+    return top_layer.get(base, 'asio')
+
+
+bad = []
+core_forbidden = re.compile(r'#\s*include\s*<(boost/|asio|sys/|linux/|unistd|pthread|thread>|mutex>|'
+                            r'condition_variable>|cuda|hip/|Metal)')
+for d, _, files in os.walk(root):
+    for f in sorted(files):
+        path = os.path.join(d, f)
+        rel = os.path.relpath(path, root)
+        mine = layer(rel)
+        with open(path) as src:
+            for n, line in enumerate(src, 1):
+                m = re.match(r'\s*#\s*include\s*<gpu_async/([^>]+)>', line)
+                if m:
+                    target = m.group(1)
+                    # A header includes its own definitions (impl/) at its end: same layer.
+                    if target.startswith('impl/') and rel.endswith('.hpp'):
+                        continue
+                    theirs = layer(target)
+                    if rank[theirs] > rank[mine]:
+                        bad.append(f'{path}:{n}: {mine} includes <gpu_async/{target}> ({theirs})')
+                elif mine == 'core' and core_forbidden.match(line.strip()):
+                    bad.append(f'{path}:{n}: core includes {line.strip()}')
+for b in bad:
+    print(b, file=sys.stderr)
+if bad:
+    sys.exit(f'layers.sh: {len(bad)} include(s) against the layers')
+print('layers.sh: every include runs down or within its layer')
+PY
