@@ -26,7 +26,9 @@ namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 class reactor_service;
+class reactor_shell;
 class reactor_op;
+struct ready_list;
 class completion_queue;
 struct reactor_port;
 
@@ -68,7 +70,9 @@ protected:
 
 private:
     friend class reactor_service;
+    friend class reactor_shell;
     friend class completion_queue;
+    friend struct ready_list;
 
     complete_fn complete_;
     destroy_fn destroy_;
@@ -99,6 +103,30 @@ inline void prefetch_op(const reactor_op* op) noexcept {
     for (std::size_t at = 0; at < sizeof(reactor_op) + 64; at += 64)
         prefetch_line(p + at);
 }
+
+/// Ready completions in the order they were found (FIFO, linked through engine_wait::next).
+struct ready_list {
+    reactor_op* head = nullptr;
+    reactor_op* tail = nullptr;
+    std::size_t count = 0;
+    // The completion queue of the first op pushed, and whether another queue's op followed
+    // (noted while each op is at hand: completion_queue::enqueue then walks no list of one queue).
+    completion_queue* queue = nullptr;
+    bool mixed = false;
+    void push(reactor_op* op) noexcept {
+        op->next = nullptr;
+        if (tail != nullptr)
+            tail->next = op;
+        else
+            head = op;
+        tail = op;
+        if (count == 0)
+            queue = op->queue_;
+        else if (op->queue_ != queue)
+            mixed = true;
+        ++count;
+    }
+};
 
 /// Where the finished waits of one port wait for delivery: an intrusive FIFO that one drain
 /// handler at a time empties on the port's I/O executor. A batch of completions costs one post
@@ -139,7 +167,7 @@ protected:
     using schedule_fn = bool (*)(completion_queue*) noexcept;
     using free_fn = void (*)(completion_queue*) noexcept;
 
-    completion_queue(reactor_service& svc, schedule_fn s, free_fn f) noexcept
+    completion_queue(reactor_shell& svc, schedule_fn s, free_fn f) noexcept
         : svc_(&svc)
         , schedule_(s)
         , free_(f) {}
@@ -147,14 +175,22 @@ protected:
 
 private:
     friend class reactor_service;
+    friend class reactor_shell;
 
     /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
     /// scheduled: the queue was idle; the caller then holds a new reference for it.
     bool push(reactor_op* head, reactor_op* tail) noexcept;
+    /// Puts back what a drain did not deliver (in front of what arrived meanwhile); returns
+    /// whether a drain must be posted again (posted_ stays set while one must).
+    GPU_ASYNC_DECL bool put_back(reactor_op* rest) noexcept;
+    /// Hands `list` to the ops' completion queues, in order (one push per run of one queue's ops,
+    /// usually the whole list); returns the queues that need a drain posted (with a reference
+    /// each), linked through next_schedule_.
+    GPU_ASYNC_DECL static completion_queue* enqueue(ready_list& list) noexcept;
     /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
     void abandon() noexcept;
 
-    reactor_service* svc_;
+    reactor_shell* svc_;
     schedule_fn schedule_;
     free_fn free_;
     std::atomic<std::size_t> refs_{1};
@@ -212,6 +248,6 @@ struct reactor_port {
 GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
-// Its definitions use the service: <gpu_async/asio/reactor_service.hpp> includes them.
+// Its definitions use the shell: <gpu_async/asio/reactor_shell.hpp> includes them.
 
 #endif // GPU_ASYNC_ASIO_COMPLETION_QUEUE_HPP

@@ -28,6 +28,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/estimator.hpp>
+#include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 
 #include <algorithm>
@@ -99,6 +100,54 @@ private:
     }
 
     std::unordered_map<const completion_line*, std::array<point_estimate, line_words>> lines_;
+};
+
+/// What a waiter that sleeps to predictions learns from its scans: a completion_rhythm, and
+/// whether the scan it is about to make follows a predicted sleep that the device outran (its
+/// samples are then "between" the look before the sleep and this one). Sans-I/O: the caller
+/// passes the times (the waiter's clock) and serializes the calls.
+class rhythm_learner {
+public:
+    /// A wait started at `started_ns` (0: started while nothing was predicted: not learnt) on
+    /// `d` was found complete by a look at `now_ns`. Never throws: without memory for the line's
+    /// record the sample is dropped (the waiter steps for it).
+    void learn(const memory_descriptor& d, std::uint64_t started_ns, std::uint64_t now_ns,
+               const deadline_plan& plan) noexcept {
+        if (started_ns == 0) return;
+        const std::uint64_t took = now_ns > started_ns ? now_ns - started_ns : 0;
+        try {
+            if (late_ && started_ns < slept_from_ns_)
+                rhythm_.observe_between(d.line(), d.slot(), slept_from_ns_ - started_ns, took,
+                                        plan);
+            else
+                rhythm_.observe(d.line(), d.slot(), took, plan);
+        } catch (...) {
+        }
+    }
+    /// The wait's expected completion less the margin (plan), or none when its slot has no
+    /// rhythm yet or it was not started predicted.
+    std::optional<mono_ns> expected(const memory_descriptor& d, std::uint64_t started_ns,
+                                    const deadline_plan& plan) const {
+        if (started_ns == 0) return std::nullopt;
+        const std::optional<std::uint64_t> s = rhythm_.sleep_ns(d.line(), d.slot(), plan);
+        if (!s) return std::nullopt;
+        return mono_ns{started_ns}.after(dur_ns{*s});
+    }
+    /// A predicted sleep that began at `from_ns` ended with a completion signalled during it.
+    void slept_late(std::uint64_t from_ns) noexcept {
+        late_ = true;
+        slept_from_ns_ = from_ns;
+    }
+    /// A scan ended: only the first after a late sleep learns "between".
+    void scanned() noexcept { late_ = false; }
+
+    const completion_rhythm& rhythm() const noexcept { return rhythm_; }
+    void forget(const completion_line& line) { rhythm_.forget(line); }
+
+private:
+    completion_rhythm rhythm_;
+    bool late_ = false;
+    std::uint64_t slept_from_ns_ = 0;
 };
 
 } // namespace gpu_async

@@ -6,12 +6,43 @@
 #define GPU_ASYNC_IMPL_COMPLETION_QUEUE_IPP
 
 #include <gpu_async/asio/completion_queue.hpp>
-#include <gpu_async/asio/reactor_service.hpp>
+#include <gpu_async/asio/reactor_shell.hpp>
 
 #include <utility>
 
 namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
+
+GPU_ASYNC_DECL completion_queue* completion_queue::enqueue(ready_list& list) noexcept {
+    completion_queue* sched = nullptr;
+    completion_queue** tail = &sched;
+    if (list.head != nullptr && !list.mixed) {
+        // One queue (a single port's waits: the common case), pushed whole.
+        completion_queue* q = list.queue;
+        if (q->push(list.head, list.tail)) {
+            q->next_schedule_ = nullptr;
+            sched = q;
+        }
+        return sched;
+    }
+    reactor_op* op = list.head;
+    while (op != nullptr) {
+        // One push per run of consecutive ops of one queue (usually the whole list).
+        completion_queue* q = op->queue_;
+        reactor_op* last = op;
+        while (last->next != nullptr && last->next_op()->queue_ == q)
+            last = last->next_op();
+        reactor_op* next = last->next_op();
+        last->next = nullptr;
+        if (q->push(op, last)) {
+            q->next_schedule_ = nullptr;
+            *tail = q;
+            tail = &q->next_schedule_;
+        }
+        op = next;
+    }
+    return sched;
+}
 
 GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) noexcept {
     std::lock_guard lk(mutex_);
@@ -22,9 +53,24 @@ GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) n
     tail_ = tail;
     if (posted_) return false;
     posted_ = true;
-    svc_->drain_out();
+    svc_->gate_.drain_out();
     add_ref(); // the drain's
     return true;
+}
+
+GPU_ASYNC_DECL bool completion_queue::put_back(reactor_op* rest) noexcept {
+    std::lock_guard lk(mutex_);
+    if (rest != nullptr) {
+        reactor_op* last = rest;
+        while (last->next != nullptr)
+            last = last->next_op();
+        last->next = head_;
+        if (head_ == nullptr) tail_ = last;
+        head_ = rest;
+    }
+    if (head_ != nullptr) return true;
+    posted_ = false;
+    return false;
 }
 
 GPU_ASYNC_DECL void completion_queue::run() {
@@ -35,22 +81,6 @@ GPU_ASYNC_DECL void completion_queue::run() {
         batch = std::exchange(head_, nullptr);
         tail_ = nullptr;
     }
-    // Put back what is not delivered yet (in front of what arrived meanwhile) and decide whether
-    // a drain must be posted again; posted_ stays set while one must.
-    auto settle = [this](reactor_op* rest) {
-        std::lock_guard lk(mutex_);
-        if (rest != nullptr) {
-            reactor_op* last = rest;
-            while (last->next != nullptr)
-                last = last->next_op();
-            last->next = head_;
-            if (head_ == nullptr) tail_ = last;
-            head_ = rest;
-        }
-        if (head_ != nullptr) return true;
-        posted_ = false;
-        return false;
-    };
     if (batch != nullptr) prefetch_op(batch);
     for (std::uint32_t n = 1; batch != nullptr; ++n) {
         // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
@@ -68,11 +98,11 @@ GPU_ASYNC_DECL void completion_queue::run() {
         } catch (...) {
             // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
             // a later drain and the exception leaves run() / poll().
-            if (settle(batch)) {
+            if (put_back(batch)) {
                 next_schedule_ = nullptr;
                 svc_->schedule(self.release_ownership());
             } else {
-                svc_->drain_ended();
+                svc_->gate_.drain_ended();
             }
             throw;
         }
@@ -91,14 +121,14 @@ GPU_ASYNC_DECL void completion_queue::run() {
     // (what a scan finds joins the queues; ours is posted again below), rather than wake the
     // waiter for each of them.
     svc_->scan_after_drain();
-    if (settle(batch)) {
+    if (put_back(batch)) {
         // More arrived while this batch ran, or the batch stopped after a handler with an
         // executor of its own: post again, behind what is already queued (a busy port cannot
         // hold the executor's other handlers back).
         next_schedule_ = nullptr;
         svc_->schedule(self.release_ownership());
     } else {
-        svc_->drain_ended();
+        svc_->gate_.drain_ended();
     }
 }
 
@@ -111,7 +141,7 @@ GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
         tail_ = nullptr;
         posted_ = false;
     }
-    svc_->drain_ended();
+    svc_->gate_.drain_ended();
     while (list != nullptr) {
         reactor_op* op = list;
         list = op->next_op();

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// gpu_async/detail/stand_back.hpp: the gate a waiter stands back at while another thread scans
+// for it (an implementation detail of the reactor service).
+//
+// While a port's drains are out (posted, running or awaiting a retry), each drain's end scans
+// the lines on the executor's thread; the waiter then waits for the drains to end instead of
+// scanning beside them. The gate counts the drains out and is an eventcount on that count:
+// whatever ends a stand-back changes its state first and bumps the count after (wake()), so a
+// sleeper sees the new count or the new state.
+//
+#ifndef GPU_ASYNC_DETAIL_STAND_BACK_HPP
+#define GPU_ASYNC_DETAIL_STAND_BACK_HPP
+
+#include <gpu_async/core/time.hpp>
+#include <gpu_async/detail/bell_waiter.hpp>
+#include <gpu_async/detail/futex.hpp>
+#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wordwait.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+namespace gpu_async::detail {
+
+class stand_back_gate {
+public:
+    /// The longest spin of a stand-back before it sleeps (dense rings only).
+    static constexpr std::uint64_t spin_limit_ns = 20000;
+
+    /// A drain was posted.
+    void drain_out() noexcept { drains_out_.fetch_add(1, std::memory_order_seq_cst); }
+    /// A drain ended without being posted again: the last one ends a stand-back.
+    void drain_ended() noexcept {
+        if (drains_out_.fetch_sub(1, std::memory_order_seq_cst) == 1) wake();
+    }
+    /// Drains out (for tests and diagnostics: 0 once every completion queue is idle).
+    std::uint32_t drains_out() const noexcept {
+        return drains_out_.load(std::memory_order_seq_cst);
+    }
+
+    /// Ends a stand-back: its state changed (a stop, an urgent registration); the caller
+    /// changed it first.
+    void wake() noexcept {
+        epoch_.fetch_add(1, std::memory_order_seq_cst);
+#if GPU_ASYNC_HAS_FUTEX
+        if (sleepers_.load(std::memory_order_seq_cst) != 0)
+            futex_wake_all(reinterpret_cast<const std::uint32_t*>(&epoch_));
+#endif
+    }
+
+    /// Waits until `over()` or `bound` passes: spins as a park would (the first round of a
+    /// stand-back: `spin_first`), then, while rings come densely (the waiter's spin is at its
+    /// most), sleeps on the eventcount, in steps of the device poll interval while device
+    /// producers count and no monitor sees their stores (a device's store does not end a futex
+    /// sleep). Sparse rings: returns after the spin (a drain's end is near).
+    template <class Over>
+    void wait(const doorbell& bell, const bell_waiter& waiter, dur_ns bound, bool spin_first,
+              Over&& over) noexcept {
+        if (over() || bound.ns == 0) return;
+        const std::uint64_t start = wordwait_now_ns();
+        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
+        // It reads lines that nobody writes per completion: the drains' count, the flags, the
+        // doorbell's device word.
+        const std::uint64_t spin = waiter.spin_ns();
+        const std::uint64_t spin_for = spin_first ? std::min(spin, spin_limit_ns) : 0;
+        const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
+        for (unsigned i = 1;; ++i) {
+            if (over()) return;
+            cpu_relax();
+            if ((i & 15u) == 0 && wordwait_now_ns() >= spin_end) break;
+        }
+        if (spin != bell_waiter::max_spin_ns) return;
+        const std::uint64_t step = bell.device_producers() != 0 && !waiter.has_monitor()
+                                       ? std::max<std::uint64_t>(1, waiter.device_poll().ns)
+                                       : ~std::uint64_t{0};
+#if GPU_ASYNC_HAS_FUTEX
+        for (;;) {
+            sleepers_.fetch_add(1, std::memory_order_seq_cst);
+            const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+            const std::uint64_t now = wordwait_now_ns();
+            if (over() || now >= deadline) {
+                sleepers_.fetch_sub(1, std::memory_order_relaxed);
+                return;
+            }
+            const std::uint64_t left = std::min({deadline - now, doorbell::max_sleep_ns, step});
+            futex_wait(reinterpret_cast<const std::uint32_t*>(&epoch_), epoch, left);
+            sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        }
+#else
+        (void)step;
+        while (!over() && wordwait_now_ns() < deadline)
+            std::this_thread::yield();
+#endif
+    }
+
+private:
+    // Drains posted, running or awaiting a retry; the eventcount and its sleepers.
+    std::atomic<std::uint32_t> drains_out_{0};
+    std::atomic<std::uint32_t> epoch_{0};
+    std::atomic<std::uint32_t> sleepers_{0};
+};
+
+} // namespace gpu_async::detail
+
+#endif // GPU_ASYNC_DETAIL_STAND_BACK_HPP

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: BSL-1.0
+//
+// gpu_async/impl/reactor_shell.ipp: definitions of the reactor service's locked shell.
+//
+#ifndef GPU_ASYNC_IMPL_REACTOR_SHELL_IPP
+#define GPU_ASYNC_IMPL_REACTOR_SHELL_IPP
+
+#include <gpu_async/asio/reactor_shell.hpp>
+
+#include <algorithm>
+#include <exception>
+#include <memory>
+#include <utility>
+
+namespace gpu_async::detail {
+GPU_ASYNC_ASIO_NAMESPACE_BEGIN
+
+GPU_ASYNC_DECL reactor_shell::reactor_shell()
+    : bell_(std::make_shared<doorbell>()) {
+    add_line_watcher(*this);
+}
+
+GPU_ASYNC_DECL reactor_shell::~reactor_shell() {
+    // The service removed it first (a retirement must not reach a half-destroyed service);
+    // this only guards a shell destroyed some other way.
+    remove_line_watcher(*this);
+}
+
+GPU_ASYNC_DECL void reactor_shell::park_bound(dur_ns bound) noexcept {
+    park_bound_ns_.store(bound.ns == 0 ? 1 : bound.ns, std::memory_order_relaxed);
+}
+
+GPU_ASYNC_DECL std::size_t reactor_shell::pending() const {
+    std::lock_guard lk(mutex_);
+    std::size_t n = engine_.size();
+    std::lock_guard in(incoming_mutex_);
+    incoming_.for_each([&](const engine_wait*) { ++n; });
+    return n;
+}
+
+GPU_ASYNC_DECL std::size_t reactor_shell::pending(const reactor_port& port) const {
+    std::lock_guard lk(mutex_);
+    std::size_t n = port.count;
+    std::lock_guard in(incoming_mutex_);
+    incoming_.for_each([&](const engine_wait* w) {
+        n += static_cast<const reactor_op*>(w)->port_ == &port ? 1 : 0;
+    });
+    return n;
+}
+
+GPU_ASYNC_DECL reactor_key reactor_shell::make_key(reactor_op& op) noexcept {
+    op.serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
+    return reactor_key{op.descriptor(), &op, op.serial_};
+}
+
+/// The process monotonic clock (steady_clock) as the core's time points.
+inline mono_ns to_mono(std::chrono::steady_clock::time_point t) noexcept {
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    return mono_ns{ns > 0 ? static_cast<std::uint64_t>(ns) : 0};
+}
+
+GPU_ASYNC_DECL void reactor_shell::fetch_incoming(engine_batch& b) noexcept {
+    std::lock_guard in(incoming_mutex_);
+    if (incoming_.empty()) {
+        // Published under incoming_mutex_: a registration after this take reads it (0: it
+        // rings an idle waiter).
+        publish_size();
+        return;
+    }
+    std::swap(incoming_, b); // new registrations go into the (empty) batch the engine gave
+}
+
+GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& list) noexcept {
+    while (engine_wait* w = out.pop()) {
+        auto* op = static_cast<reactor_op*>(w);
+        unlink_port_locked(*op);
+        switch (w->end()) {
+        case wait_end::reached:
+            op->ec = {};
+            learn_locked(*op);
+            break;
+        case wait_end::expired:
+            op->ec = asio::error::timed_out;
+            break;
+        case wait_end::aborted:
+        case wait_end::stale: // live at start(): a retirement since found it pending
+            op->ec = asio::error::operation_aborted;
+            break;
+        case wait_end::faulted:
+            op->ec = errc::device_fault;
+            break;
+        case wait_end::no_memory:
+            op->ec = asio::error::no_memory;
+            break;
+        }
+        list.push(op);
+    }
+}
+
+GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_point now,
+                                               ready_list& list) noexcept {
+    engine_list out;
+    try {
+        engine_.take_in(fetch(), registered(), out);
+    } catch (...) {
+        // A take-in ends what it cannot register (no_memory): nothing is lost.
+    }
+    if (!engine_.empty()) engine_.scan(to_mono(now), fetch(), registered(), out);
+    finish_locked(out, list); // learns with the late flag as the scan found it
+    rhythm_.scanned();
+    publish_size();
+}
+
+GPU_ASYNC_DECL void reactor_shell::take_in_settled_locked(engine_list& out) noexcept {
+    try {
+        engine_.take_in_settled(fetch(), registered(), out);
+    } catch (...) {
+    }
+}
+
+GPU_ASYNC_DECL void reactor_shell::learn_locked(const reactor_op& op) noexcept {
+    if (op.started_ns_ == 0) return; // started while nothing was predicted: no clock read
+    rhythm_.learn(op.descriptor(), op.started_ns_, detail::wordwait_now_ns(), rhythm_plan());
+}
+
+GPU_ASYNC_DECL reactor_shell::start_result
+reactor_shell::start(reactor_port& port, reactor_op* op, dur_ns bound,
+                     std::optional<std::chrono::steady_clock::time_point> deadline) {
+    op->queue_ = port.queue.get();
+    if (shut_down_.load(std::memory_order_acquire)) {
+        // The context is being destroyed: nothing will run the handler. Destroy it (outside
+        // every lock), never invoke it, as shutdown() does with pending waits.
+        return start_result::dropped;
+    }
+    // The clock is read only for a wait with a deadline (a read per wait is a tenth of the
+    // completion path's time through one thread).
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (ends_at_start(*op, deadline, now)) return start_result::finished;
+    if (!waiter_present_.load(std::memory_order_acquire)) {
+        // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
+        std::lock_guard lk(mutex_);
+        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed))
+            start_thread_locked();
+    }
+    op->port_ = &port;
+    op->started_ns_ = predicting() ? detail::wordwait_now_ns() : 0;
+    op->bound_ns = bound.ns;
+    op->has_deadline = deadline.has_value();
+    op->deadline_ns = deadline ? to_mono(*deadline).ns : 0;
+    push_incoming(*op, bound, deadline, now);
+    if (!waiter_present_.load(std::memory_order_seq_cst)) {
+        // The last FILL driver ended between the look above and the push, finding no waits:
+        // this one is registered, so a watcher must run for it.
+        std::lock_guard lk(mutex_);
+        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed)) {
+            try {
+                start_thread_locked();
+            } catch (...) {
+                // Registered without a watcher: the next registration or run_fill retries.
+            }
+        }
+    }
+    return start_result::registered;
+}
+
+GPU_ASYNC_DECL bool
+reactor_shell::ends_at_start(reactor_op& op,
+                             std::optional<std::chrono::steady_clock::time_point> deadline,
+                             std::chrono::steady_clock::time_point now) noexcept {
+    if (deadline && *deadline <= now) {
+        op.ec = asio::error::timed_out;
+        return true;
+    }
+    // A descriptor of a retired line, or of a faulted slot, ends before its line is read.
+    const memory_descriptor& d = op.descriptor();
+    if (const error_code ec = status_error(d)) {
+        op.ec = ec;
+        return true;
+    }
+    // Complete already? (The take-in reads the word again; a store between the two reads only
+    // makes the wait complete at that take-in.)
+    if (d.is_complete()) {
+        op.ec = {};
+        return true;
+    }
+    return false;
+}
+
+GPU_ASYNC_DECL void
+reactor_shell::push_incoming(reactor_op& op, dur_ns bound,
+                             std::optional<std::chrono::steady_clock::time_point> deadline,
+                             std::chrono::steady_clock::time_point now) noexcept {
+    // Added to the incoming registrations, without the service's lock, which a scan may be
+    // holding; the waiter takes it in before its next scan (no allocation here: see
+    // engine_batch). Wake the waiter when it must act on it now: it is idle (nothing was
+    // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
+    // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
+    // latest one park bound away, and a store to the wait's word is seen by that scan.
+    // Idle is decided in the same section as the push: a waiter that found nothing published
+    // table_size_ 0 while it took the registrations under incoming_mutex_ (fetch_incoming), so
+    // the first one added after that take reads 0 here and rings.
+    bool idle = false;
+    {
+        std::lock_guard in(incoming_mutex_);
+        idle = incoming_.empty() && table_size_.load(std::memory_order_seq_cst) == 0;
+        incoming_.push(&op);
+    }
+    const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
+    const bool tighter = bound.ns != 0 && bound.ns < pb;
+    // A deadline further than one park bound away is met by the waiter's next pass.
+    const bool soon = deadline && *deadline - now < dur_ns{pb}.chrono();
+    if (soon || tighter) {
+        urgent_.store(true, std::memory_order_seq_cst);
+        gate_.wake(); // a watcher standing back for drains scans now
+    }
+    if (idle || soon || tighter) bell_->ring();
+}
+
+GPU_ASYNC_DECL bool reactor_shell::cancel(const reactor_key& wait) {
+    bool found = false;
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out); // a wait not yet taken in is in the table now
+        // After shutdown the table is empty; before registration and after completion the wait
+        // is not found. Only a registered op (alive, owned by the engine) is touched.
+        if (engine_wait* w = engine_.find(wait.descriptor, [&](const engine_wait* candidate) {
+                const auto* op = static_cast<const reactor_op*>(candidate);
+                return op == wait.op && op->serial_ == wait.serial;
+            })) {
+            engine_.remove(*w, out);
+            found = true;
+        }
+        sched = settle_locked(out);
+    }
+    schedule(sched);
+    return found;
+}
+
+GPU_ASYNC_DECL std::size_t reactor_shell::cancel(reactor_port& port) {
+    std::size_t n = 0;
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out);
+        while (port.head != nullptr) {
+            reactor_op* op = port.head;
+            unlink_port_locked(*op);
+            engine_.remove(*op, out);
+            ++n;
+        }
+        sched = settle_locked(out);
+    }
+    schedule(sched);
+    return n;
+}
+
+GPU_ASYNC_DECL void reactor_shell::retire_line(const completion_line& line) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out);
+        engine_.retire_line(line, out);
+        rhythm_.forget(line);
+        sched = settle_locked(out);
+    }
+    // The waits are out of the table: no scan reads the line any more. Their completions go to
+    // their executors.
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_shell::fault_slot(const completion_line& line, slot_id slot) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out); // those not yet taken in see the fault as they are
+        engine_.fault_slot(line, slot, out);
+        sched = settle_locked(out);
+    }
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_shell::scan_after_drain() noexcept {
+    // Only when something rang since the last scan (a handler's producer, most likely) and the
+    // waiter is not scanning now: the drain must never wait for the lock.
+    const std::uint64_t rings = bell_->count();
+    if (rings == scanned_at_.load(std::memory_order_relaxed) && !bell_->device_signaled()) return;
+    std::unique_lock lk(mutex_, std::try_to_lock);
+    if (!lk.owns_lock()) return;
+    if (bell_->device_signaled()) bell_->take_device_signal();
+    scanned_at_.store(rings, std::memory_order_relaxed);
+    drain_progress_.fetch_add(1, std::memory_order_release);
+    ready_list list;
+    pass_locked(std::chrono::steady_clock::now(), list);
+    completion_queue* sched = completion_queue::enqueue(list);
+    lk.unlock();
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL deadline_plan reactor_shell::rhythm_plan() const noexcept {
+    deadline_plan plan;
+    plan.margin_ns = waiter_.device_poll().ns;
+    plan.min_sleep_ns = 0;
+    plan.max_sleep_ns = bell_waiter::idle_bound.ns;
+    plan.window = 8;
+    return plan;
+}
+
+GPU_ASYNC_DECL void reactor_shell::link_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.port_) {
+        op.owner_ = port;
+        op.prev_ = nullptr;
+        op.next_ = port->head;
+        if (port->head != nullptr) port->head->prev_ = &op;
+        port->head = &op;
+        ++port->count;
+    }
+}
+
+GPU_ASYNC_DECL void reactor_shell::unlink_port_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.owner_) {
+        if (op.prev_ != nullptr)
+            op.prev_->next_ = op.next_;
+        else
+            port->head = op.next_;
+        if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
+        --port->count;
+        op.owner_ = nullptr;
+        op.prev_ = op.next_ = nullptr;
+    }
+}
+
+GPU_ASYNC_DECL dur_ns reactor_shell::bound_locked(std::chrono::steady_clock::time_point now,
+                                                  dur_ns bound) const noexcept {
+    return engine_.bound(to_mono(now), bound);
+}
+
+GPU_ASYNC_DECL void reactor_shell::retry_later(completion_queue* q) noexcept {
+    std::unique_lock lk(mutex_);
+    if (shut_down_.load(std::memory_order_relaxed)) {
+        lk.unlock();
+        q->abandon();
+        return;
+    }
+    q->next_schedule_ = retry_;
+    retry_ = q;
+    if (no_waiter_locked() && !stop_) {
+        try {
+            start_thread_locked();
+        } catch (...) {
+            // No watcher either: the next registration, poll_ready() or run_fill() retries.
+        }
+    }
+    lk.unlock();
+    bell_->ring();
+}
+
+GPU_ASYNC_DECL completion_queue* reactor_shell::settle_locked(engine_list& out) noexcept {
+    ready_list list;
+    finish_locked(out, list);
+    publish_size();
+    return completion_queue::enqueue(list);
+}
+
+GPU_ASYNC_DECL void reactor_shell::schedule(completion_queue* list) noexcept {
+    while (list != nullptr) {
+        completion_queue* q = std::exchange(list, list->next_schedule_);
+        q->next_schedule_ = nullptr;
+        if (q->schedule_(q)) continue; // the drain holds the reference now
+        // Posting failed: keep the queue (and its reference) for the waiter to post again.
+        retry_later(q);
+    }
+}
+
+GPU_ASYNC_DECL void reactor_shell::deliver(reactor_op* op) noexcept {
+    completion_queue* q = op->queue_;
+    op->next = nullptr;
+    if (q->push(op, op)) {
+        q->next_schedule_ = nullptr;
+        schedule(q);
+    }
+}
+
+GPU_ASYNC_ASIO_NAMESPACE_END
+} // namespace gpu_async::detail
+
+#endif // GPU_ASYNC_IMPL_REACTOR_SHELL_IPP
