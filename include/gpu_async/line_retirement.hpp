@@ -84,6 +84,10 @@ protected:
 
 /// Registers `w` until remove_line_watcher(w). Thread-safe.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
+/// The line-life epoch: never 0, it moves (after the change) whenever a line is adopted or
+/// retired or a slot faulted. A reactor that judged a descriptor (descriptor_status) after
+/// reading epoch `e` need not judge it again while the epoch is still `e`. Lock-free.
+GPU_ASYNC_DECL std::uint32_t line_life_epoch() noexcept;
 /// Number of registered watchers (for tests and diagnostics).
 GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept;
 /// Unregisters `w`; waits (holding no lock) until no retirement or fault is asking `w`.

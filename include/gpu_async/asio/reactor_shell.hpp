@@ -184,9 +184,12 @@ protected:
     auto registered() noexcept {
         return [this](engine_wait& w) { link_locked(static_cast<reactor_op&>(w)); };
     }
-    /// What left the engine: the op's result from why it ended, the port's list, the rhythm's
-    /// sample, then onto `list`, in order.
+
+    /// What left the engine (each op finished as it left: left_locked) onto `list`, in order.
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
+    /// The engine's leave hook: the op's result from why it ended, the port's list, the
+    /// rhythm's sample, and the queue it goes to, while the op is at hand.
+    GPU_ASYNC_DECL void left_locked(reactor_op& op) noexcept;
     /// Takes registrations in and, when waits are pending, scans at `now`; what ended goes onto
     /// `list`.
     GPU_ASYNC_DECL void pass_locked(std::chrono::steady_clock::time_point now,
@@ -248,8 +251,8 @@ protected:
     std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest FILL driver's park bound (0: none)
     std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
-    scan_engine engine_{&descriptor_status}; // the pending waits (under mutex_)
-    bool stop_ = false;                      // the watcher is being stopped (under mutex_)
+    scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
+    bool stop_ = false;          // the watcher is being stopped (under mutex_)
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
     std::atomic<bool> predict_{true};
     rhythm_learner rhythm_; // per slot, registration to completion (under the lock)
@@ -272,6 +275,13 @@ protected:
     std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
     std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
     completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
+    // What left the engine since the last finish_locked (under mutex_): how many, the first
+    // one's queue, and whether another queue's op followed.
+    struct {
+        std::size_t count = 0;
+        completion_queue* queue = nullptr;
+        bool mixed = false;
+    } leaving_;
 };
 
 GPU_ASYNC_ASIO_NAMESPACE_END

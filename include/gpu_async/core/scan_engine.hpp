@@ -84,6 +84,11 @@ public:
     /// while the wait is not in the engine.
     engine_wait* next = nullptr;
 
+    /// The host judged the descriptor live (its status function) after reading this epoch (the
+    /// engine's epoch function); while the epoch has not moved, a take-in does not judge it
+    /// again. 0: not judged.
+    std::uint32_t judged_at = 0;
+
 protected:
     ~engine_wait() = default;
 
@@ -159,17 +164,31 @@ public:
     /// How the host judges a descriptor before its line is read (descriptor_status, from the
     /// hosts' layer); none: every descriptor is live.
     using status_fn = line_status (*)(const memory_descriptor&) noexcept;
+    /// A counter that moves whenever a status may have changed (line_life_epoch, from the hosts'
+    /// layer); none: every take-in judges every wait.
+    using epoch_fn = std::uint32_t (*)() noexcept;
 
     /// Room for this many registrations between two take-ins at first; the batch grows to twice
     /// the most one take-in took.
     static constexpr std::size_t initial_batch = 64;
 
-    explicit scan_engine(status_fn status = nullptr)
-        : status_(status) {
+    explicit scan_engine(status_fn status = nullptr, epoch_fn epoch = nullptr)
+        : status_(status)
+        , epoch_(epoch) {
         spare_.waits.reserve(initial_batch);
     }
     scan_engine(const scan_engine&) = delete;
     scan_engine& operator=(const scan_engine&) = delete;
+
+    /// What a wait leaving the engine is handed to at once, with `host`, while it is at hand
+    /// (before it goes on a list): a host that finishes its waits there (sets its result,
+    /// unlinks it from its own lists) needs no second pass over the list. Must not call back
+    /// into the engine.
+    using leave_fn = void (*)(void* host, engine_wait& w) noexcept;
+    void on_leave(leave_fn fn, void* host) noexcept {
+        leave_ = fn;
+        leave_host_ = host;
+    }
 
     /// A batch with the engine's room, for the host's queue (it swaps with the engine's spare at
     /// each fetch, so the two alternate).
@@ -321,12 +340,11 @@ private:
 
     // The wait has left the table: drop the engine's bookkeeping of it.
     void left(engine_wait& w, wait_end why) noexcept {
-        w.registered_ = false;
-        w.end_ = why;
         if (w.bound_ns != 0) {
             const auto b = bounds_.find(w.bound_ns);
             if (--b->second == 0) bounds_.erase(b);
         }
+        left_unregistered(w, why);
     }
 
     /// A wait to hand out in order, with its sort key copied out (a sort then reads no record:
@@ -406,6 +424,7 @@ private:
     void begin_take() noexcept {
         ++take_ins_;
         keys_.clear();
+        epoch_now_ = epoch_ != nullptr ? epoch_() : 0;
     }
 
     template <class OnRegistered>
@@ -415,7 +434,7 @@ private:
         w.taken_in_ = take_ins_;
         w.done_at_take_in_ = false;
         const memory_descriptor& d = w.descriptor();
-        if (status_ != nullptr) {
+        if (status_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
             const line_status st = status_(d);
             // What a faulted slot's stream stored before its fault still completes.
             if (st == line_status::stale || (st == line_status::faulted && !d.is_complete())) {
@@ -459,9 +478,10 @@ private:
         }
     }
 
-    static void left_unregistered(engine_wait& w, wait_end why) noexcept {
+    void left_unregistered(engine_wait& w, wait_end why) noexcept {
         w.registered_ = false;
         w.end_ = why;
+        if (leave_ != nullptr) leave_(leave_host_, w);
     }
 
     /// The waits complete when taken in leave in hand-out order; with them, the table's waits
@@ -501,6 +521,13 @@ private:
             ++count;
         }
         engine_list scanned; // waits of the table that an insert's scan of their slot completed
+        if (keys_.capacity() < count) {
+            try {
+                keys_.reserve(count);
+            } catch (...) {
+                // Handed out unordered past the room there is (take_one).
+            }
+        }
         // With thousands of registrations their records are out of the cache: fetched a few
         // ahead, the reads overlap.
         constexpr std::size_t ahead = 8;
@@ -562,6 +589,10 @@ private:
     }
 
     status_fn status_;
+    epoch_fn epoch_;
+    leave_fn leave_ = nullptr;
+    void* leave_host_ = nullptr;
+    std::uint32_t epoch_now_ = 0; // the epoch read at the take-in under way (0: none)
     table_type table_;
     std::map<std::uint64_t, std::size_t> bounds_; // registered waits' own bounds, counted
     engine_batch spare_;                          // swapped with the host's at each fetch

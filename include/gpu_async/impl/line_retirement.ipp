@@ -39,10 +39,19 @@ struct line_watcher_registry {
     // A line's state in the side table: its generation above 8 bits of faulted slots.
     struct shard {
         std::mutex mutex;
-        std::unordered_map<const completion_line*, std::uint64_t> states;
+        // Atomic values (written under `mutex`, read without it through state_of's per-thread
+        // cache): a node is never erased, so a value's address is the line's for good.
+        std::unordered_map<const completion_line*, std::atomic<std::uint64_t>> states;
     };
     static constexpr std::size_t shards = 64;
     std::array<shard, shards> table;
+    // Bumped after any generation or fault bit changes (line_life_epoch): a reactor that judged
+    // a descriptor at one epoch need not judge it again while the epoch has not moved.
+    std::atomic<std::uint32_t> epoch{1};
+    void bump() noexcept {
+        if (epoch.fetch_add(1, std::memory_order_acq_rel) + 1 == 0) // 0 means "not judged"
+            epoch.fetch_add(1, std::memory_order_acq_rel);
+    }
 
     // The health queries (watch_line_health), under `mutex`. Shared: a run holds the entries it
     // is about to ask, so unwatching never frees one a run still reads; `running` (under `mutex`)
@@ -76,6 +85,10 @@ GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
     auto e = std::make_unique<line_watcher_registry::entry>(line_watcher_registry::entry{&w, 0});
     std::lock_guard lk(r.mutex);
     r.watchers.push_back(std::move(e));
+}
+
+GPU_ASYNC_DECL std::uint32_t line_life_epoch() noexcept {
+    return line_watchers().epoch.load(std::memory_order_acquire);
 }
 
 GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept {
@@ -142,31 +155,54 @@ inline std::uint64_t next_generation(std::uint64_t state) noexcept {
     return std::uint64_t{g} << 8;
 }
 
+// The side table's state of `line`, or null when it was never adopted. The lookup is lock-free
+// once a thread has seen the line (a small per-thread cache of state addresses, which never
+// change); the first look takes the shard's lock.
+inline const std::atomic<std::uint64_t>* state_of(const completion_line& line) noexcept {
+    struct cached {
+        const completion_line* line;
+        const std::atomic<std::uint64_t>* state;
+    };
+    constexpr std::size_t ways = 64;
+    static thread_local std::array<cached, ways> cache{};
+    cached& c = cache[(reinterpret_cast<std::uintptr_t>(&line) / sizeof(completion_line)) % ways];
+    if (c.line == &line) return c.state;
+    auto& sh = line_watchers().shard_of(&line);
+    std::lock_guard lk(sh.mutex);
+    const auto it = sh.states.find(&line);
+    if (it == sh.states.end()) return nullptr;
+    c = cached{&line, &it->second};
+    return c.state;
+}
+
 } // namespace detail
 
 GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
     auto& sh = detail::line_watchers().shard_of(&line);
     std::lock_guard lk(sh.mutex);
-    std::uint64_t& state = sh.states[&line]; // a new address starts at 0: generation 1 next
-    state = detail::next_generation(state);
-    return static_cast<std::uint32_t>(state >> 8);
+    std::atomic<std::uint64_t>& state = sh.states[&line]; // new: 0, generation 1 next
+    const std::uint64_t next = detail::next_generation(state.load(std::memory_order_relaxed));
+    state.store(next, std::memory_order_release);
+    detail::line_watchers().bump();
+    return static_cast<std::uint32_t>(next >> 8);
 }
 
 GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept {
     auto& sh = detail::line_watchers().shard_of(&line);
     std::lock_guard lk(sh.mutex);
     const auto it = sh.states.find(&line);
-    return it == sh.states.end() ? 0 : static_cast<std::uint32_t>(it->second >> 8);
+    return it == sh.states.end()
+               ? 0
+               : static_cast<std::uint32_t>(it->second.load(std::memory_order_relaxed) >> 8);
 }
 
 GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept {
     if (d.generation() == 0) return line_status::live;
-    auto& sh = detail::line_watchers().shard_of(&d.line());
-    std::lock_guard lk(sh.mutex);
-    const auto it = sh.states.find(&d.line());
-    if (it == sh.states.end() || static_cast<std::uint32_t>(it->second >> 8) != d.generation())
-        return line_status::stale;
-    if ((it->second & (std::uint64_t{1} << d.slot().index())) != 0) return line_status::faulted;
+    const std::atomic<std::uint64_t>* state = detail::state_of(d.line());
+    if (state == nullptr) return line_status::stale; // never adopted: not a line of ours now
+    const std::uint64_t v = state->load(std::memory_order_acquire);
+    if (static_cast<std::uint32_t>(v >> 8) != d.generation()) return line_status::stale;
+    if ((v & (std::uint64_t{1} << d.slot().index())) != 0) return line_status::faulted;
     return line_status::live;
 }
 
@@ -177,8 +213,11 @@ GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
         auto& sh = detail::line_watchers().shard_of(&line);
         std::lock_guard lk(sh.mutex);
         const auto it = sh.states.find(&line);
-        if (it != sh.states.end()) it->second = detail::next_generation(it->second);
+        if (it != sh.states.end())
+            it->second.store(detail::next_generation(it->second.load(std::memory_order_relaxed)),
+                             std::memory_order_release);
     }
+    detail::line_watchers().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
 }
 
@@ -187,8 +226,10 @@ GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexce
         auto& sh = detail::line_watchers().shard_of(&line);
         std::lock_guard lk(sh.mutex);
         const auto it = sh.states.find(&line);
-        if (it != sh.states.end()) it->second |= std::uint64_t{1} << slot.index();
+        if (it != sh.states.end())
+            it->second.fetch_or(std::uint64_t{1} << slot.index(), std::memory_order_release);
     }
+    detail::line_watchers().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.fault_slot(line, slot); });
 }
 

@@ -17,6 +17,11 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL reactor_shell::reactor_shell()
     : bell_(std::make_shared<doorbell>()) {
+    engine_.on_leave(
+        [](void* self, engine_wait& w) noexcept {
+            static_cast<reactor_shell*>(self)->left_locked(static_cast<reactor_op&>(w));
+        },
+        this);
     add_line_watcher(*this);
 }
 
@@ -71,31 +76,48 @@ GPU_ASYNC_DECL void reactor_shell::fetch_incoming(engine_batch& b) noexcept {
     std::swap(incoming_, b); // new registrations go into the (empty) batch the engine gave
 }
 
-GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& list) noexcept {
-    while (engine_wait* w = out.pop()) {
-        auto* op = static_cast<reactor_op*>(w);
-        unlink_port_locked(*op);
-        switch (w->end()) {
-        case wait_end::reached:
-            op->ec = {};
-            learn_locked(*op);
-            break;
-        case wait_end::expired:
-            op->ec = asio::error::timed_out;
-            break;
-        case wait_end::aborted:
-        case wait_end::stale: // live at start(): a retirement since found it pending
-            op->ec = asio::error::operation_aborted;
-            break;
-        case wait_end::faulted:
-            op->ec = errc::device_fault;
-            break;
-        case wait_end::no_memory:
-            op->ec = asio::error::no_memory;
-            break;
-        }
-        list.push(op);
+GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
+    unlink_port_locked(op);
+    switch (op.end()) {
+    case wait_end::reached:
+        op.ec = {};
+        learn_locked(op);
+        break;
+    case wait_end::expired:
+        op.ec = asio::error::timed_out;
+        break;
+    case wait_end::aborted:
+    case wait_end::stale: // live at start(): a retirement since found it pending
+        op.ec = asio::error::operation_aborted;
+        break;
+    case wait_end::faulted:
+        op.ec = errc::device_fault;
+        break;
+    case wait_end::no_memory:
+        op.ec = asio::error::no_memory;
+        break;
     }
+    // The queues of what is leaving, noted while the op is at hand (finish_locked).
+    if (leaving_.count++ == 0)
+        leaving_.queue = op.queue_;
+    else if (op.queue_ != leaving_.queue)
+        leaving_.mixed = true;
+}
+
+GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& list) noexcept {
+    // Every op on `out` was finished as it left (left_locked): the list is taken as it is.
+    if (list.head == nullptr && out.count == leaving_.count) {
+        list.head = static_cast<reactor_op*>(out.head);
+        list.tail = static_cast<reactor_op*>(out.tail);
+        list.count = out.count;
+        list.queue = leaving_.queue;
+        list.mixed = leaving_.mixed;
+        out = engine_list{};
+    } else {
+        while (engine_wait* w = out.pop())
+            list.push(static_cast<reactor_op*>(w));
+    }
+    leaving_ = {};
 }
 
 GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_point now,
@@ -173,8 +195,10 @@ reactor_shell::ends_at_start(reactor_op& op,
         op.ec = asio::error::timed_out;
         return true;
     }
-    // A descriptor of a retired line, or of a faulted slot, ends before its line is read.
+    // A descriptor of a retired line, or of a faulted slot, ends before its line is read. The
+    // epoch is read first: the take-in judges it again only if a line's life moved since.
     const memory_descriptor& d = op.descriptor();
+    op.judged_at = line_life_epoch();
     if (const error_code ec = status_error(d)) {
         op.ec = ec;
         return true;

@@ -36,8 +36,8 @@ struct host {
     std::vector<int> kept; // what take-ins kept, in order
     std::vector<std::pair<int, wait_end>> ended;
 
-    explicit host(scan_engine::status_fn status = nullptr)
-        : engine(status) {}
+    explicit host(scan_engine::status_fn status = nullptr, scan_engine::epoch_fn epoch = nullptr)
+        : engine(status, epoch) {}
 
     wait& queue(const memory_descriptor& d) {
         waits.push_back(std::make_unique<wait>(d, static_cast<int>(waits.size())));
@@ -79,9 +79,41 @@ line_status status_of_generation_3(const memory_descriptor& d) noexcept {
     return d.slot().index() == 5 ? line_status::faulted : line_status::live;
 }
 
+std::uint32_t test_epoch = 7;
+int judged = 0;
+std::uint32_t epoch_now() noexcept {
+    return test_epoch;
+}
+line_status counting_status(const memory_descriptor& d) noexcept {
+    ++judged;
+    return status_of_generation_3(d);
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(scan_engine_suite)
+
+BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
+    completion_line line;
+    judged = 0;
+    test_epoch = 7;
+    host h(&counting_status, &epoch_now);
+    wait& a = h.queue(desc(line, 0, 1, 3));
+    a.judged_at = 7; // judged live by the host at epoch 7
+    wait& b = h.queue(desc(line, 1, 1, 3));
+    b.judged_at = 0; // never judged
+    h.take_in();
+    BOOST_TEST(judged == 1); // b only
+    BOOST_TEST(h.kept.size() == 2u);
+    // The epoch moved (a retirement): a wait judged before it is judged again, and found stale.
+    wait& c = h.queue(desc(line, 2, 1, 2));
+    c.judged_at = 7;
+    test_epoch = 8;
+    h.take_in();
+    BOOST_TEST(judged == 2);
+    BOOST_REQUIRE(h.ended.size() == 1u);
+    BOOST_TEST((h.ended[0].second == wait_end::stale));
+}
 
 BOOST_AUTO_TEST_CASE(a_take_in_keeps_pending_waits_and_hands_out_the_complete_in_target_order) {
     completion_line line;
