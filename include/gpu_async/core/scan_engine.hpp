@@ -78,16 +78,10 @@ public:
     /// own), and a deadline (on the host's clock) after which it leaves `expired`.
     std::uint64_t bound_ns = 0;
     std::uint64_t deadline_ns = 0;
-    bool has_deadline = false;
 
     /// The link of an engine_list and of an engine_batch's overflow stack: the host's to use
     /// while the wait is not in the engine.
     engine_wait* next = nullptr;
-
-    /// The host judged the descriptor live (its status function) after reading this epoch (the
-    /// engine's epoch function); while the epoch has not moved, a take-in does not judge it
-    /// again. 0: not judged.
-    std::uint32_t judged_at = 0;
 
 protected:
     ~engine_wait() = default;
@@ -97,6 +91,18 @@ private:
     memory_descriptor descriptor_;
     watch_table<engine_wait*>::handle pos_{};
     std::uint64_t taken_in_ = 0; // the take-in that took it (take-ins are numbered)
+
+public:
+    // (The small fields together: they share one word.)
+
+    /// The host judged the descriptor live (its status function) after reading this epoch (the
+    /// engine's epoch function); while the epoch has not moved, a take-in does not judge it
+    /// again. 0: not judged.
+    std::uint32_t judged_at = 0;
+    /// With deadline_ns: the wait has a deadline.
+    bool has_deadline = false;
+
+private:
     wait_end end_ = wait_end::reached;
     bool registered_ = false;
     bool done_at_take_in_ = false; // its word had reached the target when it was taken in
@@ -521,13 +527,6 @@ private:
             ++count;
         }
         engine_list scanned; // waits of the table that an insert's scan of their slot completed
-        if (keys_.capacity() < count) {
-            try {
-                keys_.reserve(count);
-            } catch (...) {
-                // Handed out unordered past the room there is (take_one).
-            }
-        }
         // With thousands of registrations their records are out of the cache: fetched a few
         // ahead, the reads overlap.
         constexpr std::size_t ahead = 8;
