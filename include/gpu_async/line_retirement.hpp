@@ -47,7 +47,8 @@
 ///    `incoming_mutex_`; the std_watcher's; the fd notifier's; a port's registration lock before
 ///    the service's. None is held while a handler or callback runs, while a reactor asks the
 ///    registry, or while it waits for a callback that could take it.
-/// 3. The side table's shard locks: leaves, taken alone for a lookup or an update.
+/// 3. The side table's shard locks: leaves, taken alone for an update or a thread's first look at
+///    a line (later looks read its state, an atomic, through a per-thread cache).
 /// 4. A device's own locks: never held while asking the registry (a retirement, a fault, a
 ///    health query's fault_slot).
 #ifndef GPU_ASYNC_LINE_RETIREMENT_HPP
