@@ -106,25 +106,21 @@ inline void prefetch_op(const reactor_op* op) noexcept {
 
 /// Ready completions in the order they were found (FIFO, linked through engine_wait::next).
 struct ready_list {
-    reactor_op* head = nullptr;
-    reactor_op* tail = nullptr;
-    std::size_t count = 0;
+    engine_list waits; // reactor_ops, linked through engine_wait::next
     // The completion queue of the first op pushed, and whether another queue's op followed
     // (noted while each op is at hand: completion_queue::enqueue then walks no list of one queue).
     completion_queue* queue = nullptr;
     bool mixed = false;
+
+    reactor_op* head() const noexcept { return static_cast<reactor_op*>(waits.head); }
+    reactor_op* tail() const noexcept { return static_cast<reactor_op*>(waits.tail); }
+    std::size_t count() const noexcept { return waits.count; }
     void push(reactor_op* op) noexcept {
-        op->next = nullptr;
-        if (tail != nullptr)
-            tail->next = op;
-        else
-            head = op;
-        tail = op;
-        if (count == 0)
+        if (waits.count == 0)
             queue = op->queue_;
         else if (op->queue_ != queue)
             mixed = true;
-        ++count;
+        waits.push(op);
     }
 };
 

@@ -16,16 +16,16 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 GPU_ASYNC_DECL completion_queue* completion_queue::enqueue(ready_list& list) noexcept {
     completion_queue* sched = nullptr;
     completion_queue** tail = &sched;
-    if (list.head != nullptr && !list.mixed) {
+    if (list.head() != nullptr && !list.mixed) {
         // One queue (a single port's waits: the common case), pushed whole.
         completion_queue* q = list.queue;
-        if (q->push(list.head, list.tail)) {
+        if (q->push(list.head(), list.tail())) {
             q->next_schedule_ = nullptr;
             sched = q;
         }
         return sched;
     }
-    reactor_op* op = list.head;
+    reactor_op* op = list.head();
     while (op != nullptr) {
         // One push per run of consecutive ops of one queue (usually the whole list).
         completion_queue* q = op->queue_;

@@ -83,7 +83,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
         retries = take_retries_locked();
         ready_list list;
         pass_locked(std::chrono::steady_clock::now(), list);
-        n = list.count;
+        n = list.count();
         sched = completion_queue::enqueue(list);
     }
     schedule(retries);
@@ -159,7 +159,7 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
         retries = take_retries_locked();
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).
-    for (reactor_op* op = list.head; op != nullptr;) {
+    for (reactor_op* op = list.head(); op != nullptr;) {
         reactor_op* next = op->next_op();
         op->destroy();
         op = next;
@@ -295,7 +295,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<std::mutex>& lk,
     const auto now = std::chrono::steady_clock::now();
     ready_list list;
     pass_locked(now, list);
-    switch (park_policy::between_scans(list.head != nullptr, !engine_.empty())) {
+    switch (park_policy::between_scans(list.head() != nullptr, !engine_.empty())) {
     case park_policy::after::idle:
         // table_size_ (0) was published before the registrations were taken, so a registration
         // pushed after that take sees 0 and rings: it cannot be missed here.

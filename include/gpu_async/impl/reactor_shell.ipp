@@ -106,13 +106,10 @@ GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
 
 GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& list) noexcept {
     // Every op on `out` was finished as it left (left_locked): the list is taken as it is.
-    if (list.head == nullptr && out.count == leaving_.count) {
-        list.head = static_cast<reactor_op*>(out.head);
-        list.tail = static_cast<reactor_op*>(out.tail);
-        list.count = out.count;
+    if (list.waits.empty() && out.count == leaving_.count) {
+        list.waits = std::exchange(out, engine_list{});
         list.queue = leaving_.queue;
         list.mixed = leaving_.mixed;
-        out = engine_list{};
     } else {
         while (engine_wait* w = out.pop())
             list.push(static_cast<reactor_op*>(w));
