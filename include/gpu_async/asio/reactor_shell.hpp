@@ -61,16 +61,9 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 /// word has not reached the target (what the stream stored before its fault still completes);
 /// empty when it may wait.
 inline error_code status_error(const memory_descriptor& d) noexcept {
-    switch (descriptor_status(d)) {
-    case line_status::live:
-        return {};
-    case line_status::stale:
-        return errc::stale_descriptor;
-    case line_status::faulted:
-        if (d.is_complete()) return {};
-        return errc::device_fault;
-    }
-    return {};
+    const line_status st = descriptor_status(d);
+    if (!ends_unwatched(st, d)) return {};
+    return st == line_status::stale ? errc::stale_descriptor : errc::device_fault;
 }
 
 /// The locked shell over the scan engine; see the header comment. The reactor service derives

@@ -134,6 +134,13 @@ enum class line_status : std::uint8_t {
     faulted, ///< end the wait with errc::device_fault: the slot's stream faulted
 };
 
+/// Whether a wait on `d`, its line's status `st`, ends before it is watched: its line was
+/// retired, or its slot's stream faulted before storing its target (what the stream stored
+/// before its fault still completes; reads the word only then).
+inline bool ends_unwatched(line_status st, const memory_descriptor& d) noexcept {
+    return st == line_status::stale || (st == line_status::faulted && !d.is_complete());
+}
+
 } // namespace gpu_async
 
 #endif // GPU_ASYNC_CORE_COMPLETION_LINE_HPP

@@ -442,8 +442,7 @@ private:
         const memory_descriptor& d = w.descriptor();
         if (status_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
             const line_status st = status_(d);
-            // What a faulted slot's stream stored before its fault still completes.
-            if (st == line_status::stale || (st == line_status::faulted && !d.is_complete())) {
+            if (ends_unwatched(st, d)) {
                 left_unregistered(w,
                                   st == line_status::stale ? wait_end::stale : wait_end::faulted);
                 out.push(&w);
