@@ -117,6 +117,21 @@ void check_the_waiter_ran_them(const health_spy& spy, waiter w) {
     BOOST_TEST(spy.ran_off_the_test_thread() == (w == waiter::watcher));
 }
 
+/// Waits for `pending` through the port, the health queries run by its waiter every `backstop`
+/// (a spy counting their runs); it must end with device_fault and leave its slot faulted.
+void expect_the_fault_to_end(const memory_descriptor& pending, waiter w, dur_ns backstop) {
+    std::optional<error_code> ended;
+    {
+        backstop_scope b(backstop);
+        health_spy spy;
+        ended = wait_through_the_port(pending, w);
+        check_the_waiter_ran_them(spy, w);
+    }
+    BOOST_TEST_REQUIRE(ended.has_value());
+    BOOST_TEST((*ended == errc::device_fault));
+    BOOST_TEST((gpu_async::descriptor_status(pending) == line_status::faulted));
+}
+
 // --- CUDA ---------------------------------------------------------------------------------------
 
 using cuda_fixture = gpu_async::test::cuda_fake::fixture;
@@ -131,16 +146,7 @@ void cuda_sticky_fault_ends_the_wait(gpu_async::test::cuda_fake::fake_cuda& stat
     const memory_descriptor pending = stored.value();
     state.sticky = gpu_async::cuda::error_launch_failed;
     state.calls.clear();
-    std::optional<error_code> ended;
-    {
-        backstop_scope b(backstop);
-        health_spy spy;
-        ended = wait_through_the_port(pending, w);
-        check_the_waiter_ran_them(spy, w);
-    }
-    BOOST_TEST_REQUIRE(ended.has_value());
-    BOOST_TEST((*ended == errc::device_fault));
-    BOOST_TEST((gpu_async::descriptor_status(pending) == line_status::faulted));
+    expect_the_fault_to_end(pending, w, backstop);
     BOOST_TEST(state.count_prefix("cuStreamQuery 2") >= 1u); // the line's own probe, asked
     BOOST_TEST(!pending.is_complete());
 }
@@ -191,16 +197,7 @@ void hip_sticky_fault_ends_the_wait(gpu_async::test::hip_fake::fake_hip& state,
     BOOST_TEST_REQUIRE(!pending.is_complete());
     state.sticky = 719; // hipErrorLaunchFailure
     state.calls.clear();
-    std::optional<error_code> ended;
-    {
-        backstop_scope b(backstop);
-        health_spy spy;
-        ended = wait_through_the_port(pending, w);
-        check_the_waiter_ran_them(spy, w);
-    }
-    BOOST_TEST_REQUIRE(ended.has_value());
-    BOOST_TEST((*ended == errc::device_fault));
-    BOOST_TEST((gpu_async::descriptor_status(pending) == line_status::faulted));
+    expect_the_fault_to_end(pending, w, backstop);
     std::size_t queried = 0;
     for (const auto& c : state.calls)
         queried += c.rfind("hipStreamQuery 2", 0) == 0 ? 1 : 0;
@@ -236,16 +233,7 @@ void metal_failed_buffer_ends_the_wait(metal_fixture& f, waiter w, dur_ns backst
     gpu_async::test::fake_metal_runtime::of(cb).status =
         gpu_async::metal::command_buffer_status_error;
     f.fake.calls.clear();
-    std::optional<error_code> ended;
-    {
-        backstop_scope b(backstop);
-        health_spy spy;
-        ended = wait_through_the_port(pending, w);
-        check_the_waiter_ran_them(spy, w);
-    }
-    BOOST_TEST_REQUIRE(ended.has_value());
-    BOOST_TEST((*ended == errc::device_fault));
-    BOOST_TEST((gpu_async::descriptor_status(pending) == line_status::faulted));
+    expect_the_fault_to_end(pending, w, backstop);
     BOOST_TEST(f.fake.count("status cb1") >= 1u);
 }
 
