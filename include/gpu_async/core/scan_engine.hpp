@@ -59,9 +59,10 @@ enum class wait_end : std::uint8_t {
 
 class scan_engine;
 
-/// The engine's part of a wait. A host's record of a wait derives from it; the engine holds a
-/// pointer from take-in until the wait leaves on a list, so the record must stay put until then.
-class engine_wait {
+/// The engine's part of a wait. A host's record of a wait derives from it; the engine links it
+/// into its table in place (watch_node) from take-in until the wait leaves on a list, so the
+/// record must stay put until then.
+class engine_wait : public watch_node {
 public:
     explicit engine_wait(const memory_descriptor& d) noexcept
         : descriptor_(d) {}
@@ -89,7 +90,6 @@ protected:
 private:
     friend class scan_engine;
     memory_descriptor descriptor_;
-    watch_table<engine_wait*>::handle pos_{};
     std::uint64_t taken_in_ = 0; // the take-in that took it (take-ins are numbered)
 
 public:
@@ -235,19 +235,16 @@ public:
         take_in(fetch, registered, out);
         const std::size_t found = out.count - before;
         if (found == 0) return;
-        try {
-            recollect(out, tail, found);
-        } catch (...) {
-            // Out of memory in a slot's scan: the rest are found by the next scan.
-        }
+        recollect(out, tail, found);
         if (out.count - before > found) order(out);
     }
 
     /// One scan: hands out every wait whose word reached its target, what came in meanwhile
     /// (taken in twice more, see the header comment), and the waits whose deadline is at or
     /// before `now`. `out` holds only what the caller's take_in() of this pass put there: the
-    /// whole list is put in hand-out order. Never throws: out of memory in a slot's scan, what
-    /// was found is handed out and the rest stays for the next scan.
+    /// whole list is put in hand-out order. Never throws: a wait that finds no memory for its
+    /// place in the table leaves `no_memory`, and without room to order a list its runs leave as
+    /// they came.
     template <class Fetch, class OnRegistered>
     void scan(mono_ns now, Fetch&& fetch, OnRegistered&& registered, engine_list& out) noexcept {
         try {
@@ -258,7 +255,7 @@ public:
 
     /// Removes `w` (registered) from the table; it leaves on `out` with `why`.
     void remove(engine_wait& w, engine_list& out, wait_end why = wait_end::aborted) noexcept {
-        table_.erase(w.pos_);
+        table_.erase(w);
         left(w, why);
         out.push(&w);
     }
@@ -267,13 +264,7 @@ public:
     /// read and no record is touched before it is found registered.
     template <class Match>
     engine_wait* find(const memory_descriptor& d, Match&& match) {
-        engine_wait* found = nullptr;
-        table_.find(d, [&](const engine_wait* w) {
-            if (!match(w)) return false;
-            found = const_cast<engine_wait*>(w);
-            return true;
-        });
-        return found;
+        return table_.find(d, match);
     }
 
     /// Ends every wait on `line` (`aborted`); the engine reads the line no more.
@@ -284,11 +275,7 @@ public:
     /// Ends the waits on `slot` of `line`: those the stream stored before its fault reached
     /// leave `reached`, the rest `faulted`, in target order.
     void fault_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
-        try {
-            table_.collect(line, slot, sink(out));
-        } catch (...) {
-            // No memory to take the reached ones out in order: they fault with the rest.
-        }
+        table_.collect(line, slot, sink(out));
         table_.remove_slot(line, slot, sink(out));
     }
 
@@ -318,12 +305,12 @@ public:
     bool watches(const completion_line& line) const { return table_.watches(line); }
 
 private:
-    using table_type = watch_table<engine_wait*>;
+    using table_type = watch_table<engine_wait>;
 
     struct leave_sink {
         scan_engine* self;
         engine_list* out;
-        void operator()(engine_wait* w, watch_end why) const {
+        void operator()(engine_wait* w, watch_end why) const noexcept {
             self->left(*w, to_end(why));
             out->push(w);
         }
@@ -419,7 +406,7 @@ private:
     }
 
     /// Collects onto `out` the slots of the `n` waits of `out` after `before` (none: its head).
-    void recollect(engine_list& out, engine_wait* before, std::size_t n) {
+    void recollect(engine_list& out, engine_wait* before, std::size_t n) noexcept {
         engine_wait* w = before != nullptr ? before->next : out.head;
         for (std::size_t i = 0; i < n; ++i, w = w->next) {
             const memory_descriptor& d = w->descriptor();
@@ -452,10 +439,10 @@ private:
         try {
             // One read of the word decides both "complete now" and the wait's place in its slot
             // (and may complete other waits of the slot: the word moved far since the last scan).
-            const std::optional<table_type::handle> pos = table_.insert(
-                d, &w, sink(scanned),
+            const bool kept = table_.insert(
+                w, sink(scanned),
                 w.has_deadline ? std::optional<mono_ns>(mono_ns{w.deadline_ns}) : std::nullopt);
-            if (!pos) {
+            if (!kept) {
                 left_unregistered(w, wait_end::reached);
                 w.done_at_take_in_ = true;
                 try {
@@ -465,12 +452,11 @@ private:
                 }
                 return;
             }
-            w.pos_ = *pos;
             if (w.bound_ns != 0) {
                 try {
                     ++bounds_[w.bound_ns];
                 } catch (...) {
-                    table_.erase(*pos); // not left in the table to be completed a second time
+                    table_.erase(w); // not left in the table to be completed a second time
                     throw;
                 }
             }

@@ -29,23 +29,28 @@
 /// order from the anchor): the order the producer finished them. Slots and lines are visited in
 /// an unspecified order.
 ///
-/// Cost. Registration and removal are O(log n) in the slot's waits. A scan of every slot reads one
+/// Cost. Registration and removal are O(log n) in the slot's waits (expected: each slot's waits
+/// are a treap whose heap order is a hash of each wait's address). A scan of every slot reads one
 /// word per watched slot (a dense list of lines with waits, a bit mask of slots with waits, the
-/// cached anchor beside it) and touches a slot's map only when its word moved. A wait's map
-/// node comes from the table's own free list (the nodes of waits that left, up to
-/// node_pool::max_free of them), and a line's record (its eight slots) from the records of lines
-/// whose last wait left (up to 16 of them), so a steady stream of waits allocates nothing in the
-/// table once warm (but for the hash table's own growth).
+/// cached anchor beside it) and touches a slot's waits only when its word moved; taking a reached
+/// prefix out costs no rotation. The table links the waits in place (each derives from
+/// watch_node): a pending wait costs it no allocation of its own, only its share of its line's
+/// record (eight slots) and, with a deadline, a node of the deadline index. Index nodes come from
+/// the table's own free list (up to node_pool::max_free of them) and a line's record from the
+/// records of lines whose last wait left (up to 16 of them), so a steady stream of waits
+/// allocates nothing in the table once warm (but for the hash table's own growth). Only insert()
+/// allocates: every way out of the table is noexcept.
 ///
-/// Sinks. `collect`, `collect_expired`, `remove_line` and `clear` call `sink(T value, watch_end
-/// why)` once for each wait they remove, after it has left the table; a sink must not call back
-/// into the table.
+/// Sinks. `insert`, `collect`, `collect_expired`, `remove_line`, `remove_slot` and `clear` call
+/// `sink(T* wait, watch_end why)` once for each wait they remove, after it has left the table; a
+/// sink must not throw nor call back into the table.
 #ifndef GPU_ASYNC_CORE_WATCH_TABLE_HPP
 #define GPU_ASYNC_CORE_WATCH_TABLE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <concepts>
@@ -161,62 +166,174 @@ private:
 
 } // namespace detail
 
-/// The registry of pending waits by (line, slot, target) under the wrapping rule. See the header
-/// comment. `T` is the caller's record of a wait (a pointer, an index): copied in, handed back.
-///
-/// Not thread-safe: one owner serializes every call (the Asio reactor service under its mutex,
-/// the FILL executor on its one thread).
-template <class T>
-requires std::is_nothrow_copy_constructible_v<T> && std::equality_comparable<T>
-class watch_table {
-    struct line_rec;
-    static constexpr std::uint64_t half = std::uint64_t{1} << 63;
+class watch_node;
 
-    /// Orders targets by their distance from the slot's anchor.
-    struct by_distance {
-        const std::uint64_t* anchor;
-        bool operator()(std::uint64_t a, std::uint64_t b) const noexcept {
-            return a - *anchor < b - *anchor;
+namespace detail {
+
+/// The deadline index of a watch_table: its nodes come from the table's node_pool.
+using deadline_index =
+    std::multimap<std::uint64_t, watch_node*, std::less<std::uint64_t>,
+                  node_pool_allocator<std::pair<const std::uint64_t, watch_node*>>>;
+
+struct slot_tree;
+
+} // namespace detail
+
+/// The table's part of a wait: its place in its slot's tree and in the deadline index. A wait
+/// kept in a watch_table derives from it (so a pending wait costs the table no allocation of its
+/// own); the table owns these fields from insert() until the wait leaves it.
+class watch_node {
+public:
+    watch_node() noexcept = default;
+    watch_node(const watch_node&) = delete;
+    watch_node& operator=(const watch_node&) = delete;
+
+protected:
+    ~watch_node() = default;
+
+private:
+    template <class>
+    friend class watch_table;
+    friend struct detail::slot_tree;
+    watch_node* left_ = nullptr;
+    watch_node* right_ = nullptr;
+    watch_node* parent_ = nullptr;
+    detail::deadline_index::iterator deadline_{}; // the index's end(): none
+};
+
+namespace detail {
+
+/// The waits of one slot: an intrusive treap ordered by a key the caller computes (the distance
+/// from the slot's anchor), equal keys in insertion order. The heap order is a hash of each
+/// node's address, which no caller chooses: the expected depth is O(log n) for any order of
+/// targets, and no field is spent on it.
+struct slot_tree {
+    static std::uint64_t priority(const watch_node* n) noexcept {
+        auto x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(n));
+        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+        x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+        return x ^ (x >> 31);
+    }
+    static watch_node* first(watch_node* n) noexcept {
+        if (n != nullptr)
+            while (n->left_ != nullptr)
+                n = n->left_;
+        return n;
+    }
+    static watch_node* last(watch_node* n) noexcept {
+        if (n != nullptr)
+            while (n->right_ != nullptr)
+                n = n->right_;
+        return n;
+    }
+    static watch_node* next(watch_node* n) noexcept {
+        if (n->right_ != nullptr) return first(n->right_);
+        while (n->parent_ != nullptr && n == n->parent_->right_)
+            n = n->parent_;
+        return n->parent_;
+    }
+    /// The first node whose key is at least `k`.
+    template <class Key>
+    static watch_node* lower_bound(watch_node* n, std::uint64_t k, const Key& key) noexcept {
+        watch_node* found = nullptr;
+        while (n != nullptr) {
+            if (key(n) >= k) {
+                found = n;
+                n = n->left_;
+            } else {
+                n = n->right_;
+            }
         }
-    };
-
-    struct expiry {
-        line_rec* line;
-        std::uint8_t slot;
-        std::uint64_t target;
-        T value;
-    };
-    using deadline_map =
-        std::multimap<std::uint64_t, expiry, std::less<std::uint64_t>,
-                      detail::node_pool_allocator<std::pair<const std::uint64_t, expiry>>>;
-
-    struct entry {
-        T value;
-        std::optional<typename deadline_map::iterator> deadline;
-    };
-    using slot_map =
-        std::multimap<std::uint64_t, entry, by_distance,
-                      detail::node_pool_allocator<std::pair<const std::uint64_t, entry>>>;
-
-    struct slot_rec {
-        explicit slot_rec(detail::node_pool& pool)
-            : waits(by_distance{&anchor}, typename slot_map::allocator_type(pool)) {}
-        slot_rec(const slot_rec&) = delete;
-        slot_rec& operator=(const slot_rec&) = delete;
-        std::uint64_t anchor = 0;
-        slot_map waits;
-    };
-
-    template <std::size_t... I>
-    static std::array<slot_rec, line_words> make_slots(detail::node_pool& pool,
-                                                       std::index_sequence<I...>) {
-        return {{(static_cast<void>(I), slot_rec(pool))...}};
+        return found;
+    }
+    /// Inserts `n` (key `k`) after the nodes of equal key.
+    template <class Key>
+    static void insert(watch_node*& root, watch_node* n, std::uint64_t k, const Key& key) noexcept {
+        n->left_ = n->right_ = nullptr;
+        watch_node* parent = nullptr;
+        watch_node** at = &root;
+        while (*at != nullptr) {
+            parent = *at;
+            at = k < key(parent) ? &parent->left_ : &parent->right_;
+        }
+        n->parent_ = parent;
+        *at = n;
+        const std::uint64_t p = priority(n);
+        while (n->parent_ != nullptr && priority(n->parent_) < p)
+            rotate_up(root, n);
+    }
+    static void erase(watch_node*& root, watch_node* n) noexcept {
+        while (n->left_ != nullptr && n->right_ != nullptr)
+            rotate_up(root, priority(n->left_) > priority(n->right_) ? n->left_ : n->right_);
+        splice(root, n, n->left_ != nullptr ? n->left_ : n->right_);
+    }
+    /// Takes the first node out (it has no left child: no rotation) and returns the next one.
+    static watch_node* pop_first(watch_node*& root, watch_node* n) noexcept {
+        watch_node* after = n->right_ != nullptr ? first(n->right_) : n->parent_;
+        splice(root, n, n->right_);
+        return after;
+    }
+    /// Takes the last node out (it has no right child) and returns the one before it.
+    static watch_node* pop_last(watch_node*& root, watch_node* n) noexcept {
+        watch_node* before = n->left_ != nullptr ? last(n->left_) : n->parent_;
+        splice(root, n, n->left_);
+        return before;
     }
 
+private:
+    // Puts `by` (a child of `old`, or none) in `old`'s place.
+    static void splice(watch_node*& root, watch_node* old, watch_node* by) noexcept {
+        if (by != nullptr) by->parent_ = old->parent_;
+        replace(root, old, by);
+        old->left_ = old->right_ = old->parent_ = nullptr;
+    }
+    static void replace(watch_node*& root, watch_node* old, watch_node* by) noexcept {
+        watch_node* p = old->parent_;
+        if (p == nullptr)
+            root = by;
+        else if (p->left_ == old)
+            p->left_ = by;
+        else
+            p->right_ = by;
+    }
+    // Rotates `n` above its parent; the in-order sequence is unchanged.
+    static void rotate_up(watch_node*& root, watch_node* n) noexcept {
+        watch_node* p = n->parent_;
+        if (p->left_ == n) {
+            p->left_ = n->right_;
+            if (n->right_ != nullptr) n->right_->parent_ = p;
+            n->right_ = p;
+        } else {
+            p->right_ = n->left_;
+            if (n->left_ != nullptr) n->left_->parent_ = p;
+            n->left_ = p;
+        }
+        n->parent_ = p->parent_;
+        replace(root, p, n);
+        p->parent_ = n;
+    }
+};
+
+} // namespace detail
+
+/// The registry of pending waits by (line, slot, target) under the wrapping rule. See the header
+/// comment. `T` is the caller's record of a wait: it derives from watch_node and names its
+/// descriptor (`descriptor()`, unchanged while it is in the table); the table links it in place,
+/// so it must stay put from insert() until it leaves. Sinks are handed a `T*`.
+///
+/// Not thread-safe: one owner serializes every call (its scan engine's host).
+template <class T>
+class watch_table {
+    static_assert(std::is_base_of_v<watch_node, T>, "a watched wait derives from watch_node");
+    static constexpr std::uint64_t half = std::uint64_t{1} << 63;
+
+    struct slot_rec {
+        std::uint64_t anchor = 0;
+        watch_node* root = nullptr; // the slot's waits (detail::slot_tree)
+    };
     struct line_rec {
-        line_rec(const completion_line* l, detail::node_pool& pool)
-            : line(l)
-            , slots(make_slots(pool, std::make_index_sequence<line_words>{})) {}
+        explicit line_rec(const completion_line* l) noexcept
+            : line(l) {}
         line_rec(const line_rec&) = delete;
         line_rec& operator=(const line_rec&) = delete;
         // Read by every scan, so first and together.
@@ -224,59 +341,53 @@ class watch_table {
         std::uint32_t mask = 0; // slots with waits
         std::size_t count = 0;  // waits on this line
         std::size_t active_pos = 0;
-        std::array<slot_rec, line_words> slots;
+        std::array<slot_rec, line_words> slots{};
     };
     using line_map = std::unordered_map<const completion_line*, line_rec>;
     /// Emptied line records kept for the next lines.
     static constexpr std::size_t max_spare_lines = 16;
 
-public:
-    using value_type = T;
-
-    /// Where a registered wait is: given by insert(), taken by erase(). Valid until the wait
-    /// leaves the table (erase, or a sink was handed its value).
-    class handle {
-    public:
-        handle() noexcept = default;
-
-    private:
-        friend class watch_table;
-        handle(line_rec* l, std::uint8_t s, typename slot_map::iterator it) noexcept
-            : line_(l)
-            , slot_(s)
-            , it_(it) {}
-        line_rec* line_ = nullptr;
-        std::uint8_t slot_ = 0;
-        typename slot_map::iterator it_{};
+    static T* wait_of(watch_node* n) noexcept { return static_cast<T*>(n); }
+    static std::uint64_t target_of(const watch_node* n) noexcept {
+        return static_cast<const T*>(n)->descriptor().target();
+    }
+    /// A wait's key in its slot's tree: its distance from the slot's anchor.
+    struct distance {
+        std::uint64_t anchor;
+        std::uint64_t operator()(const watch_node* n) const noexcept {
+            return target_of(n) - anchor;
+        }
     };
 
+public:
     watch_table() = default;
     watch_table(const watch_table&) = delete;
     watch_table& operator=(const watch_table&) = delete;
 
-    /// Registers `value` as a wait for `d`, unless `d` has completed: the slot's word is read
-    /// once (acquire) and that one value decides. Returns the wait's handle, or none when the
-    /// word had reached the target (nothing registered; the caller completes the wait).
+    /// Registers `w` as a wait for its descriptor, unless it has completed: the slot's word is
+    /// read once (acquire) and that one value decides. Returns whether `w` was registered (when
+    /// not, the word had reached the target and the caller completes the wait).
     ///
     /// When the slot's word moved far since its last scan, the slot is first scanned at the
     /// value read: waits it completes are handed to `sink` (watch_end::reached) before this
     /// returns. With `deadline`, the wait is also handed out by collect_expired() once the
-    /// caller's clock passes it.
+    /// caller's clock passes it. Throws std::bad_alloc (nothing registered) when a line's
+    /// record or a deadline's node cannot be made.
     template <class Sink>
-    std::optional<handle> insert(const memory_descriptor& d, const T& value, Sink&& sink,
-                                 std::optional<mono_ns> deadline = std::nullopt) {
+    bool insert(T& w, Sink&& sink, std::optional<mono_ns> deadline = std::nullopt) {
+        const memory_descriptor& d = w.descriptor();
         const completion_line* line = &d.line();
         const std::size_t s = d.slot().index();
         const std::uint64_t word = line->words[s].load(std::memory_order_acquire);
-        if (sequence_reached(word, d.target())) return std::nullopt;
+        if (sequence_reached(word, d.target())) return false;
         auto [it, fresh] = emplace_line(line);
         line_rec& lr = it->second;
         if (fresh) {
             lr.active_pos = active_.size();
-            active_.push_back(&lr);
+            active_.push_back(&lr); // room was reserved by emplace_line
         }
         slot_rec& sr = lr.slots[s];
-        if (sr.waits.empty()) {
+        if (sr.root == nullptr) {
             sr.anchor = word;
         } else {
             const std::uint64_t dist = d.target() - sr.anchor;
@@ -287,49 +398,47 @@ public:
                 scan_slot(lr, s, word, sink, /*keep_record=*/true);
             }
         }
-        typename slot_map::iterator pos;
-        try {
-            pos = sr.waits.emplace(d.target(), entry{value, std::nullopt});
-            if (deadline) {
-                try {
-                    pos->second.deadline = deadlines_.emplace(
-                        deadline->ns, expiry{&lr, static_cast<std::uint8_t>(s), d.target(), value});
-                } catch (...) {
-                    sr.waits.erase(pos);
-                    throw;
-                }
+        w.deadline_ = deadlines_.end();
+        if (deadline) {
+            try {
+                w.deadline_ = deadlines_.emplace(deadline->ns, &w);
+            } catch (...) {
+                if (lr.count == 0) drop_record(lr); // a record made for this wait alone
+                throw;
             }
-        } catch (...) {
-            if (lr.count == 0) drop_record(lr); // a record made for this wait alone
-            throw;
         }
+        detail::slot_tree::insert(sr.root, &w, d.target() - sr.anchor, distance{sr.anchor});
         lr.mask |= 1u << s;
         ++lr.count;
         ++size_;
-        return handle(&lr, static_cast<std::uint8_t>(s), pos);
+        return true;
     }
 
     /// Removes a registered wait (nothing is handed to a sink).
-    void erase(handle h) noexcept { remove(*h.line_, h.slot_, h.it_); }
+    void erase(T& w) noexcept {
+        const memory_descriptor& d = w.descriptor();
+        remove(lines_.find(&d.line())->second, d.slot().index(), &w);
+    }
 
-    /// The handle of a registered wait for `d` whose value satisfies `match`, or none. No word
-    /// is read and no value is dereferenced before it is found registered.
+    /// A registered wait for `d` that satisfies `match(const T*)`, or nullptr. No word is read
+    /// and no wait's record but its target is read before it is found registered.
     template <class Match>
-    std::optional<handle> find(const memory_descriptor& d, Match&& match) {
+    T* find(const memory_descriptor& d, Match&& match) {
         const auto it = lines_.find(&d.line());
-        if (it == lines_.end()) return std::nullopt;
+        if (it == lines_.end()) return nullptr;
         line_rec& lr = it->second;
         const std::size_t s = d.slot().index();
-        if ((lr.mask & (1u << s)) == 0) return std::nullopt;
-        slot_map& m = lr.slots[s].waits;
+        if ((lr.mask & (1u << s)) == 0) return nullptr;
+        const slot_rec& sr = lr.slots[s];
         // Every registered target is at distance [1, 2^63] from the anchor; any other cannot be
-        // in the map (and must not be looked up with this comparator).
-        const std::uint64_t dist = d.target() - lr.slots[s].anchor;
-        if (dist == 0 || dist > half) return std::nullopt;
-        auto [first, last] = m.equal_range(d.target());
-        for (; first != last; ++first)
-            if (match(first->second.value)) return handle(&lr, static_cast<std::uint8_t>(s), first);
-        return std::nullopt;
+        // registered.
+        const std::uint64_t dist = d.target() - sr.anchor;
+        if (dist == 0 || dist > half) return nullptr;
+        const distance key{sr.anchor};
+        for (watch_node* n = detail::slot_tree::lower_bound(sr.root, dist, key);
+             n != nullptr && key(n) == dist; n = detail::slot_tree::next(n))
+            if (match(static_cast<const T*>(wait_of(n)))) return wait_of(n);
+        return nullptr;
     }
 
     /// Scans every watched slot once (one acquire load each) and hands every completed wait to
@@ -374,14 +483,9 @@ public:
     std::size_t collect_expired(mono_ns now, Sink&& sink) {
         std::size_t n = 0;
         while (!deadlines_.empty() && deadlines_.begin()->first <= now.ns) {
-            const expiry e = deadlines_.begin()->second;
-            slot_map& m = e.line->slots[e.slot].waits;
-            auto [first, last] = m.equal_range(e.target);
-            while (first != last && !(first->second.value == e.value))
-                ++first;
-            // Registered with a deadline, so found; a miss would be a broken invariant.
-            remove(*e.line, e.slot, first);
-            sink(T(e.value), watch_end::expired);
+            T* w = wait_of(deadlines_.begin()->second);
+            erase(*w);
+            sink(w, watch_end::expired);
             ++n;
         }
         return n;
@@ -399,10 +503,11 @@ public:
             const std::uint64_t word = line.words[s].load(std::memory_order_acquire);
             const std::uint64_t delta = word - sr.anchor;
             if (delta == 0) continue;
-            const std::uint64_t first = sr.waits.begin()->first - sr.anchor;
-            const std::uint64_t last = std::prev(sr.waits.end())->first - sr.anchor;
+            const distance key{sr.anchor};
             // A prefix (distance at most delta) or a suffix (distance above delta - 2^63).
-            if (delta <= half ? first <= delta : last > delta - half) return true;
+            if (delta <= half ? key(detail::slot_tree::first(sr.root)) <= delta
+                              : key(detail::slot_tree::last(sr.root)) > delta - half)
+                return true;
         }
         return false;
     }
@@ -410,7 +515,7 @@ public:
     /// Removes every wait on `line` (its owner is about to free it) and hands each to `sink`
     /// (watch_end::removed). After this returns the table no longer reads the line.
     template <class Sink>
-    std::size_t remove_line(const completion_line& line, Sink&& sink) {
+    std::size_t remove_line(const completion_line& line, Sink&& sink) noexcept {
         const auto it = lines_.find(&line);
         if (it == lines_.end()) return 0;
         return drop_line(it->second, sink);
@@ -418,28 +523,22 @@ public:
 
     /// Removes every wait on `slot` of `line` (the stream storing into it faulted and will store
     /// no more) and hands each to `sink` (watch_end::faulted), in ascending target order, each
-    /// once it has left the table. Allocates nothing; `sink` must not call back into the table.
+    /// once it has left the table. `sink` must not call back into the table.
     template <class Sink>
-    std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink) {
+    std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink) noexcept {
         const auto found = lines_.find(&line);
         if (found == lines_.end()) return 0;
         line_rec& lr = found->second;
         const std::size_t s = slot.index();
-        // The map is ordered by distance from the anchor: ascending targets, as a scan's. The
-        // last removal may drop the line's record: nothing of it is read after that.
-        const std::size_t n = lr.slots[s].waits.size();
-        for (std::size_t i = 0; i < n; ++i) {
-            const auto it = lr.slots[s].waits.begin();
-            T value = it->second.value;
-            remove(lr, s, it);
-            sink(std::move(value), watch_end::faulted);
-        }
-        return n;
+        std::size_t n = 0;
+        watch_node* taken = take_first(lr.slots[s], ~std::uint64_t{0}, n);
+        settle(lr, s, n, false);
+        return hand_out(taken, sink, watch_end::faulted);
     }
 
     /// Removes every wait and hands each to `sink` (watch_end::removed).
     template <class Sink>
-    std::size_t clear(Sink&& sink) {
+    std::size_t clear(Sink&& sink) noexcept {
         std::size_t n = 0;
         while (!active_.empty())
             n += drop_line(*active_.back(), sink);
@@ -452,14 +551,16 @@ public:
         return mono_ns{deadlines_.begin()->first};
     }
 
-    /// Calls `f(value)` for every registered wait, in an unspecified order, reading no word.
+    /// Calls `f(const T*)` for every registered wait, in an unspecified order, reading no word.
     /// O(size()); `f` must not call back into the table.
     template <class F>
     void for_each(F&& f) const {
         for (const line_rec* lr : active_)
             for (std::uint32_t mask = lr->mask; mask != 0; mask &= mask - 1)
-                for (const auto& [target, e] : lr->slots[std::countr_zero(mask)].waits)
-                    f(e.value);
+                for (watch_node* n =
+                         detail::slot_tree::first(lr->slots[std::countr_zero(mask)].root);
+                     n != nullptr; n = detail::slot_tree::next(n))
+                    f(static_cast<const T*>(wait_of(n)));
     }
 
     /// Registered waits.
@@ -467,8 +568,9 @@ public:
     bool empty() const noexcept { return size_ == 0; }
     /// Lines with at least one registered wait.
     std::size_t lines() const noexcept { return active_.size(); }
-    /// Map nodes kept for the next waits (for tests): at most 2 * detail::node_pool::max_free.
-    std::size_t nodes_kept() const noexcept { return slot_nodes_.kept() + deadline_nodes_.kept(); }
+    /// Deadline nodes kept for the next waits with a deadline (for tests): at most
+    /// detail::node_pool::max_free.
+    std::size_t nodes_kept() const noexcept { return deadline_nodes_.kept(); }
     /// Records of lines that had their last wait leave, kept for the next lines (for tests): at
     /// most 16.
     std::size_t line_records_kept() const noexcept { return spare_count_; }
@@ -480,75 +582,104 @@ private:
     // May erase `lr` (when it held the line's last waits).
     template <class Sink>
     std::size_t scan_slot(line_rec& lr, std::size_t s, std::uint64_t word, Sink& sink,
-                          bool keep_record = false) {
+                          bool keep_record = false) noexcept {
         slot_rec& sr = lr.slots[s];
         const std::uint64_t delta = word - sr.anchor;
         if (delta == 0) return 0;
-        slot_map& m = sr.waits;
-        typename slot_map::iterator first;
-        typename slot_map::iterator last;
-        if (delta <= half) {
-            first = m.begin(); // distance <= delta: a prefix
-            last = m.upper_bound(word);
-        } else {
-            first = m.upper_bound(word - half); // distance > delta - 2^63: a suffix
-            last = m.end();
-        }
-        if (first == last) {
-            sr.anchor = word; // the pending waits keep their order under the new anchor
-            return 0;
-        }
-        // Take the values out first (the only step that may throw, before any change): the sink
-        // runs once the waits have left the table.
-        std::vector<T>& out = scratch_;
-        out.clear();
-        out.reserve(static_cast<std::size_t>(std::distance(first, last)));
-        for (auto it = first; it != last; ++it) {
-            out.push_back(it->second.value);
-            if (it->second.deadline) deadlines_.erase(*it->second.deadline);
-        }
-        const std::size_t n = out.size();
-        m.erase(first, last);
+        std::size_t n = 0;
+        // Distance at most delta: a prefix; else (the word moved "backwards") above
+        // delta - 2^63: a suffix.
+        watch_node* taken =
+            delta <= half ? take_first(sr, delta, n) : take_last(sr, delta - half, n);
+        // The pending waits keep their order under the new anchor.
         sr.anchor = word;
+        settle(lr, s, n, keep_record);
+        return hand_out(taken, sink, watch_end::reached);
+    }
+
+    // Takes out of `sr`, in ascending order, its first waits at distance at most `upto`, with
+    // their deadlines; returns them linked through left_, and adds their count to `n`.
+    watch_node* take_first(slot_rec& sr, std::uint64_t upto, std::size_t& n) noexcept {
+        const distance key{sr.anchor};
+        watch_node* head = nullptr;
+        watch_node** tail = &head;
+        for (watch_node* w = detail::slot_tree::first(sr.root); w != nullptr && key(w) <= upto;) {
+            watch_node* after = detail::slot_tree::pop_first(sr.root, w);
+            unindex(w);
+            *tail = w;
+            tail = &w->left_;
+            ++n;
+            w = after;
+        }
+        return head;
+    }
+    // The same from the end: its last waits at distance above `above`, in ascending order.
+    watch_node* take_last(slot_rec& sr, std::uint64_t above, std::size_t& n) noexcept {
+        const distance key{sr.anchor};
+        watch_node* head = nullptr;
+        for (watch_node* w = detail::slot_tree::last(sr.root); w != nullptr && key(w) > above;) {
+            watch_node* before = detail::slot_tree::pop_last(sr.root, w);
+            unindex(w);
+            w->left_ = head;
+            head = w;
+            ++n;
+            w = before;
+        }
+        return head;
+    }
+    void unindex(watch_node* w) noexcept {
+        if (w->deadline_ != deadlines_.end()) deadlines_.erase(w->deadline_);
+    }
+    // `n` waits left slot `s`: the counts follow (and the record goes, when it was the last).
+    void settle(line_rec& lr, std::size_t s, std::size_t n, bool keep_record) noexcept {
         size_ -= n;
         lr.count -= n;
-        if (m.empty()) lr.mask &= ~(1u << s);
+        if (lr.slots[s].root == nullptr) lr.mask &= ~(1u << s);
         if (lr.count == 0 && !keep_record) drop_record(lr);
-        for (const T& v : out)
-            sink(T(v), watch_end::reached);
+    }
+    // Hands the waits linked through left_ to `sink`, in order, once each has left the table.
+    template <class Sink>
+    static std::size_t hand_out(watch_node* list, Sink& sink, watch_end why) noexcept {
+        std::size_t n = 0;
+        while (list != nullptr) {
+            watch_node* w = std::exchange(list, list->left_);
+            w->left_ = nullptr;
+            sink(wait_of(w), why);
+            ++n;
+        }
         return n;
     }
 
-    void remove(line_rec& lr, std::size_t s, typename slot_map::iterator it) noexcept {
-        if (it->second.deadline) deadlines_.erase(*it->second.deadline);
-        slot_map& m = lr.slots[s].waits;
-        m.erase(it);
-        --size_;
-        if (m.empty()) lr.mask &= ~(1u << s);
-        if (--lr.count == 0) drop_record(lr);
+    void remove(line_rec& lr, std::size_t s, watch_node* w) noexcept {
+        unindex(w);
+        detail::slot_tree::erase(lr.slots[s].root, w);
+        settle(lr, s, 1, false);
     }
 
     template <class Sink>
-    std::size_t drop_line(line_rec& lr, Sink& sink) {
-        std::vector<T> out;
-        out.reserve(lr.count);
-        for (slot_rec& sr : lr.slots) {
-            for (auto& [target, e] : sr.waits) {
-                out.push_back(e.value);
-                if (e.deadline) deadlines_.erase(*e.deadline);
-            }
+    std::size_t drop_line(line_rec& lr, Sink& sink) noexcept {
+        std::array<watch_node*, line_words> taken{};
+        std::size_t n = 0;
+        for (std::uint32_t mask = lr.mask; mask != 0; mask &= mask - 1) {
+            const auto s = static_cast<std::size_t>(std::countr_zero(mask));
+            taken[s] = take_first(lr.slots[s], ~std::uint64_t{0}, n);
         }
-        size_ -= out.size();
+        size_ -= n;
+        lr.count = 0;
+        lr.mask = 0;
         drop_record(lr);
-        for (const T& v : out)
-            sink(T(v), watch_end::removed);
-        return out.size();
+        for (watch_node* list : taken)
+            hand_out(list, sink, watch_end::removed);
+        return n;
     }
 
-    // The record of `line`, made (or a spare one taken) when it has none.
+    // The record of `line`, made (or a spare one taken) when it has none; room for it in
+    // active_ is made first.
     std::pair<typename line_map::iterator, bool> emplace_line(const completion_line* line) {
-        if (spare_count_ == 0 || lines_.contains(line))
-            return lines_.try_emplace(line, line, slot_nodes_);
+        if (const auto it = lines_.find(line); it != lines_.end()) return {it, false};
+        if (active_.size() == active_.capacity())
+            active_.reserve(std::max<std::size_t>(16, 2 * active_.capacity()));
+        if (spare_count_ == 0) return lines_.try_emplace(line, line);
         typename line_map::node_type& node = spare_lines_[spare_count_ - 1];
         node.key() = line;
         node.mapped().line = line;
@@ -558,8 +689,8 @@ private:
         return {r.position, true};
     }
 
-    // Erases the line's record (its waits, if any, are dropped without a sink). The record is
-    // kept as a spare for the next line (up to max_spare_lines of them), emptied.
+    // Erases the line's record; it must hold no wait. The record is kept as a spare for the next
+    // line (up to max_spare_lines of them).
     void drop_record(line_rec& lr) noexcept {
         line_rec* last = active_.back();
         active_[lr.active_pos] = last;
@@ -567,23 +698,16 @@ private:
         active_.pop_back();
         typename line_map::node_type node = lines_.extract(lr.line);
         if (spare_count_ == max_spare_lines) return; // freed with `node`
-        line_rec& rec = node.mapped();
-        for (std::uint32_t mask = rec.mask; mask != 0; mask &= mask - 1)
-            rec.slots[std::countr_zero(mask)].waits.clear();
-        rec.mask = 0;
-        rec.count = 0;
         spare_lines_[spare_count_++] = std::move(node);
     }
 
-    // First: the maps below give their nodes back to them when they are destroyed.
-    detail::node_pool slot_nodes_;
+    // First: the index gives its nodes back to it when it is destroyed.
     detail::node_pool deadline_nodes_;
     line_map lines_;
     std::array<typename line_map::node_type, max_spare_lines> spare_lines_{};
     std::size_t spare_count_ = 0;
     std::vector<line_rec*> active_;
-    deadline_map deadlines_{typename deadline_map::allocator_type(deadline_nodes_)};
-    std::vector<T> scratch_;
+    detail::deadline_index deadlines_{detail::deadline_index::allocator_type(deadline_nodes_)};
     std::size_t size_ = 0;
 };
 

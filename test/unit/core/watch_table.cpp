@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <random>
@@ -22,16 +23,53 @@ memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint6
     return memory_descriptor(line, *slot_id::at(slot), target);
 }
 
-/// A sink that records what it is handed, in order.
+/// A sink that records what it is handed, in order (the waits' ids).
 struct recorder {
     std::vector<std::pair<int, watch_end>> got;
-    void operator()(int v, watch_end why) { got.emplace_back(v, why); }
+    template <class Wait>
+    void operator()(Wait* w, watch_end why) {
+        got.emplace_back(w->id, why);
+    }
     std::vector<int> values() const {
         std::vector<int> v;
         for (const auto& g : got)
             v.push_back(g.first);
         return v;
     }
+};
+
+/// A wait as the table sees it: linked in place, named by an id.
+struct item : watch_node {
+    item(const memory_descriptor& d, int i) noexcept
+        : desc(d)
+        , id(i) {}
+    const memory_descriptor& descriptor() const noexcept { return desc; }
+    memory_descriptor desc;
+    int id;
+};
+
+/// A watch_table over items it owns (they stay put: a deque never moves its elements), so the
+/// cases below read as registrations of ids.
+class id_table : public watch_table<item> {
+public:
+    using handle = item*;
+    template <class Sink>
+    std::optional<handle> insert(const memory_descriptor& d, int id, Sink&& sink,
+                                 std::optional<mono_ns> deadline = std::nullopt) {
+        item& w = items_.emplace_back(d, id);
+        if (!watch_table<item>::insert(w, sink, deadline)) return std::nullopt;
+        return &w;
+    }
+    void erase(handle h) noexcept { watch_table<item>::erase(*h); }
+    template <class Match>
+    std::optional<handle> find(const memory_descriptor& d, Match&& match) {
+        item* w = watch_table<item>::find(d, [&](const item* i) { return match(i->id); });
+        if (w == nullptr) return std::nullopt;
+        return w;
+    }
+
+private:
+    std::deque<item> items_;
 };
 
 } // namespace
@@ -41,7 +79,7 @@ BOOST_AUTO_TEST_SUITE(watch_table_suite)
 BOOST_AUTO_TEST_CASE(a_reached_descriptor_is_not_registered) {
     completion_line line;
     line.words[2].store(5);
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(!t.insert(desc(line, 2, 5), 1, r).has_value());
     BOOST_TEST(!t.insert(desc(line, 2, 4), 2, r).has_value());
@@ -53,7 +91,7 @@ BOOST_AUTO_TEST_CASE(a_reached_descriptor_is_not_registered) {
 
 BOOST_AUTO_TEST_CASE(a_scan_hands_out_reached_waits_in_ascending_target_order) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     for (int v : {5, 3, 9, 4, 7})
         BOOST_TEST(t.insert(desc(line, 0, static_cast<std::uint64_t>(v)), v, r).has_value());
@@ -75,7 +113,7 @@ BOOST_AUTO_TEST_CASE(ascending_order_across_a_wrap) {
     completion_line line;
     const std::uint64_t top = ~std::uint64_t{0};
     line.words[1].store(top - 3);
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.insert(desc(line, 1, 1), 4, r).has_value());
     BOOST_TEST(t.insert(desc(line, 1, top), 2, r).has_value());
@@ -90,7 +128,7 @@ BOOST_AUTO_TEST_CASE(ascending_order_across_a_wrap) {
 // placed by the value its own registration read, not by a second read (the registration race).
 BOOST_AUTO_TEST_CASE(registration_uses_one_read_of_the_word) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.insert(desc(line, 0, 10), 1, r).has_value()); // anchor 0
     line.words[0].store(20); // not scanned yet: wait 1 has completed
@@ -108,7 +146,7 @@ BOOST_AUTO_TEST_CASE(registration_uses_one_read_of_the_word) {
 // handed out by the insert itself.
 BOOST_AUTO_TEST_CASE(insert_rebases_a_slot_whose_word_moved_far) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.insert(desc(line, 0, 100), 1, r).has_value());       // anchor 0
     BOOST_TEST(t.insert(desc(line, 0, half - 10), 2, r).has_value()); // distance < 2^63
@@ -127,7 +165,7 @@ BOOST_AUTO_TEST_CASE(insert_rebases_a_slot_whose_word_moved_far) {
 // in steps each below 2^63 still completes every reached wait.
 BOOST_AUTO_TEST_CASE(a_slot_never_empty_across_more_than_half_the_ring) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     const std::uint64_t step = (half / 4) * 3; // 3 * 2^61, below 2^63
     std::uint64_t word = 0;
@@ -153,7 +191,7 @@ BOOST_AUTO_TEST_CASE(a_slot_never_empty_across_more_than_half_the_ring) {
 
 BOOST_AUTO_TEST_CASE(erase_and_find) {
     completion_line a, b;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     auto h1 = t.insert(desc(a, 0, 5), 1, r);
     auto h2 = t.insert(desc(a, 0, 5), 2, r);
@@ -181,7 +219,7 @@ BOOST_AUTO_TEST_CASE(erase_and_find) {
 
 BOOST_AUTO_TEST_CASE(deadlines_expire_earliest_first_and_leave_the_slot) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.insert(desc(line, 0, 1), 1, r, mono_ns{30}).has_value());
     BOOST_TEST(t.insert(desc(line, 0, 2), 2, r, mono_ns{10}).has_value());
@@ -205,7 +243,7 @@ BOOST_AUTO_TEST_CASE(deadlines_expire_earliest_first_and_leave_the_slot) {
 
 BOOST_AUTO_TEST_CASE(remove_line_and_clear_hand_out_every_wait) {
     completion_line a, b;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.insert(desc(a, 0, 1), 1, r, mono_ns{5}).has_value());
     BOOST_TEST(t.insert(desc(a, 3, 1), 2, r).has_value());
@@ -254,11 +292,11 @@ BOOST_AUTO_TEST_CASE(matches_a_brute_force_model_over_random_histories) {
         for (auto& l : lines)
             for (auto& w : l.words)
                 w.store(start);
-        watch_table<int> t;
+        id_table t;
         struct pending {
             std::size_t line, slot;
             std::uint64_t target;
-            watch_table<int>::handle h;
+            id_table::handle h;
         };
         std::map<int, pending> model;
         std::array<std::array<std::uint64_t, line_words>, 2> anchor{};
@@ -377,42 +415,78 @@ BOOST_AUTO_TEST_CASE(a_node_pool_reuses_blocks_of_its_size_and_keeps_at_most_max
     BOOST_TEST(pool.kept() == detail::node_pool::max_free); // the rest went back to the heap
 }
 
-BOOST_AUTO_TEST_CASE(waits_that_come_and_go_reuse_their_map_nodes) {
+BOOST_AUTO_TEST_CASE(waits_that_come_and_go_reuse_their_deadline_nodes) {
     completion_line line;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     BOOST_TEST(t.nodes_kept() == 0u);
-    // One wait at a time, with and without a deadline: after the first, each takes the node
-    // the last one left (the table keeps one of each kind, no more).
+    // One wait at a time: a wait without a deadline takes no node (it is linked in place); one
+    // with a deadline takes the node the last one left.
     for (std::uint64_t target = 1; target <= 100; ++target) {
         const std::optional<mono_ns> deadline =
             target % 2 == 0 ? std::optional<mono_ns>(mono_ns{1000 + target}) : std::nullopt;
         BOOST_TEST_REQUIRE(
             t.insert(desc(line, 1, target), static_cast<int>(target), r, deadline).has_value());
+        BOOST_TEST(t.nodes_kept() == (deadline || target < 3 ? 0u : 1u));
         line.words[1].store(target);
         BOOST_TEST_REQUIRE(t.collect(r) == 1u);
-        BOOST_TEST(t.nodes_kept() == (target == 1 ? 1u : 2u));
+        BOOST_TEST(t.nodes_kept() == (target == 1 ? 0u : 1u));
     }
     BOOST_TEST(r.got.size() == 100u);
     // Many at once: their nodes are kept for the next, up to the pool's cap.
     const std::size_t many = detail::node_pool::max_free + 100;
     for (std::size_t i = 0; i < many; ++i)
-        BOOST_TEST_REQUIRE(t.insert(desc(line, 2, 1 + i), static_cast<int>(i), r).has_value());
-    BOOST_TEST(t.nodes_kept() == 1u); // the deadline map's node; the slot map's was taken
+        BOOST_TEST_REQUIRE(
+            t.insert(desc(line, 2, 1 + i), static_cast<int>(i), r, mono_ns{5000}).has_value());
+    BOOST_TEST(t.nodes_kept() == 0u);
     line.words[2].store(many);
     BOOST_TEST(t.collect(r) == many);
-    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free + 1);
-    // Cancellation and a cleared table give their nodes back the same way.
-    auto h = t.insert(desc(line, 3, 1), 7, r);
-    BOOST_TEST_REQUIRE(h.has_value());
     BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free);
+    BOOST_TEST(!t.earliest_deadline().has_value());
+    // Cancellation gives its node back the same way.
+    auto h = t.insert(desc(line, 3, 1), 7, r, mono_ns{6000});
+    BOOST_TEST_REQUIRE(h.has_value());
+    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free - 1);
     t.erase(*h);
-    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free + 1);
+    BOOST_TEST(t.nodes_kept() == detail::node_pool::max_free);
+}
+
+// The slot's waits are linked in a tree of their own: targets in descending order (the worst
+// order for an unbalanced tree), many waits on one target, and removals from the middle keep
+// the hand-out order: ascending targets, one target's waits in registration order.
+BOOST_AUTO_TEST_CASE(one_slots_waits_keep_their_order_in_any_registration_order) {
+    completion_line line;
+    id_table t;
+    recorder r;
+    constexpr int n = 20000;
+    std::vector<id_table::handle> handles;
+    for (int i = 0; i < n; ++i) {
+        // Targets n/2 .. 1, each twice: ids 2k and 2k+1 share a target.
+        const auto target = static_cast<std::uint64_t>(n / 2 - i / 2);
+        const auto h = t.insert(desc(line, 4, target), i, r);
+        BOOST_TEST_REQUIRE(h.has_value());
+        handles.push_back(*h);
+    }
+    // Every third wait leaves by removal.
+    for (int i = 0; i < n; i += 3)
+        t.erase(handles[static_cast<std::size_t>(i)]);
+    BOOST_TEST(!t.find(desc(line, 4, n / 2), [](int id) { return id == 0; }).has_value());
+    BOOST_TEST(t.find(desc(line, 4, n / 2), [](int id) { return id == 1; }).has_value());
+    line.words[4].store(n / 4);
+    t.collect(r);
+    line.words[4].store(n / 2);
+    t.collect(r);
+    BOOST_TEST(t.empty());
+    std::vector<int> expected;
+    for (int target = 1; target <= n / 2; ++target)
+        for (int id : {n - 2 * target, n - 2 * target + 1})
+            if (id % 3 != 0) expected.push_back(id);
+    BOOST_TEST(r.values() == expected, boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(a_lines_record_is_kept_for_the_next_line_emptied) {
     std::array<completion_line, 20> lines;
-    watch_table<int> t;
+    id_table t;
     recorder r;
     // A line's last wait leaves: its record is kept, and the next line takes it.
     BOOST_TEST_REQUIRE(t.insert(desc(lines[0], 3, 5), 1, r).has_value());
