@@ -15,6 +15,13 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/error.hpp>
+
+#if defined(GPU_ASYNC_STANDALONE_ASIO)
+#include <asio/error.hpp>
+#else
+#include <boost/asio/error.hpp>
+#endif
 
 #include <atomic>
 #include <cstddef>
@@ -32,33 +39,66 @@ struct ready_list;
 class completion_queue;
 struct reactor_port;
 
-/// A pending wait as the reactor sees it. The concrete operation (a handler, its work guards and
-/// its allocator) derives from it; the reactor calls `complete` (hand the completion to the
-/// executor; called with no lock held, at most once) or, at shutdown, `destroy` (free it without
-/// invoking anything). Its engine part (descriptor, bound, deadline, place in the table) is the
-/// scan engine's (<gpu_async/core/scan_engine.hpp>); its link (engine_wait::next) is the
-/// incoming batch's, then the completion queue's.
+/// How a reactor op ended: its handler's error code, kept in a byte (the op is on the hot path
+/// and every pending wait pays for its fields).
+enum class op_result : std::uint8_t {
+    success,          ///< its word reached its target
+    timed_out,        ///< a registration deadline passed first
+    aborted,          ///< cancelled, or its line retired while it was pending
+    device_fault,     ///< its slot's stream faulted before storing its target
+    stale_descriptor, ///< its descriptor's line had been retired when it started
+    no_memory,        ///< no memory for its place in the table
+};
+
+/// The error code of `r`.
+inline error_code to_error_code(op_result r) noexcept {
+    switch (r) {
+    case op_result::success:
+        break;
+    case op_result::timed_out:
+        return asio::error::timed_out;
+    case op_result::aborted:
+        return asio::error::operation_aborted;
+    case op_result::device_fault:
+        return errc::device_fault;
+    case op_result::stale_descriptor:
+        return errc::stale_descriptor;
+    case op_result::no_memory:
+        return asio::error::no_memory;
+    }
+    return {};
+}
+
+/// A pending wait as the reactor sees it. The concrete operation (a handler and its allocator,
+/// with work guards where its executor needs them) derives from it; the reactor calls `complete`
+/// (hand the completion to the executor; called with no lock held, at most once) or, at
+/// shutdown, `destroy` (free it without invoking anything). Its engine part (descriptor, bound,
+/// deadline, place in the table) is the scan engine's (<gpu_async/core/scan_engine.hpp>); its
+/// link (engine_wait::next) is the incoming batch's, then the completion queue's.
 class reactor_op : public engine_wait {
 public:
-    using complete_fn = void (*)(reactor_op*);
-    using destroy_fn = void (*)(reactor_op*);
+    /// Completes (`invoke`) or destroys the op: one pointer for both.
+    using func_type = void (*)(reactor_op*, bool invoke);
 
-    reactor_op(const memory_descriptor& d, complete_fn c, destroy_fn x) noexcept
+    reactor_op(const memory_descriptor& d, completion_queue* queue, func_type f) noexcept
         : engine_wait(d)
-        , complete_(c)
-        , destroy_(x) {}
+        , func_(f)
+        , queue_(queue) {}
 
-    /// Set by the reactor before `complete`: empty (reached), operation_aborted (cancelled, or
-    /// its line retired) or timed_out (a registration deadline passed first).
-    error_code ec;
+    /// Set by the reactor before `complete`.
+    void set_result(op_result r) noexcept { result_ = r; }
+    op_result result() const noexcept { return result_; }
+    error_code ec() const noexcept { return to_error_code(result_); }
 
     /// Hands the completion to the executor. Consumes the op, also when it throws (posting
     /// failed: the op has been destroyed without invoking anything).
-    void complete() { complete_(this); }
-    void destroy() { destroy_(this); }
+    void complete() { func_(this, true); }
+    void destroy() { func_(this, false); }
 
     /// The next op of the list it is on (incoming, ready, a completion queue).
     reactor_op* next_op() const noexcept { return static_cast<reactor_op*>(next); }
+    /// The completion queue its completion is delivered from (its port's).
+    completion_queue* queue() const noexcept { return queue_; }
 
 protected:
     ~reactor_op() = default;
@@ -74,16 +114,16 @@ private:
     friend class completion_queue;
     friend struct ready_list;
 
-    complete_fn complete_;
-    destroy_fn destroy_;
-    std::uint64_t started_ns_ = 0;  // when it was registered (wordwait clock), 0: not predicted
-    bool foreign_executor_ = false; // see set_foreign_executor
-    reactor_port* port_ = nullptr;  // the port it was started for
-    reactor_port* owner_ = nullptr; // the port whose list it is linked in (while in the table)
-    reactor_op* prev_ = nullptr;    // in the owner's list
+    func_type func_;
+    std::uint64_t started_ns_ = 0; // when it was registered (wordwait clock), 0: not predicted
+    reactor_port* port_ = nullptr; // the port it was started for
+    reactor_op* prev_ = nullptr;   // in the port's list (while linked)
     reactor_op* next_ = nullptr;
-    std::uint64_t serial_ = 0;          // with the address, the key a cancellation looks up
-    completion_queue* queue_ = nullptr; // where its completion is delivered from
+    completion_queue* queue_;  // where its completion is delivered from
+    std::uint32_t serial_ = 0; // with the address, the key a cancellation looks up
+    op_result result_ = op_result::success;
+    bool foreign_executor_ = false; // see set_foreign_executor
+    bool linked_ = false;           // in its port's list (while in the table)
 };
 
 /// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).
@@ -139,6 +179,14 @@ public:
     completion_queue& operator=(const completion_queue&) = delete;
 
     void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+
+    /// Counts an op whose handler runs in this queue's drain as outstanding work on the port's
+    /// I/O executor. The queue holds that work once (a tracked executor) while any such op lives,
+    /// rather than each op holding its own, so `run()` does not return while a wait is pending.
+    /// Throws when the work cannot be taken (nothing is counted then).
+    GPU_ASYNC_DECL void work_started();
+    /// An op counted by work_started() is gone (after its handler returned, or destroyed).
+    GPU_ASYNC_DECL void work_finished() noexcept;
     void release() noexcept {
         if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_(this);
     }
@@ -162,11 +210,14 @@ protected:
     /// failed before the drain took the reference (the caller still holds it and retries).
     using schedule_fn = bool (*)(completion_queue*) noexcept;
     using free_fn = void (*)(completion_queue*) noexcept;
+    /// Takes (`hold`) or lets go of the outstanding work on the I/O executor; taking may throw.
+    using work_fn = void (*)(completion_queue*, bool hold);
 
-    completion_queue(reactor_shell& svc, schedule_fn s, free_fn f) noexcept
+    completion_queue(reactor_shell& svc, schedule_fn s, free_fn f, work_fn w) noexcept
         : svc_(&svc)
         , schedule_(s)
-        , free_(f) {}
+        , free_(f)
+        , work_(w) {}
     ~completion_queue() = default;
 
 private:
@@ -189,7 +240,12 @@ private:
     reactor_shell* svc_;
     schedule_fn schedule_;
     free_fn free_;
+    work_fn work_;
     std::atomic<std::size_t> refs_{1};
+    // Ops counted by work_started(); the work is taken and let go under work_mutex_, on the
+    // count's moves between 0 and 1 (other moves are one compare-and-swap).
+    std::atomic<std::size_t> ops_{0};
+    std::mutex work_mutex_;
     std::mutex mutex_;
     reactor_op* head_ = nullptr;
     reactor_op* tail_ = nullptr;
@@ -230,7 +286,7 @@ private:
 struct reactor_key {
     memory_descriptor descriptor;
     const reactor_op* op;
-    std::uint64_t serial;
+    std::uint32_t serial;
 };
 
 /// The per-port state the service keeps: a list of the port's pending waits, and the queue

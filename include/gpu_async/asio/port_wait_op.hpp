@@ -3,16 +3,16 @@
 // gpu_async/asio/port_wait_op.hpp: the descriptor wait of gpu_completion_port, one reactor op.
 //
 // One async_wait(descriptor) is one allocation (from Asio's per-thread recycling cache when the
-// handler has no allocator of its own): the op holds the handler, its cancellation slot,
-// outstanding work on the I/O executor and on the handler's executor (not twice when both are
-// one polymorphic executor: the I/O executor's work keeps the context running already), and the
-// reactor's bookkeeping (reactor_op, with the intrusive links of the table, the port and the
-// completion queue). Its completion is delivered by the port's completion queue: one drain handler
-// per batch, posted to the I/O executor, which invokes each handler there (directly when the
-// handler's executor is the I/O executor, else dispatched to it). The plan-driven wait
-// (asio/plan_wait_op.hpp) is a composed operation instead, because it is a multi-step state
-// machine (query, arm, sleep, park); each of its parks is one of these ops. The descriptor wait
-// is the hot path and stays a single op.
+// handler has no allocator of its own): the op holds the handler and the reactor's bookkeeping
+// (reactor_op, with the intrusive links of the table, the port and the completion queue). The
+// outstanding work of a handler that runs on the I/O executor is counted by the port's
+// completion queue, not held by the op; a handler with an executor of its own has that executor
+// and its work guards in a second allocation. Its completion is delivered by the port's completion
+// queue: one drain handler per batch, posted to the I/O executor, which invokes each handler there
+// (directly when the handler's executor is the I/O executor, else dispatched to it). The
+// plan-driven wait (asio/plan_wait_op.hpp) is a composed operation instead, because it is a
+// multi-step state machine (query, arm, sleep, park); each of its parks is one of these ops. The
+// descriptor wait is the hot path and stays a single op.
 //
 #ifndef GPU_ASYNC_ASIO_PORT_WAIT_OP_HPP
 #define GPU_ASYNC_ASIO_PORT_WAIT_OP_HPP
@@ -182,6 +182,16 @@ private:
 #endif
 };
 
+/// Outstanding work on `ex` (none when `track` is false and `Executor` is polymorphic: another
+/// holder keeps the same context running; a concrete executor's work is always held).
+template <class Executor>
+work_holder<Executor> make_work(const Executor& ex, bool track) {
+    if constexpr (is_erased_executor<Executor>::value)
+        return work_holder<Executor>(ex, track);
+    else
+        return work_holder<Executor>(ex);
+}
+
 /// The allocator an op is made with: the handler's associated allocator, or Asio's recycling
 /// allocator (a per-thread cache, as Asio's own operations use) when that is std::allocator.
 template <class Alloc>
@@ -210,7 +220,7 @@ public:
 
 private:
     port_completion_queue(reactor_service& svc, const Executor& ex)
-        : completion_queue(svc, &do_schedule, &do_free)
+        : completion_queue(svc, &do_schedule, &do_free, &do_work)
         , ex_(ex) {}
 
     /// Hands out the queue's block when it is free and large enough, else the heap.
@@ -292,38 +302,48 @@ private:
         delete static_cast<port_completion_queue*>(base);
     }
 
+    static void do_work(completion_queue* base, bool hold) {
+        auto* self = static_cast<port_completion_queue*>(base);
+        if (hold)
+            self->work_.emplace(make_work(self->ex_, true));
+        else
+            self->work_.reset();
+    }
+
     Executor ex_;
+    std::optional<work_holder<Executor>> work_; // while ops count on it (work_started)
     bool block_used_ = false;
     alignas(std::max_align_t) unsigned char block_[256];
 };
 
-/// One async_wait: the handler, its cancellation slot (read before the handler was moved), and
-/// outstanding work on the I/O executor and on the handler's associated executor (not held twice
-/// when the two are one polymorphic executor of the same context). Allocated with
-/// op_allocator_for(handler); freed before the upcall.
+/// One async_wait: the handler, and what its completion needs besides. A handler whose
+/// associated executor is the port's I/O executor (the common case) runs in the port's
+/// completion queue's drain, and its outstanding work is counted by that queue
+/// (completion_queue::work_started): the op holds no executor and no work guard of its own.
+/// Any other handler has its executor and work on both executors in a part of its own (made
+/// with the op's allocator). Allocated with op_allocator_for(handler); freed before the upcall.
 ///
 /// Completion (`complete`, called by the port's completion queue's drain on the I/O executor):
 /// the final step runs at once when the handler's executor is the I/O executor, else it is
 /// dispatched to the handler's executor; it frees the op and invokes the handler. A step
 /// destroyed without running (its context shut down) destroys the op without invoking the
-/// handler. The cancellation slot is not cleared: its handler holds a key, not the op (see
+/// handler. The cancellation slot is not the op's: its handler holds a key, not the op (see
 /// reactor_cancel_handler).
 template <class Handler, class IoExecutor>
 class port_wait_op final : public reactor_op {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
-    using slot_type = asio::associated_cancellation_slot_t<Handler>;
     using op_allocator = typename std::allocator_traits<decltype(op_allocator_for(
         std::declval<const Handler&>()))>::template rebind_alloc<port_wait_op>;
 
     template <class H>
     static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
-                                slot_type slot) {
+                                completion_queue& queue) {
         op_allocator alloc(op_allocator_for(handler));
         port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
         try {
             return ::new (static_cast<void*>(p))
-                port_wait_op(std::forward<H>(handler), io_ex, d, std::move(slot));
+                port_wait_op(std::forward<H>(handler), io_ex, d, queue);
         } catch (...) {
             std::allocator_traits<op_allocator>::deallocate(alloc, p, 1);
             throw;
@@ -331,28 +351,43 @@ public:
     }
 
 private:
+    /// What a handler with an executor of its own needs: that executor, and outstanding work on
+    /// it and on the I/O executor (the drain that hands it over may be gone when it runs).
+    struct foreign_part {
+        foreign_part(const handler_executor& h, const IoExecutor& io)
+            : ex(h)
+            , io_work(make_work(io, true))
+            , handler_work(make_work(h, true)) {}
+        handler_executor ex;
+        work_holder<IoExecutor> io_work;
+        work_holder<handler_executor> handler_work;
+    };
+    using part_allocator =
+        typename std::allocator_traits<op_allocator>::template rebind_alloc<foreign_part>;
+
     template <class H>
-    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d, slot_type slot)
-        : reactor_op(d, &port_wait_op::do_complete, &port_wait_op::do_destroy)
-        , handler_(std::forward<H>(handler))
-        , slot_(std::move(slot))
-        , handler_ex_(asio::get_associated_executor(handler_, io_ex))
-        , io_work_(make_work(io_ex, true))
-        // Work on the handler's executor when it is another one (the I/O executor's work keeps
-        // its context running already), as Asio's handler_work does.
-        , handler_work_(make_work(handler_ex_, !same_executor(handler_ex_, io_ex))) {
+    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
+                 completion_queue& queue)
+        : reactor_op(d, &queue, &port_wait_op::do_func)
+        , handler_(std::forward<H>(handler)) {
+        const handler_executor ex = asio::get_associated_executor(handler_, io_ex);
+        if (same_executor(ex, io_ex)) {
+            queue.work_started();
+            return;
+        }
         // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
         // then stops after it (see completion_queue::run).
-        set_foreign_executor(!same_executor(handler_ex_, io_ex));
+        part_allocator alloc(op_allocator_for(handler_));
+        foreign_part* part = std::allocator_traits<part_allocator>::allocate(alloc, 1);
+        try {
+            part_ = ::new (static_cast<void*>(part)) foreign_part(ex, io_ex);
+        } catch (...) {
+            std::allocator_traits<part_allocator>::deallocate(alloc, part, 1);
+            throw;
+        }
+        set_foreign_executor(true);
     }
 
-    template <class Executor>
-    static work_holder<Executor> make_work(const Executor& ex, bool track) {
-        if constexpr (is_erased_executor<Executor>::value)
-            return work_holder<Executor>(ex, track);
-        else
-            return work_holder<Executor>(ex); // a concrete executor's work is always held
-    }
     static bool same_executor(const handler_executor& h, const IoExecutor& io) noexcept {
         if constexpr (std::is_same_v<handler_executor, IoExecutor>)
             return h == io;
@@ -369,7 +404,7 @@ private:
             : op_(std::exchange(o.op_, nullptr)) {}
         final_step& operator=(final_step&&) = delete;
         ~final_step() {
-            if (op_ != nullptr) do_destroy(op_);
+            if (op_ != nullptr) free(op_);
         }
         void operator()() { std::exchange(op_, nullptr)->finish(); }
 
@@ -377,34 +412,61 @@ private:
         port_wait_op* op_;
     };
 
-    static void do_complete(reactor_op* base) {
+    static void do_func(reactor_op* base, bool invoke) {
         auto* op = static_cast<port_wait_op*>(base);
+        if (!invoke) return free(op);
         // Running in the drain on the I/O executor: when that is the handler's own executor
         // (decided at initiation), the handler runs here.
-        if (!op->foreign_executor()) return final_step(op)();
+        if (op->part_ == nullptr) return final_step(op)();
         auto alloc = asio::get_associated_allocator(op->handler_);
-        const handler_executor ex = op->handler_ex_;
+        const handler_executor ex = op->part_->ex;
         asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
     }
 
+    /// Ends the op's count on its queue when it goes (its handler returned, or never runs).
+    class queue_work {
+    public:
+        explicit queue_work(completion_queue* q) noexcept
+            : q_(q) {}
+        queue_work(const queue_work&) = delete;
+        queue_work& operator=(const queue_work&) = delete;
+        ~queue_work() {
+            if (q_ != nullptr) q_->work_finished();
+        }
+
+    private:
+        completion_queue* q_;
+    };
+
     // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
     // operations leave it: its signal may already be gone.
-    static void do_destroy(reactor_op* base) {
-        auto* op = static_cast<port_wait_op*>(base);
+    static void free(port_wait_op* op) noexcept {
+        const queue_work work(op->part_ == nullptr ? op->queue() : nullptr);
         op_allocator alloc(op_allocator_for(op->handler_));
+        op->free_part();
         op->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
     }
 
+    void free_part() noexcept {
+        if (part_ == nullptr) return;
+        part_allocator alloc(op_allocator_for(handler_));
+        part_->~foreign_part();
+        std::allocator_traits<part_allocator>::deallocate(alloc, std::exchange(part_, nullptr), 1);
+    }
+
     void finish() {
         // On the handler's executor: take what the upcall needs, free the op, then invoke. The
-        // work guards live until after the upcall. The slot is left alone: a signal emitted now
-        // from another thread runs our cancellation handler, which finds nothing to cancel.
+        // work lives until after the upcall (its count on the queue, which the running drain
+        // keeps alive, or the foreign part's guards). The slot is left alone: a signal emitted
+        // now from another thread runs our cancellation handler, which finds nothing to cancel.
         Handler handler(std::move(handler_));
-        const error_code result = ec;
-        auto io_work = std::move(io_work_);
-        auto handler_work = std::move(handler_work_);
+        const error_code result = ec();
+        const queue_work work(part_ == nullptr ? queue() : nullptr);
+        std::optional<foreign_part> guards;
+        if (part_ != nullptr) guards.emplace(std::move(*part_));
         op_allocator alloc(op_allocator_for(handler));
+        free_part();
         this->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
         std::move(handler)(result);
@@ -412,13 +474,14 @@ private:
 
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
 public:
-    /// Completes a wait that finished at initiation (`ec` set, never registered) through the
-    /// handler's associated immediate executor, as Asio's own operations do: the op is freed,
-    /// then the handler is dispatched there with its code (inline when that executor allows).
+    /// Completes a wait that finished at initiation (its result set, never registered) through
+    /// the handler's associated immediate executor, as Asio's own operations do: the op is
+    /// freed, then the handler is dispatched there with its code (inline when that executor
+    /// allows).
     static void complete_immediately(port_wait_op* op, const IoExecutor& io_ex) {
         Handler handler(std::move(op->handler_));
-        const error_code result = op->ec;
-        do_destroy(op);
+        const error_code result = op->ec();
+        free(op);
         auto immediate_ex = asio::get_associated_immediate_executor(handler, io_ex);
         asio::dispatch(immediate_ex, asio::append(std::move(handler), result));
     }
@@ -427,10 +490,7 @@ private:
 #endif
 
     Handler handler_;
-    slot_type slot_;
-    handler_executor handler_ex_;
-    work_holder<IoExecutor> io_work_;
-    work_holder<handler_executor> handler_work_;
+    foreign_part* part_ = nullptr; // a handler with an executor of its own
 };
 
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
@@ -460,7 +520,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
     using handler_type = std::decay_t<Handler>;
     using op_type = port_wait_op<handler_type, IoExecutor>;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, slot);
+    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, *port.queue.get());
     reactor_service::start_result started{};
     try {
         // Installed before the op is registered: once registered it may complete at once on

@@ -56,14 +56,13 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// The code a wait on `d` ends with before it is registered: errc::stale_descriptor for a
-/// retired line's descriptor (its line is not read), errc::device_fault for a faulted slot whose
-/// word has not reached the target (what the stream stored before its fault still completes);
-/// empty when it may wait.
-inline error_code status_error(const memory_descriptor& d) noexcept {
+/// How a wait on `d` ends before it is registered: stale_descriptor for a retired line's
+/// descriptor (its line is not read), device_fault for a faulted slot whose word has not reached
+/// the target (what the stream stored before its fault still completes); none when it may wait.
+inline std::optional<op_result> unwatched_result(const memory_descriptor& d) noexcept {
     const line_status st = descriptor_status(d);
-    if (!ends_unwatched(st, d)) return {};
-    return st == line_status::stale ? errc::stale_descriptor : errc::device_fault;
+    if (!ends_unwatched(st, d)) return std::nullopt;
+    return st == line_status::stale ? op_result::stale_descriptor : op_result::device_fault;
 }
 
 /// The locked shell over the scan engine; see the header comment. The reactor service derives
@@ -97,7 +96,7 @@ public:
     /// What start() did with an op, and so what its caller must do with it.
     enum class start_result : std::uint8_t {
         registered, ///< pending: the service completes, cancels or destroys it
-        finished,   ///< not registered, `ec` set: the caller calls `deliver()` (never inline)
+        finished,   ///< not registered, its result set: the caller calls `deliver()` (never inline)
         dropped     ///< the service has shut down: the caller calls `destroy()`
     };
 
@@ -155,7 +154,7 @@ protected:
     /// Starts the watcher thread (throws std::system_error when it cannot).
     virtual void start_thread_locked() = 0;
 
-    /// start()'s steps: whether the op ends before it is registered (its `ec` set: a deadline
+    /// start()'s steps: whether the op ends before it is registered (its result set: a deadline
     /// passed, a stale or faulted descriptor, a word already at its target); and the push into
     /// the incoming batch, with the ring that an idle or urgent waiter needs.
     GPU_ASYNC_DECL static bool
@@ -242,7 +241,7 @@ protected:
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
     std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest FILL driver's park bound (0: none)
-    std::atomic<std::uint64_t> next_serial_{1};
+    std::atomic<std::uint32_t> next_serial_{1};
     mutable std::mutex mutex_;
     scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
     bool stop_ = false;          // the watcher is being stopped (under mutex_)

@@ -132,6 +132,25 @@ GPU_ASYNC_DECL void completion_queue::run() {
     }
 }
 
+GPU_ASYNC_DECL void completion_queue::work_started() {
+    std::size_t n = ops_.load(std::memory_order_relaxed);
+    while (n != 0)
+        if (ops_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return;
+    // From 0: under the lock, so that a last op's work_finished() (which lets the work go under
+    // it) and this one are ordered.
+    std::lock_guard lk(work_mutex_);
+    if (ops_.load(std::memory_order_relaxed) == 0) work_(this, true); // may throw: not counted
+    ops_.fetch_add(1, std::memory_order_relaxed);
+}
+
+GPU_ASYNC_DECL void completion_queue::work_finished() noexcept {
+    std::size_t n = ops_.load(std::memory_order_relaxed);
+    while (n > 1)
+        if (ops_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return;
+    std::lock_guard lk(work_mutex_);
+    if (ops_.fetch_sub(1, std::memory_order_relaxed) == 1) work_(this, false);
+}
+
 GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
     queue_ref self(this); // the drain's reference
     reactor_op* list = nullptr;

@@ -80,21 +80,21 @@ GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
     unlink_port_locked(op);
     switch (op.end()) {
     case wait_end::reached:
-        op.ec = {};
+        op.set_result(op_result::success);
         learn_locked(op);
         break;
     case wait_end::expired:
-        op.ec = asio::error::timed_out;
+        op.set_result(op_result::timed_out);
         break;
     case wait_end::aborted:
     case wait_end::stale: // live at start(): a retirement since found it pending
-        op.ec = asio::error::operation_aborted;
+        op.set_result(op_result::aborted);
         break;
     case wait_end::faulted:
-        op.ec = errc::device_fault;
+        op.set_result(op_result::device_fault);
         break;
     case wait_end::no_memory:
-        op.ec = asio::error::no_memory;
+        op.set_result(op_result::no_memory);
         break;
     }
     // The queues of what is leaving, noted while the op is at hand (finish_locked).
@@ -146,7 +146,6 @@ GPU_ASYNC_DECL void reactor_shell::learn_locked(const reactor_op& op) noexcept {
 GPU_ASYNC_DECL reactor_shell::start_result
 reactor_shell::start(reactor_port& port, reactor_op* op, dur_ns bound,
                      std::optional<std::chrono::steady_clock::time_point> deadline) {
-    op->queue_ = port.queue.get();
     if (shut_down_.load(std::memory_order_acquire)) {
         // The context is being destroyed: nothing will run the handler. Destroy it (outside
         // every lock), never invoke it, as shutdown() does with pending waits.
@@ -189,21 +188,21 @@ reactor_shell::ends_at_start(reactor_op& op,
                              std::optional<std::chrono::steady_clock::time_point> deadline,
                              std::chrono::steady_clock::time_point now) noexcept {
     if (deadline && *deadline <= now) {
-        op.ec = asio::error::timed_out;
+        op.set_result(op_result::timed_out);
         return true;
     }
     // A descriptor of a retired line, or of a faulted slot, ends before its line is read. The
     // epoch is read first: the take-in judges it again only if a line's life moved since.
     const memory_descriptor& d = op.descriptor();
     op.judged_at = line_life_epoch();
-    if (const error_code ec = status_error(d)) {
-        op.ec = ec;
+    if (const std::optional<op_result> r = unwatched_result(d)) {
+        op.set_result(*r);
         return true;
     }
     // Complete already? (The take-in reads the word again; a store between the two reads only
     // makes the wait complete at that take-in.)
     if (d.is_complete()) {
-        op.ec = {};
+        op.set_result(op_result::success);
         return true;
     }
     return false;
@@ -335,7 +334,7 @@ GPU_ASYNC_DECL deadline_plan reactor_shell::rhythm_plan() const noexcept {
 
 GPU_ASYNC_DECL void reactor_shell::link_locked(reactor_op& op) noexcept {
     if (reactor_port* port = op.port_) {
-        op.owner_ = port;
+        op.linked_ = true;
         op.prev_ = nullptr;
         op.next_ = port->head;
         if (port->head != nullptr) port->head->prev_ = &op;
@@ -345,14 +344,14 @@ GPU_ASYNC_DECL void reactor_shell::link_locked(reactor_op& op) noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_shell::unlink_port_locked(reactor_op& op) noexcept {
-    if (reactor_port* port = op.owner_) {
+    if (reactor_port* port = op.port_; op.linked_) {
         if (op.prev_ != nullptr)
             op.prev_->next_ = op.next_;
         else
             port->head = op.next_;
         if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
         --port->count;
-        op.owner_ = nullptr;
+        op.linked_ = false;
         op.prev_ = op.next_ = nullptr;
     }
 }
@@ -400,7 +399,7 @@ GPU_ASYNC_DECL void reactor_shell::schedule(completion_queue* list) noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_shell::deliver(reactor_op* op) noexcept {
-    completion_queue* q = op->queue_;
+    completion_queue* q = op->queue();
     op->next = nullptr;
     if (q->push(op, op)) {
         q->next_schedule_ = nullptr;

@@ -428,6 +428,81 @@ BOOST_AUTO_TEST_CASE(work_is_held_while_pending) {
     BOOST_TEST(called);
 }
 
+// The port's completion queue counts its waits' outstanding work (the ops hold none): run()
+// keeps running while any wait of any port is pending, stops once the last one has ended, and a
+// wait started after that takes the work again.
+BOOST_AUTO_TEST_CASE(work_is_counted_by_the_port_while_any_wait_is_pending) {
+    asio::io_context ctx;
+    gpu_completion_port a(ctx);
+    gpu_completion_port b(ctx);
+    completion_line line;
+    int ended = 0;
+    auto count = [&](error_code) { ++ended; };
+    a.async_wait(memory_descriptor(line, slot(0), 1), count);
+    a.async_wait(memory_descriptor(line, slot(0), 2), count);
+    b.async_wait(memory_descriptor(line, slot(1), 1), count);
+    store_and_ring(line, 0, 1, a.bell());
+    BOOST_TEST(eventually([&] {
+        ctx.poll();
+        return ended == 1;
+    }));
+    BOOST_TEST(!ctx.stopped()); // poll() stops a context only when it has no work left
+    a.cancel();
+    BOOST_TEST(eventually([&] {
+        ctx.poll();
+        return ended == 2;
+    }));
+    BOOST_TEST(!ctx.stopped()); // b's wait holds it
+    store_and_ring(line, 1, 1, b.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(ended == 3);
+    BOOST_TEST(ctx.stopped());
+    ctx.restart();
+    a.async_wait(memory_descriptor(line, slot(0), 3), count);
+    BOOST_TEST(ctx.run_for(std::chrono::milliseconds(10)) == 0u);
+    BOOST_TEST(!ctx.stopped());
+    store_and_ring(line, 0, 3, a.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(ended == 4);
+}
+
+// A handler that runs on the port's executor costs one allocation (its op holds no executor and
+// no work guard); one with an executor of its own costs a second, for that executor and its
+// work. Both are freed before the upcall.
+BOOST_AUTO_TEST_CASE(a_wait_allocates_once_unless_its_handler_has_an_executor_of_its_own) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line;
+    gpu_async::test::allocation_counters plain;
+    gpu_async::test::allocation_counters own;
+    std::size_t live_in_plain = 99;
+    std::size_t live_in_own = 99;
+    int ended = 0;
+    port.async_wait(
+        memory_descriptor(line, slot(0), 1),
+        asio::bind_allocator(gpu_async::test::tracking_allocator<void>(plain), [&](error_code ec) {
+            ended += ec ? 0 : 1;
+            live_in_plain = plain.live();
+        }));
+    BOOST_TEST(plain.allocations.load() == 1u);
+    auto strand = asio::make_strand(ctx);
+    port.async_wait(memory_descriptor(line, slot(0), 1),
+                    asio::bind_executor(
+                        strand, asio::bind_allocator(gpu_async::test::tracking_allocator<void>(own),
+                                                     [&](error_code ec) {
+                                                         ended += ec ? 0 : 1;
+                                                         live_in_own = own.live();
+                                                     })));
+    BOOST_TEST(own.allocations.load() == 2u);
+    store_and_ring(line, 0, 1, port.bell());
+    run_to_completion(ctx);
+    BOOST_TEST(ended == 2);
+    BOOST_TEST(live_in_plain == 0u);
+    BOOST_TEST(live_in_own == 0u);
+    BOOST_TEST(plain.live() == 0u);
+    BOOST_TEST(own.live() == 0u);
+}
+
 // --- cancellation ------------------------------------------------------------------------------
 
 BOOST_AUTO_TEST_CASE(per_operation_cancellation_table) {
