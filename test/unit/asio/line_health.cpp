@@ -19,6 +19,7 @@
 #include "common/fault_recorder.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/run_fill_bounded.hpp"
+#include "common/slots.hpp"
 
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/hip.hpp>
@@ -44,14 +45,10 @@ using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::line_status;
 using gpu_async::memory_descriptor;
-using gpu_async::slot_id;
 using gpu_async::test::backstop_scope;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 /// Who runs the reactor: its watcher thread (the test's thread in io_context::run_for), or the
 /// test's thread in run_fill (no watcher).

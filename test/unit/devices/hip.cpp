@@ -4,6 +4,7 @@
 #include <gpu_async/error.hpp>
 
 #include "common/fake_hip_driver.hpp"
+#include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -23,14 +24,11 @@ using namespace gpu_async;
 // The fake HIP runtime (test/common/fake_hip_driver.hpp) records every call, so the tests check
 // the HIP table's wiring with no GPU and no ROCm.
 using namespace gpu_async::test::hip_fake;
+using gpu_async::test::slot;
 
 namespace {
 
 using calls_t = std::vector<std::string>;
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 } // namespace
 
