@@ -9,8 +9,8 @@
 # two trees: e.g. a base commit in a git worktree and the current tree). The runs alternate
 # A B, B A, A B, ... so that a drift of the machine (heat, other work) falls on both alike. Each
 # run of a binary is two invocations of it:
-#   latency      --sections latency --cells CELLS --only ONLY --seconds S: every strategy whose
-#                name contains ONLY (default "ours-": the port under the reactor service's
+#   latency      --sections latency --cells CELLS [--only TEXT] --seconds S: the strategies of
+#                --only (default: every ours- strategy, the port under the reactor service's
 #                watcher thread and under run_fill, their plan-driven, device-poll and ringing
 #                variants) at each cell: p50, p99 and max store-to-handler latency, completions
 #                per second and CPU seconds per second (process less the simulated device)
@@ -23,7 +23,10 @@
 #   --rounds N       runs of each binary (default 5)
 #   --out DIR        results folder (default bench/results/ab in this tree); DIR/runs/ is replaced
 #   --cells LIST     latency cells, work_us:pending,... (default 1000:64,100:64,1000:4096)
-#   --only TEXT      the latency strategies: those whose name contains TEXT (default ours-)
+#   --only LIST      the latency strategies, whole names, comma-separated (e.g.
+#                    ours-service,ours-fill; default: every ours- strategy). The bench picks
+#                    strategies by substring, so it gets the names' common prefix and may run
+#                    more; the report keeps the named ones
 #   --seconds S      measured seconds per strategy and cell (default 0.4; 0.25 s warm-up before)
 #   --quick          a smoke test of this script: --seconds 0.05 unless given, and the bench's
 #                    --quick (0.05 s warm-up, 0.1 s per throughput row); figures are noise
@@ -47,7 +50,7 @@ change=
 rounds=5
 out=
 cells=1000:64,100:64,1000:4096
-only=ours-
+only=
 seconds=
 quick=0
 report_only=0
@@ -101,6 +104,22 @@ if [ "$report_only" = 0 ]; then
     fi
     quick_arg=()
     [ "$quick" = 1 ] && quick_arg=(--quick)
+    # The bench's --only runs every strategy whose name contains its text: given the names'
+    # common prefix it runs them all (and maybe more, which the report leaves out).
+    bench_only=ours-
+    names=()
+    if [ -n "$only" ]; then
+        case ",$only," in *,,*) die "--only: an empty name in '$only'" ;; esac
+        IFS=, read -r -a names <<<"$only"
+        bench_only=${names[0]}
+        for n in "${names[@]}"; do
+            while [ -n "$bench_only" ] && [ "${n#"$bench_only"}" = "$n" ]; do
+                bench_only=${bench_only%?}
+            done
+        done
+    fi
+    only_arg=()
+    [ -n "$bench_only" ] && only_arg=(--only "$bench_only")
 
     rm -rf "$runs"
     mkdir -p "$runs"
@@ -115,7 +134,8 @@ if [ "$report_only" = 0 ]; then
         echo "change_sha256=$(sha256sum "$change" | cut -d' ' -f1)"
         echo "rounds=$rounds"
         echo "cells=$cells"
-        echo "only=$only"
+        echo "only=$bench_only"
+        echo "strategies=$only"
         echo "seconds=$seconds"
         echo "quick=$quick"
         echo "started=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -167,7 +187,7 @@ if [ "$report_only" = 0 ]; then
             [ "$side" = B ] && bin=$change
             t=$(date +%s)
             invoke "$r" "$slot" "$side" latency "$bin" --sections latency --cells "$cells" \
-                --only "$only" --seconds "$seconds" --plot none \
+                "${only_arg[@]}" --seconds "$seconds" --plot none \
                 --csv "$runs/r$r-$side-latency.csv" "${quick_arg[@]}"
             invoke "$r" "$slot" "$side" throughput "$bin" --sections throughput --plot none \
                 --csv "$runs/r$r-$side-throughput.csv" "${quick_arg[@]}"
@@ -177,6 +197,16 @@ if [ "$report_only" = 0 ]; then
             echo "ab-bench.sh: round $r/$rounds, $side ($bin): $(($(date +%s) - t)) s" \
                 "(so far $(($(date +%s) - start)) s)" >&2
         done
+        # A misspelt name would leave its rows empty in every round: stop after the first.
+        if [ "$r" = 1 ] && [ ${#names[@]} -gt 0 ]; then
+            ran=$(for f in "$runs"/r1-[AB]-latency.csv; do tail -n +2 "$f"; done | cut -d, -f3 |
+                sort -u)
+            ran_list=$(paste -sd, <<<"$ran")
+            for n in "${names[@]}"; do
+                grep -qxF -- "$n" <<<"$ran" ||
+                    die "--only: no strategy named '$n' (the bench ran: ${ran_list:-none})"
+            done
+        fi
     done
     {
         echo "finished=$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
@@ -201,6 +231,9 @@ times = list(csv.DictReader(open(os.path.join(runs, "times.csv"))))
 if not times:
     sys.exit("ab-bench.sh: runs/times.csv has no runs")
 
+# The latency strategies named by --only (none: every one that ran).
+wanted = [n for n in meta.get("strategies", "").split(",") if n]
+
 # Every figure of every run: (round, slot, side, section, work_us, pending, strategy, metric, value)
 rows = []
 LAT = [("p50_us", "p50_ns", 1e-3), ("p99_us", "p99_ns", 1e-3), ("max_us", "max_ns", 1e-3),
@@ -222,6 +255,8 @@ for t in times:
     stem = os.path.join(runs, f"r{rd}-{side}-{section}")
     if section == "latency":
         for row in read(stem + ".csv", ["work_us", "pending", "strategy", "samples"] + [c for _, c, _ in LAT]):
+            if wanted and row["strategy"] not in wanted:
+                continue
             for metric, col, scale in LAT:
                 rows.append((rd, slot, side, "latency", row["work_us"], row["pending"],
                              row["strategy"], metric, float(row[col]) * scale))
@@ -354,7 +389,8 @@ md.append("## Latency cells")
 md.append("")
 md.append("`gpu-async-bench --sections latency`: store-to-handler latency on the simulated device, "
           "one io_context thread; CPU s per s is the process less the device's threads, per wall "
-          f"second; {meta.get('seconds', '?')} s measured per strategy and cell.")
+          f"second; {meta.get('seconds', '?')} s measured per strategy and cell."
+          + (f" Strategies (--only): {', '.join(wanted)}." if wanted else ""))
 md.append("")
 cellset = []
 for k in keys:

@@ -74,6 +74,13 @@ struct fake_hip {
             if (s == stream(i)) return i;
         return -1;
     }
+    /// How many calls start with `prefix`.
+    std::size_t count_prefix(const std::string& prefix) const {
+        std::size_t n = 0;
+        for (const auto& c : calls)
+            if (c.rfind(prefix, 0) == 0) ++n;
+        return n;
+    }
     // The fail-the-n-th-call switch: records the call; fail_status when it is call fail_at.
     int nth(const std::string& call) {
         calls.push_back(call);

@@ -10,6 +10,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/slots.hpp"
 
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
@@ -22,10 +23,6 @@
 #include <vector>
 
 namespace gpu_async::test {
-
-inline slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 /// Whether an error message names the driver call `call`.
 inline bool names(const std::string& message, const std::string& call) {

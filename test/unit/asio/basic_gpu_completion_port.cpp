@@ -12,6 +12,7 @@
 #endif
 
 #include "common/io_context_fixture.hpp"
+#include "common/slots.hpp"
 
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
@@ -27,19 +28,12 @@ using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::test::run_to_completion;
+using gpu_async::test::slot;
 
 namespace gpu_async::test {
 // basic_gpu_completion_port_feed.cpp, which sees the plan machinery.
 std::size_t feed_point_table(gpu_completion_port& port, asio::io_context& ctx);
 } // namespace gpu_async::test
-
-namespace {
-
-gpu_async::slot_id slot(std::size_t i) {
-    return *gpu_async::slot_id::at(i);
-}
-
-} // namespace
 
 BOOST_AUTO_TEST_SUITE(basic_gpu_completion_port_tests)
 

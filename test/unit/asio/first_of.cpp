@@ -8,6 +8,7 @@
 #include <gpu_async/error.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/manual_device.hpp"
 
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
@@ -24,17 +25,12 @@ using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::sim_device;
 using gpu_async::sim_stream;
+using gpu_async::test::manual;
 using gpu_async::test::run_to_completion;
 using namespace std::chrono_literals;
 using namespace asio::experimental::awaitable_operators;
 
 namespace {
-
-sim_device::options manual() {
-    sim_device::options o;
-    o.manual = true;
-    return o;
-}
 
 // Two streams of a manual device, each with one item queued, a port and a timer.
 struct two_copies {

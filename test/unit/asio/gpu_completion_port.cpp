@@ -5,6 +5,7 @@
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
 #include "common/recording_executor.hpp"
+#include "common/slots.hpp"
 #include "common/tracking_allocator.hpp"
 
 #include "common/asio.hpp"
@@ -28,15 +29,11 @@ using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
-using gpu_async::slot_id;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 /// A host producer: store (release), then ring the reactor's doorbell.
 void store_and_ring(completion_line& line, std::size_t s, std::uint64_t value,

@@ -8,6 +8,7 @@
 #include <gpu_async/run_fill.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/manual_device.hpp"
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 
@@ -28,6 +29,7 @@ using gpu_async::sim_device;
 using gpu_async::wait_kind;
 using gpu_async::wait_plan;
 using gpu_async::wait_report;
+using gpu_async::test::manual;
 using gpu_async::test::run_to_completion;
 
 namespace {
@@ -54,12 +56,6 @@ auto record(result& r) {
         r.ec = ec;
         r.report = rep;
     };
-}
-
-sim_device::options manual() {
-    sim_device::options o;
-    o.manual = true;
-    return o;
 }
 
 /// Teaches `point` a prediction of about `took`: one wait on `s` (a manual device's stream) whose

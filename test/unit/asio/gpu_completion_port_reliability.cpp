@@ -13,6 +13,7 @@
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
+#include "common/slots.hpp"
 
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
@@ -33,12 +34,9 @@ using gpu_async::error_code;
 using namespace gpu_async;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 /// Rounds of a race loop: fewer where instrumentation makes each round 5-20x slower.
 int race_rounds(int normal) {

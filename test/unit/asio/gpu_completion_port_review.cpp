@@ -6,6 +6,7 @@
 
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
+#include "common/slots.hpp"
 #include "common/tracking_allocator.hpp"
 
 #include "common/asio.hpp"
@@ -24,13 +25,9 @@ using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
-using gpu_async::slot_id;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 /// An io_context whose shutdown can be called while I/O objects still live.
 struct shutdownable_context : asio::io_context {

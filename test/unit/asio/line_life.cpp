@@ -6,6 +6,7 @@
 
 #include "common/asio.hpp"
 #include "common/io_context_fixture.hpp"
+#include "common/manual_device.hpp"
 
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
@@ -22,15 +23,10 @@ using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::sim_device;
+using gpu_async::test::manual;
 using gpu_async::test::run_to_completion;
 
 namespace {
-
-sim_device::options manual() {
-    sim_device::options o;
-    o.manual = true;
-    return o;
-}
 
 /// Records the codes a port's waits end with, in completion order.
 struct endings {

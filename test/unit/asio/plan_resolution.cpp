@@ -11,6 +11,7 @@
 #include <gpu_async/host/std_host.hpp>
 
 #include "common/io_context_fixture.hpp"
+#include "common/manual_device.hpp"
 #include "common/scripted_idle.hpp"
 #include "common/virtual_time.hpp"
 
@@ -23,6 +24,7 @@
 
 using gpu_async::error_code;
 using namespace gpu_async;
+using gpu_async::test::manual;
 
 namespace {
 
@@ -64,12 +66,6 @@ struct outcome_of {
     std::optional<error_code> ec;
     wait_report report;
 };
-
-sim_device::options manual() {
-    sim_device::options o;
-    o.manual = true;
-    return o;
-}
 
 } // namespace
 

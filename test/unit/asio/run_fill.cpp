@@ -7,6 +7,7 @@
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
+#include "common/slots.hpp"
 
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
@@ -24,14 +25,7 @@ using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
 using gpu_async::run_fill;
 using gpu_async::test::run_fill_bounded;
-
-namespace {
-
-gpu_async::slot_id slot(std::size_t i) {
-    return *gpu_async::slot_id::at(i);
-}
-
-} // namespace
+using gpu_async::test::slot;
 
 BOOST_AUTO_TEST_SUITE(run_fill_tests)
 

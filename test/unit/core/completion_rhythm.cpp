@@ -2,6 +2,8 @@
 // completion_rhythm: per (line, slot), the estimator's sleep after a wait's start.
 #include <gpu_async/core/completion_rhythm.hpp>
 
+#include "common/slots.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
@@ -10,16 +12,13 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::slot;
 
 namespace {
 
 constexpr std::uint64_t us = 1000;
 constexpr std::uint64_t ms = 1000 * us;
 constexpr deadline_plan plan{20 * us, 0, 1000 * ms, 8};
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 } // namespace
 

@@ -7,6 +7,7 @@
 
 #include "common/fake_cuda_driver.hpp"
 #include "common/io_context_fixture.hpp"
+#include "common/slots.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -29,14 +30,11 @@ using namespace gpu_async;
 // the CUDA table's wiring (which call, with which arguments, in which order) with no GPU and no
 // libcuda.
 using namespace gpu_async::test::cuda_fake;
+using gpu_async::test::slot;
 
 namespace {
 
 using calls_t = std::vector<std::string>;
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 } // namespace
 

@@ -4,10 +4,10 @@
 #include <gpu_async/error.hpp>
 
 #include "common/fake_hip_driver.hpp"
+#include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -23,14 +23,11 @@ using namespace gpu_async;
 // The fake HIP runtime (test/common/fake_hip_driver.hpp) records every call, so the tests check
 // the HIP table's wiring with no GPU and no ROCm.
 using namespace gpu_async::test::hip_fake;
+using gpu_async::test::slot;
 
 namespace {
 
 using calls_t = std::vector<std::string>;
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 } // namespace
 
@@ -327,7 +324,7 @@ BOOST_FIXTURE_TEST_CASE(hip_await_event_waits_on_its_own_stream_then_stores, fix
         state.calls.clear();
     }
     BOOST_TEST((state.calls == calls_t{"hipStreamDestroy 2"}));
-    BOOST_TEST(std::count(state.calls.begin(), state.calls.end(), "hipEventDestroy") == 0);
+    BOOST_TEST(state.count_prefix("hipEventDestroy") == 0u);
 }
 
 BOOST_FIXTURE_TEST_CASE(hip_await_event_refuses_another_device_and_reports_errors, fixture) {

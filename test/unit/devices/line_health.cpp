@@ -16,6 +16,7 @@
 #include "common/fake_hip_driver.hpp"
 #include "common/fake_metal_runtime.hpp"
 #include "common/fault_recorder.hpp"
+#include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -35,10 +36,6 @@ using calls_t = std::vector<std::string>;
 namespace {
 
 constexpr std::uint64_t ms = 1'000'000;
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 // Runs the health queries now (a fresh virtual time, a zero backstop: due; the fakes turn them
 // off otherwise); true when they ran.

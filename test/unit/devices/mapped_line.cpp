@@ -2,6 +2,7 @@
 #include <gpu_async/device/mapped_line.hpp>
 
 #include "common/fake_line_driver.hpp"
+#include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,12 +15,9 @@
 using namespace gpu_async;
 using gpu_async::test::fake_line_driver;
 using gpu_async::test::fake_stream;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 using calls_t = std::vector<std::string>;
 

@@ -11,6 +11,7 @@
 
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"
+#include "common/slots.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/system/error_code.hpp>
@@ -26,12 +27,9 @@
 using namespace gpu_async;
 using gpu_async::test::fake_line_driver;
 using gpu_async::test::fake_stream;
+using gpu_async::test::slot;
 
 namespace {
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 using calls_t = std::vector<std::string>;
 

@@ -9,6 +9,8 @@
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
 
+#include "common/manual_device.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -21,18 +23,13 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::manual;
 using namespace std::chrono_literals;
 
 namespace {
 
 // Bound of every wait for something that must happen: only a hang reaches it.
 constexpr auto bound = 10s;
-
-sim_device::options manual() {
-    sim_device::options o;
-    o.manual = true;
-    return o;
-}
 
 // Spins (yielding) until `pred` holds or the bound passes; returns pred().
 template <class Pred>

@@ -8,6 +8,8 @@
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/line_retirement.hpp>
 
+#include "common/slots.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::slot;
 
 namespace {
 
@@ -41,10 +44,6 @@ namespace {
 // scans' time (its park bound is 100 us).
 constexpr auto long_wait = std::chrono::seconds(10);
 constexpr auto quiet = std::chrono::milliseconds(20);
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 // poll(2) for readability, bounded.
 bool readable(int fd, std::chrono::milliseconds timeout) {

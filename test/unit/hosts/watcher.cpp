@@ -3,6 +3,8 @@
 
 #include <gpu_async/device/sim_device.hpp>
 
+#include "common/slots.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -19,15 +21,12 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::slot;
 
 namespace {
 
 // Bound of every wait in these tests: far beyond any scan; only a hang reaches it.
 constexpr auto long_wait = std::chrono::seconds(10);
-
-slot_id slot(std::size_t i) {
-    return *slot_id::at(i);
-}
 
 // Spins (with yields) until `pred` or 10 s; returns pred().
 template <class Pred>
