@@ -85,8 +85,12 @@ struct reactor_waiter {
     /// Resumed by whoever drains the fired list (the FILL executor); may be empty.
     std::coroutine_handle<> handle;
     /// After firing: true when the descriptor completed (or the alarm fell due), false when the
-    /// deadline passed first.
+    /// deadline passed first or the wait can never complete (see `end`).
     bool completed = false;
+    /// After firing: why. `reached` (completed), `expired` (the deadline passed first), `stale`
+    /// (its descriptor's line had been retired when it was registered), `aborted` (its line was
+    /// retired while it waited), `faulted` (its slot's stream faulted before storing its target).
+    wait_end end = wait_end::reached;
     /// After firing: the time the reactor was told when it fired.
     mono_ns fired_at;
 };
@@ -135,7 +139,8 @@ public:
             if (deadline) timeline_.emplace(*deadline, id);
             // Complete at this read (or completing others, on a far move of the word): it
             // fires at the next fire().
-            reached_.reserve(reached_.size() + engine_.size() + 1);
+            room(reached_, reached_.size() + engine_.size() + 1);
+            room(ended_, ended_.size() + engine_.size() + 1);
             take_in(it->second);
         } catch (...) {
             if (deadline) timeline_.erase({*deadline, id});
@@ -174,18 +179,24 @@ public:
 
     /// Fires every registration that is due at `now`: descriptors that completed (completed =
     /// true; completion wins over a deadline that passed too), descriptors whose deadline passed
-    /// (completed = false), alarms that fell due (completed = true). Fired waiters go on the fired
-    /// list, descriptors first, each group in registration order. Returns how many fired.
+    /// or that can never complete (completed = false: a retired line, a faulted slot, when the
+    /// hosts' layer has installed its line life; `end` says which), alarms that fell due
+    /// (completed = true). Fired waiters go on the fired list, descriptors first, each group in
+    /// registration order. Returns how many fired.
     std::size_t fire(mono_ns now) {
-        // (registration, completed) of each descriptor that fires; alarms that fire.
-        std::vector<std::pair<registration, bool>> fired_descriptors;
+        // (registration, why) of each descriptor that fires; alarms that fire.
+        std::vector<std::pair<registration, wait_end>> fired_descriptors;
         std::vector<registration> fired_alarms;
         // Registrations found complete when they were made (or by a rebase then) are judged
         // again at this scan, as every other registration is: a word set back since waits on.
         std::vector<registration> early;
         early.swap(reached_);
-        reached_.reserve(early.size() + engine_.size());
+        room(reached_, early.size() + engine_.size());
+        room(ended_, ended_.size() + engine_.size());
         engine_list found;
+        // No retirement or fault reaches this reactor: it judges its waits again when a line's
+        // life moved, before the scan reads their lines.
+        engine_.judge_pending(found);
         engine_.scan(now, no_fetch, no_link, found);
         reached(found);
         for (const registration id : early) {
@@ -196,34 +207,38 @@ public:
                 take_in(w);
         }
         for (const registration id : reached_)
-            fired_descriptors.emplace_back(id, true);
+            fired_descriptors.emplace_back(id, wait_end::reached);
         reached_.clear();
+        fired_descriptors.insert(fired_descriptors.end(), ended_.begin(), ended_.end());
+        ended_.clear();
         for (const auto& [at, id] : timeline_) {
             if (at > now) break;
             if (alarms_.count(id) != 0)
                 fired_alarms.push_back(id);
             else
-                fired_descriptors.emplace_back(id, descriptors_.at(id).descriptor().is_complete());
+                fired_descriptors.emplace_back(id, descriptors_.at(id).descriptor().is_complete()
+                                                       ? wait_end::reached
+                                                       : wait_end::expired);
         }
         // Registration order; a descriptor found both complete and past its deadline fires once,
-        // completed (completion wins).
-        std::sort(fired_descriptors.begin(), fired_descriptors.end(),
-                  [](const auto& x, const auto& y) {
-                      return x.first != y.first ? x.first < y.first : x.second > y.second;
-                  });
+        // completed (completion wins; then a reason it can never complete, then the deadline).
+        std::sort(
+            fired_descriptors.begin(), fired_descriptors.end(), [](const auto& x, const auto& y) {
+                return x.first != y.first ? x.first < y.first : rank(x.second) < rank(y.second);
+            });
         fired_descriptors.erase(
             std::unique(fired_descriptors.begin(), fired_descriptors.end(),
                         [](const auto& x, const auto& y) { return x.first == y.first; }),
             fired_descriptors.end());
         std::sort(fired_alarms.begin(), fired_alarms.end());
-        for (const auto& [id, completed] : fired_descriptors) {
+        for (const auto& [id, why] : fired_descriptors) {
             const auto it = descriptors_.find(id);
-            push_fired(id, it->second.waiter, completed, now);
+            push_fired(id, it->second.waiter, why, now);
             unregister(it);
         }
         for (const registration id : fired_alarms) {
             const auto it = alarms_.find(id);
-            push_fired(id, it->second.waiter, true, now);
+            push_fired(id, it->second.waiter, wait_end::reached, now);
             timeline_.erase({it->second.at, id});
             alarms_.erase(it);
         }
@@ -299,8 +314,10 @@ public:
     class ready_awaiter;
     class alarm_awaiter;
 
-    /// Awaitable: true when `d` completes, false when `until` passes first (never, when empty).
-    /// Completes at once, with true, when `d` is already complete.
+    /// Awaitable: true when `d` completes, false when `until` passes first (never, when empty)
+    /// or when it can never complete: its line was retired or its slot's stream faulted (the
+    /// awaiter's `end()` says which). Completes at once, with true, when `d` is already complete
+    /// (its line's status is judged first).
     ready_awaiter ready(const memory_descriptor& d,
                         std::optional<mono_ns> until = std::nullopt) noexcept;
 
@@ -330,11 +347,27 @@ private:
     static constexpr auto no_fetch = [](engine_batch&) noexcept {};
     static constexpr auto no_link = [](engine_wait&) noexcept {};
 
-    // What left the engine (reached: it has no deadlines and no status) goes to reached_, fired
-    // at the next fire(). Room was reserved by the caller.
+    // What left the engine goes to reached_ (it keeps no deadlines of its own) or, ended for
+    // good (a stale or retired line, a faulted slot), to ended_; both fire at the next fire().
+    // Room was reserved by the caller.
     void reached(engine_list& out) {
-        while (engine_wait* e = out.pop())
-            reached_.push_back(static_cast<watched*>(e)->id);
+        while (engine_wait* e = out.pop()) {
+            const registration id = static_cast<watched*>(e)->id;
+            if (e->end() == wait_end::reached)
+                reached_.push_back(id);
+            else
+                ended_.emplace_back(id, e->end());
+        }
+    }
+    // Room for `n` in `v`, growing geometrically (reserving exactly `n` each time would copy the
+    // vector at every registration).
+    template <class T>
+    static void room(std::vector<T>& v, std::size_t n) {
+        if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
+    }
+    // The order in which reasons win when one registration fires for several.
+    static int rank(wait_end why) noexcept {
+        return why == wait_end::reached ? 0 : why == wait_end::expired ? 2 : 1;
     }
     // One read of the word: registered, or reached (with what the read completed besides).
     void take_in(watched& w) {
@@ -352,13 +385,19 @@ private:
             engine_list removed; // leaves uninvoked: it is being cancelled or fired
             engine_.remove(w, removed);
         } else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
-                   r != reached_.end())
+                   r != reached_.end()) {
             reached_.erase(r);
+        } else if (const auto e = std::find_if(ended_.begin(), ended_.end(),
+                                               [id](const auto& x) { return x.first == id; });
+                   e != ended_.end()) {
+            ended_.erase(e);
+        }
         descriptors_.erase(it);
     }
 
-    void push_fired(registration id, reactor_waiter* w, bool completed, mono_ns now) {
-        w->completed = completed;
+    void push_fired(registration id, reactor_waiter* w, wait_end why, mono_ns now) {
+        w->completed = why == wait_end::reached;
+        w->end = why;
         w->fired_at = now;
         fired_.push_back({id, w});
     }
@@ -369,6 +408,7 @@ private:
     std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
     scan_engine engine_;
     std::vector<registration> reached_; // out of the table, to fire at the next fire()
+    std::vector<std::pair<registration, wait_end>> ended_; // the same, never to complete
     std::deque<fired_entry> fired_;
 };
 
@@ -390,7 +430,7 @@ public:
         if (id_) reactor_->cancel(*id_);
     }
 
-    bool await_ready() const noexcept { return desc_.is_complete(); }
+    bool await_ready() const noexcept { return installed_live(desc_) && desc_.is_complete(); }
     void await_suspend(std::coroutine_handle<> h) {
         waiter_.handle = h;
         id_ = reactor_->watch(desc_, until_, waiter_);
@@ -400,6 +440,8 @@ public:
         id_.reset();
         return waiter_.completed;
     }
+    /// After it resumed: why (reactor_waiter::end).
+    wait_end end() const noexcept { return waiter_.end; }
 
 private:
     reactor* reactor_;

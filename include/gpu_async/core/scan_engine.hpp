@@ -37,6 +37,7 @@
 #include <gpu_async/core/watch_table.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -161,6 +162,32 @@ struct engine_batch {
     }
 };
 
+/// How a host judges a descriptor before its line is read, and the counter that moves whenever a
+/// judgement may have changed: `descriptor_status` and `line_life_epoch` of the hosts' layer.
+struct line_life_functions {
+    line_status (*status)(const memory_descriptor&) noexcept = nullptr;
+    std::uint32_t (*epoch)() noexcept = nullptr;
+};
+
+namespace detail {
+inline std::atomic<line_status (*)(const memory_descriptor&) noexcept> installed_status{nullptr};
+inline std::atomic<std::uint32_t (*)() noexcept> installed_epoch{nullptr};
+} // namespace detail
+
+/// Installs the functions a scan engine built without its own uses: the hosts' layer installs
+/// its line life when it adopts its first line (before that no descriptor can be stale).
+inline void install_line_life(line_life_functions f) noexcept {
+    detail::installed_epoch.store(f.epoch, std::memory_order_release);
+    detail::installed_status.store(f.status, std::memory_order_release);
+}
+
+/// Whether the installed line life (if any) lets a wait on `d` read its line: not a retired
+/// line's descriptor, nor a faulted slot's whose word has not reached the target.
+inline bool installed_live(const memory_descriptor& d) noexcept {
+    const auto status = detail::installed_status.load(std::memory_order_acquire);
+    return status == nullptr || !ends_unwatched(status(d), d);
+}
+
 /// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
 /// Sinks: the `registered(engine_wait&)` a take-in calls for each wait it keeps in the table
 /// (noexcept; the host links it into its own lists there), and `fetch(engine_batch&)`, which
@@ -168,10 +195,11 @@ struct engine_batch {
 class scan_engine {
 public:
     /// How the host judges a descriptor before its line is read (descriptor_status, from the
-    /// hosts' layer); none: every descriptor is live.
+    /// hosts' layer); none: the installed one (install_line_life), or, with none installed,
+    /// every descriptor is live.
     using status_fn = line_status (*)(const memory_descriptor&) noexcept;
     /// A counter that moves whenever a status may have changed (line_life_epoch, from the hosts'
-    /// layer); none: every take-in judges every wait.
+    /// layer); none with a status function: every take-in judges every wait.
     using epoch_fn = std::uint32_t (*)() noexcept;
 
     /// Room for this many registrations between two take-ins at first; the batch grows to twice
@@ -281,6 +309,35 @@ public:
 
     /// Ends every wait (`aborted`).
     void clear(engine_list& out) noexcept { table_.clear(sink(out)); }
+
+    /// For a host that no retirement or fault reaches (the FILL executor's reactor, on its
+    /// caller's thread with no lock to take): once the line-life epoch has moved since its last
+    /// look, judges every registered wait again and ends those the status ends: a retired line's
+    /// `aborted` (as a retirement would), a faulted slot's whose word has not reached the target
+    /// `faulted`. O(size()) when the epoch moved, one call otherwise. Allocates the list of the
+    /// waits it ends; without memory it looks again at the next call.
+    void judge_pending(engine_list& out) noexcept {
+        const status_fn status = status_ != nullptr ? status_ : detail::installed_status.load();
+        const epoch_fn epoch = status_ != nullptr ? epoch_ : detail::installed_epoch.load();
+        if (status == nullptr || epoch == nullptr || table_.empty()) return;
+        const std::uint32_t now = epoch(); // before judging: a later move is seen next time
+        if (now == judged_pending_at_) return;
+        try {
+            ending_.clear();
+            table_.for_each([&](const engine_wait* w) {
+                const line_status st = status(w->descriptor());
+                if (ends_unwatched(st, w->descriptor()))
+                    ending_.emplace_back(const_cast<engine_wait*>(w), st);
+            });
+        } catch (...) {
+            ending_.clear();
+            return;
+        }
+        judged_pending_at_ = now;
+        for (const auto& [w, st] : ending_)
+            remove(*w, out, st == line_status::stale ? wait_end::aborted : wait_end::faulted);
+        ending_.clear();
+    }
 
     /// `base`, shortened to the tightest bound of a registered wait and to the earliest deadline.
     dur_ns bound(mono_ns now, dur_ns base) const noexcept {
@@ -417,7 +474,9 @@ private:
     void begin_take() noexcept {
         ++take_ins_;
         keys_.clear();
-        epoch_now_ = epoch_ != nullptr ? epoch_() : 0;
+        status_now_ = status_ != nullptr ? status_ : detail::installed_status.load();
+        const epoch_fn epoch = status_ != nullptr ? epoch_ : detail::installed_epoch.load();
+        epoch_now_ = epoch != nullptr ? epoch() : 0;
     }
 
     template <class OnRegistered>
@@ -427,8 +486,8 @@ private:
         w.taken_in_ = take_ins_;
         w.done_at_take_in_ = false;
         const memory_descriptor& d = w.descriptor();
-        if (status_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
-            const line_status st = status_(d);
+        if (status_now_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
+            const line_status st = status_now_(d);
             if (ends_unwatched(st, d)) {
                 left_unregistered(w,
                                   st == line_status::stale ? wait_end::stale : wait_end::faulted);
@@ -576,7 +635,10 @@ private:
     epoch_fn epoch_;
     leave_fn leave_ = nullptr;
     void* leave_host_ = nullptr;
-    std::uint32_t epoch_now_ = 0; // the epoch read at the take-in under way (0: none)
+    status_fn status_now_ = nullptr;      // the status function of the take-in under way
+    std::uint32_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
+    std::uint32_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
+    std::vector<std::pair<engine_wait*, line_status>> ending_; // judge_pending()'s scratch
     table_type table_;
     std::map<std::uint64_t, std::size_t> bounds_; // registered waits' own bounds, counted
     engine_batch spare_;                          // swapped with the host's at each fetch

@@ -6,6 +6,7 @@
 #ifndef GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
 #define GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
 
+#include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/line_retirement.hpp>
 
 #include <algorithm>
@@ -178,6 +179,11 @@ inline const std::atomic<std::uint64_t>* state_of(const completion_line& line) n
 } // namespace detail
 
 GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
+    // From now on a descriptor may go stale: scan engines without a status function of their
+    // own (the FILL executor's reactor) judge with this layer's.
+    static const bool installed =
+        (install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
+    (void)installed;
     auto& sh = detail::line_watchers().shard_of(&line);
     std::lock_guard lk(sh.mutex);
     std::atomic<std::uint64_t>& state = sh.states[&line]; // new: 0, generation 1 next

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
-// A line's life as the std host sees it: the std_watcher honours retirement and faults, a
-// retirement started from a watcher's callback while another waits for that callback completes,
-// and the fd notifier reports stale descriptors and faults.
+// A line's life as the std host sees it: the std_watcher and the FILL executor's reactor honour
+// retirement and faults, a retirement started from a watcher's callback while another waits for
+// that callback completes, and the fd notifier reports stale descriptors and faults.
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/wait_fd.hpp>
 
 #include <gpu_async/core/error.hpp>
+#include <gpu_async/core/reactor.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
 
@@ -101,6 +102,57 @@ BOOST_AUTO_TEST_CASE(the_watcher_ends_stale_and_faulted_descriptors_unread) {
     watch_handle later = w.watch(behind);
     BOOST_TEST_REQUIRE(later.wait_for(bound));
     BOOST_TEST((later.error() == errc::device_fault));
+}
+
+// The FILL executor's reactor hears of no retirement or fault (it runs on its caller's thread
+// with no lock to take): it judges its waits again at its next fire() once a line's life moved,
+// before the scan reads their lines. A retired line and a stale descriptor end its waits, never
+// with success; at a fault, what the stream stored before it still completes.
+BOOST_AUTO_TEST_CASE(the_fill_reactor_ends_retired_stale_and_faulted_waits) {
+    sim_device dev(manual());
+    reactor r;
+    const mono_ns now{1};
+    auto first = dev.make_stream();
+    const memory_descriptor old = first->descriptor_for(first->enqueue(1us));
+    reactor_waiter retired;
+    r.watch(old, std::nullopt, retired);
+    BOOST_TEST(r.fire(now) == 0u);
+    first.reset(); // the line is retired; the reactor is not told
+    auto second = dev.make_stream();
+    second->enqueue(1us);
+    second->enqueue(1us);
+    dev.step_all();
+    BOOST_TEST_REQUIRE(old.is_complete()); // the line's next stream passed the old target
+    BOOST_TEST(r.fire(now) == 1u);
+    BOOST_TEST(r.pop_fired() == &retired);
+    BOOST_TEST(!retired.completed);
+    BOOST_TEST((retired.end == wait_end::aborted));
+
+    reactor_waiter stale;
+    r.watch(old, std::nullopt, stale);
+    BOOST_TEST(r.fire(now) == 1u);
+    BOOST_TEST(r.pop_fired() == &stale);
+    BOOST_TEST(!stale.completed);
+    BOOST_TEST((stale.end == wait_end::stale));
+    BOOST_TEST(!r.ready(old).await_ready()); // judged before its word is read
+
+    auto s = dev.make_stream();
+    const memory_descriptor before = s->descriptor_for(s->enqueue(1us));
+    s->enqueue_fault();
+    const memory_descriptor behind = s->descriptor_for(s->enqueue(1us));
+    reactor_waiter done;
+    reactor_waiter faulted;
+    r.watch(before, std::nullopt, done);
+    r.watch(behind, std::nullopt, faulted);
+    BOOST_TEST(r.fire(now) == 0u);
+    dev.step_all(); // the first item, then the fault
+    BOOST_TEST(r.fire(now) == 2u);
+    BOOST_TEST(r.pop_fired() == &done);
+    BOOST_TEST(r.pop_fired() == &faulted);
+    BOOST_TEST(done.completed);
+    BOOST_TEST(!faulted.completed);
+    BOOST_TEST((faulted.end == wait_end::faulted));
+    BOOST_TEST(r.empty());
 }
 
 #if GPU_ASYNC_HAS_WAIT_FD
