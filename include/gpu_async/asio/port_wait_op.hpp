@@ -443,14 +443,15 @@ private:
     static void free(port_wait_op* op) noexcept {
         const queue_work work(op->part_ == nullptr ? op->queue() : nullptr);
         op_allocator alloc(op_allocator_for(op->handler_));
-        op->free_part();
+        op->free_part(alloc);
         op->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
     }
 
-    void free_part() noexcept {
+    // `op_alloc`: the op's allocator (made before the handler moved out).
+    void free_part(const op_allocator& op_alloc) noexcept {
         if (part_ == nullptr) return;
-        part_allocator alloc(op_allocator_for(handler_));
+        part_allocator alloc(op_alloc);
         part_->~foreign_part();
         std::allocator_traits<part_allocator>::deallocate(alloc, std::exchange(part_, nullptr), 1);
     }
@@ -460,13 +461,15 @@ private:
         // work lives until after the upcall (its count on the queue, which the running drain
         // keeps alive, or the foreign part's guards). The slot is left alone: a signal emitted
         // now from another thread runs our cancellation handler, which finds nothing to cancel.
-        Handler handler(std::move(handler_));
-        const error_code result = ec();
+        // (The work is declared first: as in Asio's operations, it ends after the handler is
+        // destroyed.)
         const queue_work work(part_ == nullptr ? queue() : nullptr);
         std::optional<foreign_part> guards;
         if (part_ != nullptr) guards.emplace(std::move(*part_));
+        Handler handler(std::move(handler_));
+        const error_code result = ec();
         op_allocator alloc(op_allocator_for(handler));
-        free_part();
+        free_part(alloc);
         this->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
         std::move(handler)(result);
