@@ -179,6 +179,9 @@ public:
     completion_queue& operator=(const completion_queue&) = delete;
 
     void add_ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+    void release() noexcept {
+        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_(this);
+    }
 
     /// Counts an op whose handler runs in this queue's drain as outstanding work on the port's
     /// I/O executor. The queue holds that work once (a tracked executor) while any such op lives,
@@ -187,9 +190,6 @@ public:
     GPU_ASYNC_DECL void work_started();
     /// An op counted by work_started() is gone (after its handler returned, or destroyed).
     GPU_ASYNC_DECL void work_finished() noexcept;
-    void release() noexcept {
-        if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) free_(this);
-    }
 
     /// Runs on the I/O executor (the drain): delivers the waits queued when it started, in
     /// order, then posts itself again if more arrived meanwhile. If a delivery throws (a handler
