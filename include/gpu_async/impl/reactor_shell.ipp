@@ -126,7 +126,7 @@ GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_p
         // A take-in ends what it cannot register (no_memory): nothing is lost.
     }
     if (!engine_.empty()) engine_.scan(to_mono(now), fetch(), registered(), out);
-    finish_locked(out, list); // learns with the late flag as the scan found it
+    finish_locked(out, list); // each op fed the rhythm as it left (left_locked), before scanned()
     rhythm_.scanned();
     publish_size();
 }
