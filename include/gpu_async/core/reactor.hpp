@@ -220,16 +220,7 @@ public:
                                                        ? wait_end::reached
                                                        : wait_end::expired);
         }
-        // Registration order; a descriptor found both complete and past its deadline fires once,
-        // completed (completion wins; then a reason it can never complete, then the deadline).
-        std::sort(
-            fired_descriptors.begin(), fired_descriptors.end(), [](const auto& x, const auto& y) {
-                return x.first != y.first ? x.first < y.first : rank(x.second) < rank(y.second);
-            });
-        fired_descriptors.erase(
-            std::unique(fired_descriptors.begin(), fired_descriptors.end(),
-                        [](const auto& x, const auto& y) { return x.first == y.first; }),
-            fired_descriptors.end());
+        once_each(fired_descriptors);
         std::sort(fired_alarms.begin(), fired_alarms.end());
         for (const auto& [id, why] : fired_descriptors) {
             const auto it = descriptors_.find(id);
@@ -365,9 +356,19 @@ private:
     static void room(std::vector<T>& v, std::size_t n) {
         if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
     }
-    // The order in which reasons win when one registration fires for several.
-    static int rank(wait_end why) noexcept {
-        return why == wait_end::reached ? 0 : why == wait_end::expired ? 2 : 1;
+    // Puts `fired` in registration order, each registration once: a descriptor found both
+    // complete and past its deadline fires completed (completion wins; then a reason it can never
+    // complete, then the deadline).
+    static void once_each(std::vector<std::pair<registration, wait_end>>& fired) {
+        const auto rank = [](wait_end why) {
+            return why == wait_end::reached ? 0 : why == wait_end::expired ? 2 : 1;
+        };
+        std::sort(fired.begin(), fired.end(), [&](const auto& x, const auto& y) {
+            return x.first != y.first ? x.first < y.first : rank(x.second) < rank(y.second);
+        });
+        fired.erase(std::unique(fired.begin(), fired.end(),
+                                [](const auto& x, const auto& y) { return x.first == y.first; }),
+                    fired.end());
     }
     // One read of the word: registered, or reached (with what the read completed besides).
     void take_in(watched& w) {
