@@ -104,19 +104,9 @@ private:
     reactor_key key_;
 };
 
-/// Whether `Executor` is a polymorphic standard executor (any_io_executor and the like): it may
-/// stand for an io_context's own executor. (The legacy polymorphic asio::executor is not: its work
-/// is a work guard.)
-template <class Executor, class = void>
-struct is_erased_executor : std::false_type {};
-template <class Executor>
-struct is_erased_executor<
-    Executor, std::void_t<decltype(std::declval<const Executor&>()
-                                       .template target<asio::io_context::executor_type>())>>
-    : std::bool_constant<asio::execution::is_executor<Executor>::value> {};
-
 /// Outstanding work on an executor for as long as it lives: a standard executor preferred with
-/// outstanding_work.tracked, or a work guard for a legacy executor. Movable.
+/// outstanding_work.tracked (for a polymorphic one, a tracked copy), or a work guard for a legacy
+/// executor. Movable.
 template <class Executor, class = void>
 class work_holder {
 public:
@@ -132,65 +122,6 @@ private:
     }
     decltype(make(std::declval<const Executor&>())) work_;
 };
-
-/// The same for a polymorphic executor, which may also hold none (`track` false: another holder
-/// keeps the same context running). An io_context's executor behind it is counted with the
-/// context's own count (one increment, as Asio's operations do), not a type-erased tracked copy;
-/// any other executor's tracked copy lives on the heap, so a pending wait on an io_context does
-/// not carry an empty executor's bytes.
-template <class Executor>
-class work_holder<Executor, std::enable_if_t<is_erased_executor<Executor>::value>> {
-public:
-    work_holder(const Executor& ex, bool track) {
-        if (!track) return;
-#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
-        if (const auto* io = ex.template target<asio::io_context::executor_type>()) {
-            io->on_work_started();
-            io_ = &io->context();
-            return;
-        }
-#endif
-#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
-        work_ =
-            std::make_unique<Executor>(asio::prefer(ex, asio::execution::outstanding_work.tracked));
-#else
-        work_ = asio::prefer(ex, asio::execution::outstanding_work.tracked);
-#endif
-    }
-    work_holder(work_holder&& o) noexcept
-#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
-        : io_(std::exchange(o.io_, nullptr))
-        , work_(std::move(o.work_)){}
-#else
-        : work_(std::move(o.work_)) {
-    }
-#endif
-              work_holder
-              & operator=(work_holder&&) = delete;
-    ~work_holder() {
-#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
-        if (io_ != nullptr) io_->get_executor().on_work_finished();
-#endif
-    }
-
-private:
-#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
-    asio::io_context* io_ = nullptr;
-    std::unique_ptr<Executor> work_; // a tracked copy of an executor that is not an io_context's
-#else
-    Executor work_; // without the TS executors every executor is tracked by a copy
-#endif
-};
-
-/// Outstanding work on `ex` (none when `track` is false and `Executor` is polymorphic: another
-/// holder keeps the same context running; a concrete executor's work is always held).
-template <class Executor>
-work_holder<Executor> make_work(const Executor& ex, bool track) {
-    if constexpr (is_erased_executor<Executor>::value)
-        return work_holder<Executor>(ex, track);
-    else
-        return work_holder<Executor>(ex);
-}
 
 /// The allocator an op is made with: the handler's associated allocator, or Asio's recycling
 /// allocator (a per-thread cache, as Asio's own operations use) when that is std::allocator.
@@ -305,7 +236,7 @@ private:
     static void do_work(completion_queue* base, bool hold) {
         auto* self = static_cast<port_completion_queue*>(base);
         if (hold)
-            self->work_.emplace(make_work(self->ex_, true));
+            self->work_.emplace(self->ex_);
         else
             self->work_.reset();
     }
@@ -356,8 +287,8 @@ private:
     struct foreign_part {
         foreign_part(const handler_executor& h, const IoExecutor& io)
             : ex(h)
-            , io_work(make_work(io, true))
-            , handler_work(make_work(h, true)) {}
+            , io_work(io)
+            , handler_work(h) {}
         handler_executor ex;
         work_holder<IoExecutor> io_work;
         work_holder<handler_executor> handler_work;
