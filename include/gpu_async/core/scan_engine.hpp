@@ -317,8 +317,10 @@ public:
     /// `faulted`. O(size()) when the epoch moved, one call otherwise. Allocates the list of the
     /// waits it ends; without memory it looks again at the next call.
     void judge_pending(engine_list& out) noexcept {
-        const status_fn status = status_ != nullptr ? status_ : detail::installed_status.load();
-        const epoch_fn epoch = status_ != nullptr ? epoch_ : detail::installed_epoch.load();
+        // (Not a structured binding: clang 14 cannot capture one in the lambda below.)
+        const line_life_functions life_now = life();
+        const status_fn status = life_now.status;
+        const epoch_fn epoch = life_now.epoch;
         if (status == nullptr || epoch == nullptr || table_.empty()) return;
         const std::uint32_t now = epoch(); // before judging: a later move is seen next time
         if (now == judged_pending_at_) return;
@@ -474,9 +476,16 @@ private:
     void begin_take() noexcept {
         ++take_ins_;
         keys_.clear();
-        status_now_ = status_ != nullptr ? status_ : detail::installed_status.load();
-        const epoch_fn epoch = status_ != nullptr ? epoch_ : detail::installed_epoch.load();
-        epoch_now_ = epoch != nullptr ? epoch() : 0;
+        const line_life_functions life_now = life();
+        status_now_ = life_now.status;
+        epoch_now_ = life_now.epoch != nullptr ? life_now.epoch() : 0;
+    }
+
+    /// The status and epoch functions in force: the engine's own, else the installed ones.
+    line_life_functions life() const noexcept {
+        if (status_ != nullptr) return {status_, epoch_};
+        return {detail::installed_status.load(std::memory_order_acquire),
+                detail::installed_epoch.load(std::memory_order_acquire)};
     }
 
     template <class OnRegistered>
