@@ -194,12 +194,10 @@ GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
 }
 
 GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept {
-    auto& sh = detail::line_watchers().shard_of(&line);
-    std::lock_guard lk(sh.mutex);
-    const auto it = sh.states.find(&line);
-    return it == sh.states.end()
+    const std::atomic<std::uint64_t>* state = detail::state_of(line);
+    return state == nullptr
                ? 0
-               : static_cast<std::uint32_t>(it->second.load(std::memory_order_relaxed) >> 8);
+               : static_cast<std::uint32_t>(state->load(std::memory_order_acquire) >> 8);
 }
 
 GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept {
