@@ -64,10 +64,11 @@ result teach(asio::io_context& ctx, gpu_completion_port& port, sim_device& dev,
              gpu_async::sim_stream& s, const wait_plan& p, std::string_view point,
              std::chrono::milliseconds took) {
     s.enqueue(gpu_async::dur_ns{});
-    asio::steady_timer t(ctx, took);
-    t.async_wait([&](error_code) { dev.step_all(); });
     result r;
     port.async_wait(s, p, point, record(r));
+    // Armed after the wait took its start time, so the wait lasts at least `took`.
+    asio::steady_timer t(ctx, took);
+    t.async_wait([&](error_code) { dev.step_all(); });
     run_to_completion(ctx);
     return r;
 }
@@ -394,10 +395,10 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {
     {
         // Feed through a parked wait that took >= 40 ms.
         s.enqueue(gpu_async::dur_ns{});
-        asio::steady_timer t(ctx, std::chrono::milliseconds(40));
-        t.async_wait([&](error_code) { dev.step_all(); });
         result first;
         port.async_wait(s, p, "sleepy", record(first));
+        asio::steady_timer t(ctx, std::chrono::milliseconds(40));
+        t.async_wait([&](error_code) { dev.step_all(); });
         run_to_completion(ctx);
         BOOST_REQUIRE(first.ec.has_value());
     }
