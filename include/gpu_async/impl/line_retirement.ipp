@@ -29,13 +29,15 @@ namespace detail {
 struct line_watcher_registry {
     struct entry {
         line_watcher* watcher;
-        std::size_t pins; // retirements and faults asking it now
+        std::uint64_t order; // when it was added: `watchers` is sorted by it
+        std::size_t pins;    // retirements and faults asking it now
     };
     std::mutex mutex;
     std::condition_variable unpinned;
-    // Entries on the heap: a retirement unpins the entries it pinned directly, however the list
-    // changed meanwhile (a pinned entry is never removed).
+    // Entries on the heap, in the order they were added: a retirement asks them one by one, each
+    // found again by its order after the lock was let go (a pinned entry is never removed).
     std::vector<std::unique_ptr<entry>> watchers;
+    std::uint64_t added = 0;
 
     // A line's state in the side table: its generation above 8 bits of faulted slots.
     struct shard {
@@ -83,8 +85,10 @@ GPU_ASYNC_DECL line_watcher_registry& line_watchers() noexcept {
 
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
     line_watcher_registry& r = line_watchers();
-    auto e = std::make_unique<line_watcher_registry::entry>(line_watcher_registry::entry{&w, 0});
+    auto e = std::make_unique<line_watcher_registry::entry>(line_watcher_registry::entry{&w, 0, 0});
     std::lock_guard lk(r.mutex);
+    r.watchers.reserve(r.watchers.size() + 1); // may throw: before the entry's order is taken
+    e->order = ++r.added;
     r.watchers.push_back(std::move(e));
 }
 
@@ -111,42 +115,38 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
     });
     const auto it = find();
     if (it == r.watchers.end()) return;
-    // Swapped with the last (order is not kept: each reactor is asked, in any order).
-    std::swap(*it, r.watchers.back());
-    std::unique_ptr<line_watcher_registry::entry> gone = std::move(r.watchers.back());
-    r.watchers.pop_back();
-    lk.unlock(); // freed outside the lock
+    std::unique_ptr<line_watcher_registry::entry> gone = std::move(*it);
+    r.watchers.erase(it); // the order is kept: ask_line_watchers walks by it
+    lk.unlock();          // freed outside the lock
 }
 
-// Asks every registered watcher `ask(watcher)`, holding no registry lock while it does: each is
-// pinned first, so none is removed (and destroyed) while asked.
+// Asks every registered watcher `ask(watcher)`, one at a time, holding no registry lock while
+// it does: each is pinned first, so none is removed (and destroyed) while asked, and found by
+// its order after the one asked before, so none is missed however the list changed meanwhile.
+// Allocates nothing.
 template <class Ask>
 void ask_line_watchers(Ask&& ask) noexcept {
     line_watcher_registry& r = line_watchers();
-    std::vector<line_watcher_registry::entry*> asked;
-    {
-        std::unique_lock lk(r.mutex);
-        try {
-            asked.reserve(r.watchers.size());
-        } catch (...) {
-            // No memory for the list: ask them under the lock, as a last resort.
-            for (const auto& e : r.watchers)
-                ask(*e->watcher);
-            return;
-        }
-        for (auto& e : r.watchers) {
+    std::uint64_t after = 0;
+    for (;;) {
+        line_watcher_registry::entry* e = nullptr;
+        {
+            std::lock_guard lk(r.mutex);
+            const auto it = std::upper_bound(
+                r.watchers.begin(), r.watchers.end(), after,
+                [](std::uint64_t order, const auto& x) { return order < x->order; });
+            if (it == r.watchers.end()) return;
+            e = it->get();
             ++e->pins;
-            asked.push_back(e.get());
+            after = e->order;
         }
-    }
-    for (line_watcher_registry::entry* e : asked)
         ask(*e->watcher);
-    {
-        std::lock_guard lk(r.mutex);
-        for (line_watcher_registry::entry* e : asked)
+        {
+            std::lock_guard lk(r.mutex);
             --e->pins;
+        }
+        r.unpinned.notify_all();
     }
-    r.unpinned.notify_all();
 }
 
 // The next generation after `state`'s, never 0, with no faulted slot.
