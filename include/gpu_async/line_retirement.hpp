@@ -76,6 +76,10 @@ public:
     /// Ends every wait on `slot` of `line` with errc::device_fault.
     virtual void fault_slot(const completion_line& line, slot_id slot) noexcept = 0;
 
+    /// Ends every wait on `slot` of `line` (operation_aborted): the stream storing into the slot
+    /// went; the line and its other slots live on.
+    virtual void retire_slot(const completion_line& line, slot_id slot) noexcept = 0;
+
 protected:
     line_watcher() = default;
     line_watcher(const line_watcher&) = default;
@@ -109,22 +113,35 @@ GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line);
 /// The current generation of `line`: 0 for a line never adopted. Thread-safe.
 GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept;
 
-/// The status of `d` now: live for a descriptor without a generation or of the line's current
-/// generation without a fault on its slot. Reads the side table only, never the line.
-/// Thread-safe; takes one of the side table's leaf locks for a descriptor with a generation.
+/// The current generation of `slot` of `line`, which descriptors of the slot carry: the line's
+/// generation, or a later one once the slot was retired alone (retire_slot); 0 for a line never
+/// adopted. Thread-safe.
+GPU_ASYNC_DECL std::uint32_t slot_generation(const completion_line& line, slot_id slot) noexcept;
+
+/// The status of `d` now: live for a descriptor without a generation or of its slot's current
+/// generation (slot_generation) without a fault on the slot. Reads the side table only, never
+/// the line. Thread-safe; lock-free once the calling thread has looked at the line (the first
+/// look takes one of the side table's leaf locks).
 GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept;
 
 /// Ends every pending wait on `line` in every reactor of the process (operation_aborted) and
 /// returns once no reactor reads `line` any more; advances the line's generation first (if it
 /// was adopted), so descriptors made before are stale from then on. Call it before freeing a
 /// line while waits on it may be pending. Thread-safe, also from a handler or a watcher's
-/// callback; not from inside a reactor's own lock.
+/// callback; not from inside a reactor's own lock. Allocates nothing.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
+
+/// For a line shared slot by slot, when the stream storing into `slot` goes while the line
+/// stays: ends every pending wait on the slot in every reactor (operation_aborted) and, for an
+/// adopted line, gives the slot a later generation with no fault, so the slot's descriptors made
+/// before are stale from then on (a later stream on the slot starts clean) while the other
+/// slots' stay live. Thread-safe, as retire_line; allocates nothing.
+GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept;
 
 /// Ends every pending wait on `slot` of `line`, in every reactor, with errc::device_fault (its
 /// stream faulted and will store nothing more). For an adopted line the fault is also recorded:
-/// later waits on the slot end so at once, without reading the line, until the line is retired
-/// or adopted again. Thread-safe, as retire_line.
+/// later waits on the slot end so at once, without reading the line, until the line or the slot
+/// is retired, or the line adopted again. Thread-safe, as retire_line.
 GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept;
 
 /// A line owner's status query for one line (see watch_line_health).

@@ -17,8 +17,8 @@
 
 namespace gpu_async::test {
 
-/// A reactor stand-in: registered while it lives, it records every fault_slot and retire_line
-/// of the process (with the slot's word as it was when the fault came).
+/// A reactor stand-in: registered while it lives, it records every fault_slot, retire_line and
+/// retire_slot of the process (with the slot's word as it was when the fault came).
 class fault_recorder final : public detail::line_watcher {
 public:
     struct fault {
@@ -35,6 +35,10 @@ public:
     void retire_line(const completion_line& line) noexcept override {
         std::lock_guard lk(m_);
         retired_.push_back(&line);
+    }
+    void retire_slot(const completion_line& line, slot_id slot) noexcept override {
+        std::lock_guard lk(m_);
+        slots_retired_.push_back({&line, slot.index(), 0});
     }
     void fault_slot(const completion_line& line, slot_id slot) noexcept override {
         std::lock_guard lk(m_);
@@ -62,9 +66,19 @@ public:
         return n;
     }
 
+    /// The slot retirements told of `line`.
+    std::size_t slot_retirements_of(const completion_line& line, slot_id slot) const {
+        std::lock_guard lk(m_);
+        std::size_t n = 0;
+        for (const fault& r : slots_retired_)
+            n += r.line == &line && r.slot == slot.index() ? 1 : 0;
+        return n;
+    }
+
 private:
     mutable std::mutex m_;
     std::vector<fault> faults_;
+    std::vector<fault> slots_retired_; // (the word is not recorded)
     std::vector<const completion_line*> retired_;
 };
 

@@ -32,6 +32,7 @@
 #include <boost/asio/steady_timer.hpp>
 #endif
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -50,7 +51,8 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 /// The plan-driven waits' watch of one source line, one per port and line: the one
 /// registration with the process's line registry for all of them (they are created often; the
 /// registry's lock and list are not taken per wait). A retirement of the line counts in
-/// `retirements`: a wait that started before it ends with operation_aborted at its next step
+/// `retirements` (of its slot: the line's retirements count in every slot's): a wait that
+/// started before it ends with operation_aborted at its next step
 /// and never calls its source again; the retirement waits for a source call in progress.
 struct plan_line_watch final : line_watcher {
     plan_line_watch(port_state& st, reactor_service& sv, const completion_line& l) noexcept
@@ -61,7 +63,8 @@ struct plan_line_watch final : line_watcher {
         if (&l != line) return;
         {
             std::unique_lock lk(source_mutex); // after every source call in progress
-            ++retirements;
+            for (std::uint64_t& n : retirements)
+                ++n;
         }
         // A park registered after the service retired the line (its wait read the descriptor
         // just before): registrations hold the port's registration lock, so once this holds it
@@ -73,12 +76,22 @@ struct plan_line_watch final : line_watcher {
     /// A fault reaches a plan-driven wait through its source's status query, and its park (a
     /// reactor wait) through the service, a line watcher of its own.
     void fault_slot(const completion_line&, slot_id) noexcept override {}
+    /// The stream of one slot went: as a retirement, for the waits on that slot only.
+    void retire_slot(const completion_line& l, slot_id slot) noexcept override {
+        if (&l != line) return;
+        {
+            std::unique_lock lk(source_mutex);
+            ++retirements[slot.index()];
+        }
+        std::lock_guard lk(state->registration_mutex);
+        svc->retire_slot(l, slot);
+    }
 
     port_state* state;
     reactor_service* svc;
     const completion_line* line;
     std::shared_mutex source_mutex; // source calls shared, a retirement exclusive
-    std::uint64_t retirements = 0;  // guarded by source_mutex
+    std::array<std::uint64_t, line_words> retirements{}; // per slot; guarded by source_mutex
 };
 
 /// The point table of a port's plan-driven waits and their line watches (asio/port_state.hpp
@@ -207,7 +220,9 @@ private:
         impl& operator=(const impl&) = delete;
         /// Finds (or makes and registers) the port's watch of the source's line.
         void watch_source_line() {
-            const completion_line& line = source->descriptor().line();
+            const memory_descriptor d = source->descriptor();
+            const completion_line& line = d.line();
+            slot = d.slot();
             std::lock_guard lk(state->points_mutex);
             points_of(*state); // made with the first plan-driven wait
             auto& watches = state->points->lines;
@@ -223,14 +238,14 @@ private:
             }
             watch = it->second.get();
             std::shared_lock sl(watch->source_mutex);
-            retirements_seen = watch->retirements;
+            retirements_seen = watch->retirements[slot.index()];
         }
-        /// Runs `f(source)` unless the source's line was retired since the wait began; false when
-        /// it was.
+        /// Runs `f(source)` unless the source's line or slot was retired since the wait began;
+        /// false when it was.
         template <class F>
         bool with_source(F&& f) {
             std::shared_lock lk(watch->source_mutex);
-            if (watch->retirements != retirements_seen) return false;
+            if (watch->retirements[slot.index()] != retirements_seen) return false;
             f(*source);
             return true;
         }
@@ -247,6 +262,7 @@ private:
         std::uint64_t generation = 0;
         step next = step::initial;
         plan_line_watch* watch = nullptr; // the port's, of the source's line
+        slot_id slot = *slot_id::at(0);   // the source's slot
         std::uint64_t retirements_seen = 0;
     };
 

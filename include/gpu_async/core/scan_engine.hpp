@@ -16,13 +16,13 @@
 ///
 /// What holds, for any history of stores (the wrapping rule of watch_table):
 /// - Exactly once: a wait leaves the engine once, on one list, by one of take-in, scan, cancel,
-///   retire_line, fault_slot and clear.
+///   retire_line, retire_slot, fault_slot and clear.
 /// - Order: what leaves in one take-in or scan leaves by line and slot; per slot the reached
 ///   first, in ascending target order, one target's waits in the order they were taken in.
 /// - A wait's status (its line retired since its descriptor was made: `stale`; its slot's stream
 ///   faulted: `faulted`) is asked of the host's status function when it is taken in, before its
 ///   line is read.
-/// - cancel, retire_line, fault_slot and clear allocate nothing.
+/// - cancel, retire_line, retire_slot, fault_slot and clear allocate nothing.
 ///
 /// Registrations. A host with registrations from other threads queues them in an
 /// `engine_batch` of its own (under its own lock) and hands the batch over with `fetch`; the
@@ -305,6 +305,11 @@ public:
     void fault_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
         table_.collect(line, slot, sink(out));
         table_.remove_slot(line, slot, sink(out));
+    }
+
+    /// Ends the waits on `slot` of `line` (`aborted`): its stream went; the line stays.
+    void retire_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
+        table_.remove_slot(line, slot, sink(out), watch_end::removed);
     }
 
     /// Ends every wait (`aborted`).

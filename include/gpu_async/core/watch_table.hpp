@@ -521,11 +521,13 @@ public:
         return drop_line(it->second, sink);
     }
 
-    /// Removes every wait on `slot` of `line` (the stream storing into it faulted and will store
-    /// no more) and hands each to `sink` (watch_end::faulted), in ascending target order, each
-    /// once it has left the table. `sink` must not call back into the table.
+    /// Removes every wait on `slot` of `line` (the stream storing into it faulted, or went, and
+    /// will store no more) and hands each to `sink` with `why` (watch_end::faulted or
+    /// watch_end::removed), in ascending target order, each once it has left the table. `sink`
+    /// must not call back into the table.
     template <class Sink>
-    std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink) noexcept {
+    std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink,
+                            watch_end why = watch_end::faulted) noexcept {
         const auto found = lines_.find(&line);
         if (found == lines_.end()) return 0;
         line_rec& lr = found->second;
@@ -533,7 +535,7 @@ public:
         std::size_t n = 0;
         watch_node* taken = take_first(lr.slots[s], ~std::uint64_t{0}, n);
         settle(lr, s, n, false);
-        return hand_out(taken, sink, watch_end::faulted);
+        return hand_out(taken, sink, why);
     }
 
     /// Removes every wait and hands each to `sink` (watch_end::removed).

@@ -47,8 +47,11 @@
 /// are dropped (their numbers are never stored); an item a worker is running finishes first and
 /// the worker then frees the stream; a line the device made for that stream alone
 /// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
-/// and reused (zeroed) for a later stream. A stream on a shared or caller's line
-/// (`make_stream(line, slot)`) leaves its line alone: end waits on its slot before dropping it.
+/// and reused (zeroed) for a later stream. A stream on a device line from `make_line()`
+/// (`make_stream(line, slot)`) retires its slot alone (gpu_async::retire_slot: waits on the slot
+/// end with operation_aborted, the slot's descriptors go stale, its fault is cleared, so a later
+/// stream on the slot starts clean; the other slots are untouched). A stream on a caller's line
+/// leaves the line alone: end waits on its slot before dropping it.
 /// Do not drop a handle while another thread still uses its stream (block(), park(), step()), nor
 /// while a wait given the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is
 /// pending: such a wait reads the stream object, not only its word. A handle may outlive its
@@ -304,8 +307,8 @@ private:
     detail::sim_worker* worker_;
     completion_line* line_;
     slot_id slot_;
-    // The line's generation when the stream was made (0 for a line the library does not own):
-    // its descriptors carry it, so they go stale when the stream is given back.
+    // Its slot's generation when the stream was made (0 for a line never adopted): its
+    // descriptors carry it, so they go stale when the stream is given back.
     std::uint32_t generation_ = 0;
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};

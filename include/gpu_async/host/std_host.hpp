@@ -589,6 +589,17 @@ private:
         bell_->ring();
     }
 
+    // The slot's stream went: its registrations end as a retired line's do.
+    void retire_slot(const completion_line& line, slot_id slot) noexcept override {
+        {
+            std::lock_guard lk(m_);
+            engine_list out;
+            engine_.retire_slot(line, slot, out);
+            settle_noexcept_locked(out);
+        }
+        bell_->ring();
+    }
+
     void run() {
         // While nothing is watched the thread sleeps on the doorbell; a registration and the
         // stop ring it.

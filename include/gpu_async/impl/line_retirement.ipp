@@ -39,12 +39,19 @@ struct line_watcher_registry {
     std::vector<std::unique_ptr<entry>> watchers;
     std::uint64_t added = 0;
 
-    // A line's state in the side table: its generation above 8 bits of faulted slots.
+    // A line's state in the side table: the generation adopt_line gave it, and each slot's
+    // generation (shifted left by one) with the slot's fault in the low bit. Each slot is one
+    // atomic so that a status reads a consistent pair.
+    struct line_state {
+        std::atomic<std::uint32_t> generation{0};
+        std::array<std::atomic<std::uint64_t>, line_words> slots{};
+        std::uint32_t issued = 0; // the last generation given to the line or a slot (`mutex`)
+    };
     struct shard {
         std::mutex mutex;
-        // Atomic values (written under `mutex`, read without it through state_of's per-thread
-        // cache): a node is never erased, so a value's address is the line's for good.
-        std::unordered_map<const completion_line*, std::atomic<std::uint64_t>> states;
+        // Written under `mutex`, read without it through state_of's per-thread cache: a node is
+        // never erased, so a state's address is the line's for good.
+        std::unordered_map<const completion_line*, line_state> states;
     };
     static constexpr std::size_t shards = 64;
     std::array<shard, shards> table;
@@ -149,20 +156,48 @@ void ask_line_watchers(Ask&& ask) noexcept {
     }
 }
 
-// The next generation after `state`'s, never 0, with no faulted slot.
-inline std::uint64_t next_generation(std::uint64_t state) noexcept {
-    std::uint32_t g = static_cast<std::uint32_t>(state >> 8) + 1;
-    if (g == 0) g = 1;
-    return std::uint64_t{g} << 8;
+using line_state = line_watcher_registry::line_state;
+
+// A slot's state word: its generation shifted left by one, its fault in the low bit.
+constexpr std::uint64_t slot_word(std::uint32_t generation) noexcept {
+    return std::uint64_t{generation} << 1;
+}
+constexpr std::uint32_t generation_of(std::uint64_t word) noexcept {
+    return static_cast<std::uint32_t>(word >> 1);
+}
+
+// The next generation of `st`'s line (its shard's lock held): never 0, and later than any the
+// line or a slot was given, so no slot ever takes back a generation its descriptors carried.
+inline std::uint32_t next_generation(line_state& st) noexcept {
+    if (++st.issued == 0) st.issued = 1;
+    return st.issued;
+}
+
+// Gives the line and each slot of `st` a new generation with no fault (its shard's lock held).
+inline std::uint32_t renew_line(line_state& st) noexcept {
+    const std::uint32_t g = next_generation(st);
+    st.generation.store(g, std::memory_order_release);
+    for (auto& slot : st.slots)
+        slot.store(slot_word(g), std::memory_order_release);
+    return g;
+}
+
+// Calls f(line_state&) under the shard's lock if `line` was ever adopted.
+template <class F>
+void update_state(const completion_line& line, F&& f) noexcept {
+    auto& sh = line_watchers().shard_of(&line);
+    std::lock_guard lk(sh.mutex);
+    const auto it = sh.states.find(&line);
+    if (it != sh.states.end()) f(it->second);
 }
 
 // The side table's state of `line`, or null when it was never adopted. The lookup is lock-free
 // once a thread has seen the line (a small per-thread cache of state addresses, which never
 // change); the first look takes the shard's lock.
-inline const std::atomic<std::uint64_t>* state_of(const completion_line& line) noexcept {
+inline const line_state* state_of(const completion_line& line) noexcept {
     struct cached {
         const completion_line* line;
-        const std::atomic<std::uint64_t>* state;
+        const line_state* state;
     };
     constexpr std::size_t ways = 64;
     static thread_local std::array<cached, ways> cache{};
@@ -185,54 +220,58 @@ GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
         (install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
     (void)installed;
     auto& sh = detail::line_watchers().shard_of(&line);
-    std::lock_guard lk(sh.mutex);
-    std::atomic<std::uint64_t>& state = sh.states[&line]; // new: 0, generation 1 next
-    const std::uint64_t next = detail::next_generation(state.load(std::memory_order_relaxed));
-    state.store(next, std::memory_order_release);
+    std::uint32_t g = 0;
+    {
+        std::lock_guard lk(sh.mutex);
+        g = detail::renew_line(sh.states[&line]); // new: generation 1
+    }
     detail::line_watchers().bump();
-    return static_cast<std::uint32_t>(next >> 8);
+    return g;
 }
 
 GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept {
-    const std::atomic<std::uint64_t>* state = detail::state_of(line);
-    return state == nullptr
+    const detail::line_state* st = detail::state_of(line);
+    return st == nullptr ? 0 : st->generation.load(std::memory_order_acquire);
+}
+
+GPU_ASYNC_DECL std::uint32_t slot_generation(const completion_line& line, slot_id slot) noexcept {
+    const detail::line_state* st = detail::state_of(line);
+    return st == nullptr
                ? 0
-               : static_cast<std::uint32_t>(state->load(std::memory_order_acquire) >> 8);
+               : detail::generation_of(st->slots[slot.index()].load(std::memory_order_acquire));
 }
 
 GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept {
     if (d.generation() == 0) return line_status::live;
-    const std::atomic<std::uint64_t>* state = detail::state_of(d.line());
-    if (state == nullptr) return line_status::stale; // never adopted: not a line of ours now
-    const std::uint64_t v = state->load(std::memory_order_acquire);
-    if (static_cast<std::uint32_t>(v >> 8) != d.generation()) return line_status::stale;
-    if ((v & (std::uint64_t{1} << d.slot().index())) != 0) return line_status::faulted;
+    const detail::line_state* st = detail::state_of(d.line());
+    if (st == nullptr) return line_status::stale; // never adopted: not a line of ours now
+    const std::uint64_t v = st->slots[d.slot().index()].load(std::memory_order_acquire);
+    if (detail::generation_of(v) != d.generation()) return line_status::stale;
+    if ((v & 1) != 0) return line_status::faulted;
     return line_status::live;
 }
 
+// Each of these changes the side table first: a registration that a watcher takes in after it
+// is asked sees the change and does not read what it ends.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
-    {
-        // First: a registration that a watcher takes in after it is asked below sees the new
-        // generation and does not read the line.
-        auto& sh = detail::line_watchers().shard_of(&line);
-        std::lock_guard lk(sh.mutex);
-        const auto it = sh.states.find(&line);
-        if (it != sh.states.end())
-            it->second.store(detail::next_generation(it->second.load(std::memory_order_relaxed)),
-                             std::memory_order_release);
-    }
+    detail::update_state(line, [](detail::line_state& st) { detail::renew_line(st); });
     detail::line_watchers().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
 }
 
+GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept {
+    detail::update_state(line, [&](detail::line_state& st) {
+        st.slots[slot.index()].store(detail::slot_word(detail::next_generation(st)),
+                                     std::memory_order_release);
+    });
+    detail::line_watchers().bump();
+    detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_slot(line, slot); });
+}
+
 GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept {
-    {
-        auto& sh = detail::line_watchers().shard_of(&line);
-        std::lock_guard lk(sh.mutex);
-        const auto it = sh.states.find(&line);
-        if (it != sh.states.end())
-            it->second.fetch_or(std::uint64_t{1} << slot.index(), std::memory_order_release);
-    }
+    detail::update_state(line, [&](detail::line_state& st) {
+        st.slots[slot.index()].fetch_or(1, std::memory_order_release);
+    });
     detail::line_watchers().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.fault_slot(line, slot); });
 }

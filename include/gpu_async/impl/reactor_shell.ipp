@@ -306,6 +306,18 @@ GPU_ASYNC_DECL void reactor_shell::fault_slot(const completion_line& line, slot_
     schedule(sched);
 }
 
+GPU_ASYNC_DECL void reactor_shell::retire_slot(const completion_line& line, slot_id slot) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out);
+        engine_.retire_slot(line, slot, out);
+        sched = settle_locked(out);
+    }
+    schedule(sched);
+}
+
 GPU_ASYNC_DECL void reactor_shell::scan_after_drain() noexcept {
     // Only when something rang since the last scan (a handler's producer, most likely) and the
     // waiter is not scanning now: the drain must never wait for the lock.

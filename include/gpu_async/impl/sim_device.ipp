@@ -253,7 +253,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& lin
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
     auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
     s->own_line_ = own_line;
-    s->generation_ = line_generation(line);
+    s->generation_ = slot_generation(line, slot);
     s->index_ = streams_.size();
     streams_.push_back(std::move(s));
     return sim_stream_handle(life_, streams_.back().get());
@@ -285,7 +285,10 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
 GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
     const bool own = s.own_line_;
     completion_line* line = s.line_;
-    if (own) retire_line(*line); // waits on it end with operation_aborted
+    if (own)
+        retire_line(*line); // waits on it end with operation_aborted
+    else if (s.generation_ != 0)
+        retire_slot(*line, s.slot_); // a device line's slot: the next stream on it starts clean
     std::unique_ptr<sim_stream> gone;
     {
         std::lock_guard<std::mutex> lk(mutex_);

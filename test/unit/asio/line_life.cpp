@@ -155,6 +155,68 @@ BOOST_AUTO_TEST_CASE(a_fault_on_a_shared_line_ends_only_its_slots_waits) {
     BOOST_TEST(!*on_healthy);
 }
 
+// A stream on a shared device line (make_line, then make_stream(line, slot)) given back retires
+// its slot alone: its pending waits end aborted, its descriptors go stale, a later stream on the
+// slot neither completes them nor inherits its fault, and the other slots' waits go on.
+BOOST_AUTO_TEST_CASE(a_given_back_stream_on_a_shared_line_retires_its_slot_alone) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(3);
+    auto neighbour = dev.make_stream(line, *gpu_async::slot_id::at(4));
+    auto first = dev.make_stream(line, slot);
+    const auto t1 = first->enqueue(std::chrono::microseconds(1));
+    const memory_descriptor taken = first->descriptor_for(t1 + 1); // never waited before the drop
+    std::optional<error_code> pending, other;
+    port.async_wait(first->descriptor_for(t1), [&](error_code ec) { pending = ec; });
+    port.async_wait(neighbour->descriptor_for(neighbour->enqueue(std::chrono::microseconds(1))),
+                    [&](error_code ec) { other = ec; });
+    first.reset(); // its queued item is dropped: nothing stores t1
+    BOOST_TEST((gpu_async::descriptor_status(taken) == gpu_async::line_status::stale));
+
+    // The next stream on the slot runs past both old targets: the old descriptors stay stale.
+    auto second = dev.make_stream(line, slot);
+    second->enqueue(std::chrono::microseconds(1));
+    second->enqueue(std::chrono::microseconds(1));
+    dev.step_all(); // the neighbour's item too
+    BOOST_TEST_REQUIRE(taken.is_complete());
+    endings e;
+    port.async_wait(taken, e.handler());
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(pending.has_value());
+    BOOST_TEST((*pending == asio::error::operation_aborted));
+    BOOST_TEST_REQUIRE(other.has_value());
+    BOOST_TEST(!*other); // the neighbour's slot is untouched
+    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
+    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+    BOOST_TEST(
+        (gpu_async::descriptor_status(second->descriptor()) == gpu_async::line_status::live));
+}
+
+BOOST_AUTO_TEST_CASE(a_new_stream_on_a_faulted_streams_slot_starts_clean) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(3);
+    auto faulty = dev.make_stream(line, slot);
+    faulty->enqueue_fault();
+    dev.step_all();
+    const memory_descriptor behind = faulty->descriptor_for(1);
+    BOOST_TEST((gpu_async::descriptor_status(behind) == gpu_async::line_status::faulted));
+    faulty.reset();
+    BOOST_TEST((gpu_async::descriptor_status(behind) == gpu_async::line_status::stale));
+    auto next = dev.make_stream(line, slot);
+    const auto t = next->enqueue(std::chrono::microseconds(1));
+    std::optional<error_code> got;
+    port.async_wait(next->descriptor_for(t), [&](error_code ec) { got = ec; });
+    asio::post(ctx, [&] { dev.step_all(); });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got);
+}
+
 BOOST_AUTO_TEST_CASE(a_cancelled_stream_is_not_a_fault) {
     asio::io_context ctx;
     std::optional<error_code> got;

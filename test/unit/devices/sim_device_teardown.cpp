@@ -64,6 +64,7 @@ public:
         (void)release.wait();
     }
     void fault_slot(const completion_line&, slot_id) noexcept override {}
+    void retire_slot(const completion_line&, slot_id) noexcept override {}
 
     std::atomic<int> retired{0};
     gate entered;

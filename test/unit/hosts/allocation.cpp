@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-// Retiring a line and faulting a slot allocate nothing on the calling thread, with
+// Retiring a line or a slot and faulting a slot allocate nothing on the calling thread, with
 // reactors registered and waits pending: the registry asks its watchers one by one, pinning each,
 // with no list of them made. (Counted by a replaced global operator new, so not under the
 // sanitizers, which bring their own.)
@@ -91,6 +91,7 @@ BOOST_AUTO_TEST_CASE(retirement_and_faults_allocate_nothing) {
     for (std::uint64_t t = 1; t <= 9; ++t)
         handles.push_back((t % 2 == 0 ? first : second).watch(at(t)));
     BOOST_TEST(allocations_of([&] { fault_slot(line, *slot_id::at(0)); }) == 0u);
+    BOOST_TEST(allocations_of([&] { retire_slot(line, *slot_id::at(1)); }) == 0u);
     BOOST_TEST(allocations_of([&] { retire_line(line); }) == 0u);
     for (std::uint64_t t = 1; t <= 9; ++t) {
         const watch_handle& h = handles[t - 1];

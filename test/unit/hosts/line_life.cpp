@@ -78,6 +78,25 @@ BOOST_AUTO_TEST_CASE(the_watcher_ends_a_retired_lines_registrations_and_never_fi
     BOOST_TEST(w.pending() == 0u);
 }
 
+// A stream on a shared device line given back retires its slot alone: the watcher ends that
+// slot's registrations and keeps the other slots'.
+BOOST_AUTO_TEST_CASE(the_watcher_ends_a_retired_slots_registrations_only) {
+    std_watcher w;
+    sim_device dev(manual());
+    completion_line& line = dev.make_line();
+    auto gone = dev.make_stream(line, *slot_id::at(1));
+    auto stays = dev.make_stream(line, *slot_id::at(6));
+    const watch_handle on_gone = w.watch(gone->descriptor_for(gone->enqueue(1us)));
+    const watch_handle on_stays = w.watch(stays->descriptor_for(stays->enqueue(1us)));
+    gone.reset();
+    BOOST_TEST_REQUIRE(on_gone.wait_for(bound));
+    BOOST_TEST((on_gone.error() == std::errc::operation_canceled));
+    BOOST_TEST(!on_stays.ready());
+    dev.step_all();
+    BOOST_TEST_REQUIRE(on_stays.wait_for(bound));
+    BOOST_TEST(!on_stays.error());
+}
+
 BOOST_AUTO_TEST_CASE(the_watcher_ends_stale_and_faulted_descriptors_unread) {
     std_watcher w;
     sim_device dev(manual());
