@@ -201,7 +201,10 @@ public:
         reached(found);
         for (const registration id : early) {
             watched& w = descriptors_.at(id);
-            if (w.descriptor().is_complete())
+            // Judged before the word is read: a retired line's memory may be gone or reused.
+            if (engine_.status_of(w.descriptor()) == line_status::stale)
+                ended_.emplace_back(id, wait_end::aborted);
+            else if (w.descriptor().is_complete())
                 reached_.push_back(id);
             else
                 take_in(w);
@@ -213,12 +216,12 @@ public:
         ended_.clear();
         for (const auto& [at, id] : timeline_) {
             if (at > now) break;
+            // A descriptor is not read again: what this fire found it to be (reached, or ended)
+            // is already listed and wins over its deadline (once_each).
             if (alarms_.count(id) != 0)
                 fired_alarms.push_back(id);
             else
-                fired_descriptors.emplace_back(id, descriptors_.at(id).descriptor().is_complete()
-                                                       ? wait_end::reached
-                                                       : wait_end::expired);
+                fired_descriptors.emplace_back(id, wait_end::expired);
         }
         once_each(fired_descriptors);
         std::sort(fired_alarms.begin(), fired_alarms.end());

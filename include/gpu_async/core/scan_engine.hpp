@@ -346,6 +346,13 @@ public:
         ending_.clear();
     }
 
+    /// The status of `d` by the engine's status function (or the installed one): live when
+    /// there is none. Reads no line.
+    line_status status_of(const memory_descriptor& d) const noexcept {
+        const status_fn f = life().status;
+        return f != nullptr ? f(d) : line_status::live;
+    }
+
     /// `base`, shortened to the tightest bound of a registered wait and to the earliest deadline.
     dur_ns bound(mono_ns now, dur_ns base) const noexcept {
         if (!bounds_.empty()) base = min(base, dur_ns{bounds_.begin()->first});

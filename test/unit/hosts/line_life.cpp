@@ -174,6 +174,50 @@ BOOST_AUTO_TEST_CASE(the_fill_reactor_ends_retired_stale_and_faulted_waits) {
     BOOST_TEST(r.empty());
 }
 
+// What the FILL reactor found complete at registration, and what passed its deadline, is not read
+// again at fire() once the line was retired: a reused line cannot complete it, and a destroyed
+// device's memory is not touched (AddressSanitizer reports any read of it).
+BOOST_AUTO_TEST_CASE(the_fill_reactor_reads_no_retired_line_at_fire) {
+    reactor r;
+    reactor_waiter early;
+    reactor_waiter timed;
+    {
+        sim_device dev(manual());
+        auto s = dev.make_stream();
+        const memory_descriptor done = s->descriptor_for(s->enqueue(1us));
+        const memory_descriptor later = s->descriptor_for(s->enqueue(1us));
+        dev.step(*s);                       // `done` is stored, `later` is not
+        r.watch(done, std::nullopt, early); // complete at registration: fires at fire()
+        r.watch(later, mono_ns{5}, timed);  // registered, with a deadline
+        BOOST_TEST_REQUIRE(r.fired_count() == 0u);
+    } // the device, its lines and their memory are gone
+    BOOST_TEST(r.fire(mono_ns{10}) == 2u);
+    BOOST_TEST(r.pop_fired() == &early);
+    BOOST_TEST(r.pop_fired() == &timed);
+    BOOST_TEST(!early.completed);
+    BOOST_TEST((early.end == wait_end::aborted));
+    BOOST_TEST(!timed.completed);
+    BOOST_TEST((timed.end == wait_end::aborted));
+
+    // The same on a line that a new stream reuses and runs past the old targets.
+    sim_device dev(manual());
+    auto first = dev.make_stream();
+    const memory_descriptor old = first->descriptor_for(first->enqueue(1us));
+    reactor_waiter pending;
+    r.watch(old, mono_ns{15}, pending);
+    first.reset();
+    auto second = dev.make_stream();
+    second->enqueue(1us);
+    second->enqueue(1us);
+    dev.step_all();
+    BOOST_TEST_REQUIRE(old.is_complete());
+    BOOST_TEST(r.fire(mono_ns{20}) == 1u);
+    BOOST_TEST(r.pop_fired() == &pending);
+    BOOST_TEST(!pending.completed);
+    BOOST_TEST((pending.end == wait_end::aborted));
+    BOOST_TEST(r.empty());
+}
+
 #if GPU_ASYNC_HAS_WAIT_FD
 
 // A retirement asks an fd notifier, which drops its registration and so waits for the
