@@ -114,10 +114,21 @@ public:
 
     void sleep_until(mono_ns at) const { std_timer{}.sleep_until(at); }
 
-    /// Parks on `line` until `done()`, a store, or `bound`; returns `done()`.
+    /// Parks on `line` until `done()`, a store, or `bound`; returns `done()`. First runs the
+    /// line owners' health queries when they are due (the reactor parks only while waits are
+    /// pending); when they ran it returns at once, so that the reactor judges its waits again.
     template <class Pred>
     bool park_line(const completion_line& line, Pred&& done, dur_ns bound) const {
+        if (query_health()) return done();
         return ww_->park(line, std::forward<Pred>(done), bound);
+    }
+
+    /// Runs the line owners' health queries if they are due (line_retirement.hpp: at most once
+    /// per fault backstop in the process), so that a faulted context ends the FILL reactor's
+    /// waits (errc::device_fault) within about a backstop and a park bound. True when they ran.
+    static bool query_health() noexcept {
+        return detail::line_health_watched() &&
+               detail::query_line_health(detail::wordwait_now_ns());
     }
 
     /// The word-wait path parks run.

@@ -208,11 +208,13 @@ public:
 
     /// Parks on `line` until `done()`, a wake, `bound`, or a completion of the program's own
     /// operations; returns `done()`. With a doorbell set and kernel support: a futex wait on the
-    /// doorbell linked to a timeout; otherwise the word wait.
+    /// doorbell linked to a timeout; otherwise the word wait. Runs the line owners' health
+    /// queries first when they are due, and then returns at once (as std_idle).
     template <class Pred>
     bool park_line(const completion_line& line, Pred&& done, dur_ns bound) {
         foreign_ = 0;
         if (done()) return true;
+        if (std_idle::query_health()) return done(); // the reactor judges its waits again
         reap_ready();
         if (foreign_ != 0) return done();
         if (bell_ != nullptr && futex_supported_) {

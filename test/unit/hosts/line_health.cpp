@@ -5,6 +5,8 @@
 #include <gpu_async/line_retirement.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/host/std_host.hpp>
 
 #include "common/fault_recorder.hpp"
 
@@ -245,6 +247,31 @@ BOOST_AUTO_TEST_CASE(a_querys_fault_reaches_every_reactor_and_the_side_table) {
     BOOST_TEST_REQUIRE(faults.size() == 1u);
     BOOST_TEST(faults[0].slot == 3u);
     BOOST_TEST((descriptor_status(d) == line_status::faulted));
+    retire_line(line);
+}
+
+// Nothing tells the FILL executor's reactor of a fault (it runs on its caller's thread, with no
+// lock to take): its idle runs the health queries before it parks, so a faulted context ends
+// the reactor's waits on its lines too, at the turn after the query.
+BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_faulted) {
+    backstop_scope b(dur_ns::zero());
+    completion_line line;
+    const std::uint32_t g = adopt_line(line);
+    counting_health h;
+    h.then = [](const completion_line& l) { fault_slot(l, *slot_id::at(2)); };
+    watch_scope w(line, h);
+    reactor r;
+    std_idle idle;
+    reactor_waiter faulted;
+    r.watch(memory_descriptor(line, *slot_id::at(2), 1, g), std::nullopt, faulted);
+    // Without the queries every turn parks a whole bound and the wait never ends.
+    for (int turns = 0; turns < 20 && r.fired_count() == 0; ++turns)
+        BOOST_TEST_REQUIRE(r.turn(idle, dur_ns::from_ms(1), 0).has_value());
+    BOOST_TEST(h.runs.load() >= 1);
+    BOOST_TEST_REQUIRE(r.fired_count() == 1u);
+    BOOST_TEST(r.pop_fired() == &faulted);
+    BOOST_TEST(!faulted.completed);
+    BOOST_TEST((faulted.end == wait_end::faulted));
     retire_line(line);
 }
 
