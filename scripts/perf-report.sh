@@ -394,8 +394,10 @@ grep -q '^| pending | port: heap bytes per wait |' "$run/wait-memory.md" ||
     echo "## Heap per pending wait"
     echo
     echo "\`wait-memory-bench\`: malloc's bytes in use per pending descriptor wait on one port (its"
-    echo "operation and its place in the reactor's table), beside a \`steady_timer\` wait with the same"
-    echo "small handler, and the time of \`port.cancel()\` against cancelling as many timers."
+    echo "operation and its place in the reactor's table), with eight waits to a line (one per slot)"
+    echo "and with a line to each wait (the line's record, about 200 bytes, is then the wait's alone),"
+    echo "beside a \`steady_timer\` wait with the same small handler, and the time of \`port.cancel()\`"
+    echo "(eight to a line) against cancelling as many timers."
     echo
     cat "$run/wait-memory.md"
 } >>"$tmp"
