@@ -10,9 +10,10 @@
 /// (a stream given back, a device destroyed, mapped_line::close()); call it yourself before
 /// freeing a line you own while waits on it may be pending.
 ///
-/// Lines the library hands out also have a generation (`adopt_line`): their descriptors carry
-/// it, retiring the line advances it, and a wait whose descriptor's generation is no longer the
-/// line's ends with errc::stale_descriptor when it begins, before anything reads the line. The
+/// Lines the library hands out also have a generation (`adopt_line`), and so does each of their
+/// slots: their descriptors carry the slot's, retiring the line (or the slot alone,
+/// `retire_slot`) advances it, and a wait whose descriptor's generation is no longer its slot's
+/// ends with errc::stale_descriptor when it begins, before anything reads the line. The
 /// generations live in a side table that is never freed, keyed by the line's address, so a
 /// descriptor of a destroyed device (or of a line whose memory a new line reuses) is caught
 /// without touching the freed memory. A descriptor without a generation (a line you allocate)
@@ -20,7 +21,8 @@
 ///
 /// A line owner that learns that the stream storing into a slot faulted (it will store nothing
 /// more) calls `fault_slot(line, slot)`: every pending wait on that slot ends with
-/// errc::device_fault, and so does every later wait on it, until the line is retired.
+/// errc::device_fault, and so does every later wait on it, until the line or the slot is
+/// retired.
 ///
 /// An owner learns of a fault by asking its driver, and asynchronous faults (a GPU context's
 /// sticky error) are not told to anyone: no store comes, and the caller's stream may be gone.
@@ -90,8 +92,8 @@ protected:
 /// Registers `w` until remove_line_watcher(w). Thread-safe.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
 /// The line-life epoch: never 0, it moves (after the change) whenever a line is adopted or
-/// retired or a slot faulted. A reactor that judged a descriptor (descriptor_status) after
-/// reading epoch `e` need not judge it again while the epoch is still `e`. Lock-free.
+/// retired or a slot retired or faulted. A reactor that judged a descriptor (descriptor_status)
+/// after reading epoch `e` need not judge it again while the epoch is still `e`. Lock-free.
 GPU_ASYNC_DECL std::uint32_t line_life_epoch() noexcept;
 /// Number of registered watchers (for tests and diagnostics).
 GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept;
@@ -104,8 +106,10 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept;
 // line_status (what a reactor does with a descriptor) is in <gpu_async/core/completion_line.hpp>.
 
 /// Gives a line the library hands out (or yours, if you want its descriptors checked) its next
-/// generation, never 0, with no faulted slot; stamp it into the line's descriptors
-/// (memory_descriptor's four-argument constructor). The first generation of an address is 1;
+/// generation, never 0, with no faulted slot, and every slot the same generation; stamp it into
+/// the line's descriptors (memory_descriptor's four-argument constructor), or, on a line whose
+/// slots are retired one by one (retire_slot), stamp slot_generation(). The first generation of
+/// an address is 1;
 /// after `retire_line` the next adoption of the same address gets a later one. Thread-safe;
 /// may throw std::bad_alloc (the side table grows by one entry per line address).
 GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line);
@@ -135,7 +139,8 @@ GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
 /// stays: ends every pending wait on the slot in every reactor (operation_aborted) and, for an
 /// adopted line, gives the slot a later generation with no fault, so the slot's descriptors made
 /// before are stale from then on (a later stream on the slot starts clean) while the other
-/// slots' stay live. Thread-safe, as retire_line; allocates nothing.
+/// slots' stay live. Descriptors of the slot made after it must carry slot_generation(), not the
+/// line's (which the slot no longer has). Thread-safe, as retire_line; allocates nothing.
 GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept;
 
 /// Ends every pending wait on `slot` of `line`, in every reactor, with errc::device_fault (its

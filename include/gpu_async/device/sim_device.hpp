@@ -103,6 +103,7 @@
 #include <system_error>
 #include <thread>
 #include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -323,8 +324,9 @@ private:
     bool released_ = false;  // given back: the worker frees it when it is done with it
     std::error_code error_{};
     // Guarded by device_->mutex_:
-    bool own_line_ = false; // the device made line_ for this stream alone
-    std::size_t index_ = 0; // in device_->streams_
+    bool own_line_ = false;    // the device made line_ for this stream alone
+    bool shared_slot_ = false; // line_ is a device line from make_line(): its slot is retired
+    std::size_t index_ = 0;    // in device_->streams_
 };
 
 static_assert(completion_source<sim_stream>);
@@ -424,7 +426,8 @@ private:
     bool manual_;
     mutable std::mutex mutex_; // guards streams_, lines_, next_worker_, shut_
     std::deque<completion_line> lines_;
-    std::vector<completion_line*> free_lines_; // own lines of freed streams, retired
+    std::unordered_set<const completion_line*> shared_lines_; // lines_ made by make_line()
+    std::vector<completion_line*> free_lines_;                // own lines of freed streams, retired
     std::vector<std::unique_ptr<detail::sim_worker>> workers_;
     std::vector<std::unique_ptr<sim_stream>> streams_;
     std::shared_ptr<detail::sim_life> life_ = std::make_shared<detail::sim_life>();

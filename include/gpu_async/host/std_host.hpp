@@ -116,7 +116,8 @@ public:
 
     /// Parks on `line` until `done()`, a store, or `bound`; returns `done()`. First runs the
     /// line owners' health queries when they are due (the reactor parks only while waits are
-    /// pending); when they ran it returns at once, so that the reactor judges its waits again.
+    /// pending); when a line's life moved meanwhile (a query found a fault) it returns at once,
+    /// so that the reactor judges its waits again.
     template <class Pred>
     bool park_line(const completion_line& line, Pred&& done, dur_ns bound) const {
         if (query_health()) return done();
@@ -125,10 +126,14 @@ public:
 
     /// Runs the line owners' health queries if they are due (line_retirement.hpp: at most once
     /// per fault backstop in the process), so that a faulted context ends the FILL reactor's
-    /// waits (errc::device_fault) within about a backstop and a park bound. True when they ran.
+    /// waits (errc::device_fault) within about a backstop and a park bound. True when they ran
+    /// and a line's life moved meanwhile (else the park goes on: a zero backstop runs them at
+    /// every park, which must not turn the park into a spin).
     static bool query_health() noexcept {
-        return detail::line_health_watched() &&
-               detail::query_line_health(detail::wordwait_now_ns());
+        if (!detail::line_health_watched()) return false;
+        const std::uint32_t before = detail::line_life_epoch();
+        return detail::query_line_health(detail::wordwait_now_ns()) &&
+               detail::line_life_epoch() != before;
     }
 
     /// The word-wait path parks run.

@@ -209,7 +209,8 @@ public:
     /// Parks on `line` until `done()`, a wake, `bound`, or a completion of the program's own
     /// operations; returns `done()`. With a doorbell set and kernel support: a futex wait on the
     /// doorbell linked to a timeout; otherwise the word wait. Runs the line owners' health
-    /// queries first when they are due, and then returns at once (as std_idle).
+    /// queries first when they are due, and returns at once when a line's life moved (as
+    /// std_idle).
     template <class Pred>
     bool park_line(const completion_line& line, Pred&& done, dur_ns bound) {
         foreign_ = 0;

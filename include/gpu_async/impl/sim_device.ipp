@@ -215,8 +215,10 @@ GPU_ASYNC_DECL completion_line& sim_device::make_line() {
     std::lock_guard<std::mutex> lk(mutex_);
     completion_line& line = lines_.emplace_back();
     try {
+        shared_lines_.insert(&line);
         adopt_line(line); // the device's: retired when it goes, its descriptors checked
     } catch (...) {
+        shared_lines_.erase(&line);
         lines_.pop_back();
         throw;
     }
@@ -253,6 +255,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& lin
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
     auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
     s->own_line_ = own_line;
+    s->shared_slot_ = !own_line && shared_lines_.count(&line) != 0;
     s->generation_ = slot_generation(line, slot);
     s->index_ = streams_.size();
     streams_.push_back(std::move(s));
@@ -278,6 +281,9 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
         w.done_cv.notify_all();
     }
     dropped.clear();
+    // A slot of a device line: retired now, not when the stream is freed (a worker may still
+    // run its item), so that a stream made on the slot next starts after the retirement.
+    if (s.shared_slot_) retire_slot(*s.line_, s.slot_);
     if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
 }
 
@@ -285,10 +291,7 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
 GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
     const bool own = s.own_line_;
     completion_line* line = s.line_;
-    if (own)
-        retire_line(*line); // waits on it end with operation_aborted
-    else if (s.generation_ != 0)
-        retire_slot(*line, s.slot_); // a device line's slot: the next stream on it starts clean
+    if (own) retire_line(*line); // waits on it end with operation_aborted
     std::unique_ptr<sim_stream> gone;
     {
         std::lock_guard<std::mutex> lk(mutex_);

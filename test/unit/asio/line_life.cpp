@@ -13,7 +13,10 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <future>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -192,6 +195,53 @@ BOOST_AUTO_TEST_CASE(a_given_back_stream_on_a_shared_line_retires_its_slot_alone
     BOOST_TEST((e.codes[0] == errc::stale_descriptor));
     BOOST_TEST(
         (gpu_async::descriptor_status(second->descriptor()) == gpu_async::line_status::live));
+}
+
+// The slot is retired when the handle is dropped, not when a worker still running the stream's
+// item lets it go: a stream made on the slot meanwhile is not retired with the old one.
+BOOST_AUTO_TEST_CASE(a_shared_slot_is_retired_when_its_handle_is_dropped) {
+    sim_device dev; // a worker thread
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(3);
+    std::promise<void> started;
+    std::promise<void> gate;
+    std::shared_future<void> opened = gate.get_future().share();
+    auto first = dev.make_stream(line, slot);
+    first->enqueue([&] {
+        started.set_value();
+        opened.wait();
+    });
+    started.get_future().wait();
+    first.reset(); // the worker runs its item still
+    auto next = dev.make_stream(line, slot);
+    gate.set_value();
+    next->enqueue(std::chrono::microseconds(1));
+    BOOST_TEST_REQUIRE(next->park(std::chrono::seconds(30)));
+    BOOST_TEST((gpu_async::descriptor_status(next->descriptor()) == gpu_async::line_status::live));
+}
+
+// A caller's line, even one the caller adopted to have its descriptors checked, is the caller's:
+// a simulated stream on it given back ends no wait on it.
+BOOST_AUTO_TEST_CASE(a_stream_given_back_leaves_a_callers_adopted_line_alone) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    gpu_async::completion_line line;
+    const std::uint32_t g = gpu_async::adopt_line(line);
+    const auto slot = *gpu_async::slot_id::at(2);
+    std::optional<error_code> got;
+    {
+        sim_device dev(manual());
+        auto s = dev.make_stream(line, slot);
+        port.async_wait(memory_descriptor(line, slot, 1, g), [&](error_code ec) { got = ec; });
+        s.reset();
+        line.words[slot.index()].store(1, std::memory_order_release); // the caller's own store
+        run_to_completion(ctx);
+    }
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got);
+    BOOST_TEST((gpu_async::descriptor_status(memory_descriptor(line, slot, 2, g)) ==
+                gpu_async::line_status::live));
+    gpu_async::retire_line(line);
 }
 
 BOOST_AUTO_TEST_CASE(a_new_stream_on_a_faulted_streams_slot_starts_clean) {

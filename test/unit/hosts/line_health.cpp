@@ -275,4 +275,26 @@ BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_f
     retire_line(line);
 }
 
+// With a zero backstop the queries run at every park; one that finds nothing must not cut the
+// park short, or the FILL executor would spin while it waits.
+BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_still_parks_when_the_queries_find_nothing) {
+    backstop_scope b(dur_ns::zero());
+    completion_line line;
+    const std::uint32_t g = adopt_line(line);
+    counting_health h; // finds nothing
+    watch_scope w(line, h);
+    reactor r;
+    std_idle idle;
+    reactor_waiter never;
+    const reactor::registration id =
+        r.watch(memory_descriptor(line, *slot_id::at(1), 1, g), std::nullopt, never);
+    const auto turn = r.turn(idle, dur_ns::from_ms(2), 0);
+    BOOST_TEST_REQUIRE(turn.has_value());
+    BOOST_TEST(h.runs.load() >= 1);
+    BOOST_TEST((turn.value().idled == idle_kind::parked));
+    BOOST_TEST(turn.value().idle_time.count() >= dur_ns::from_ms(1).count()); // it parked
+    BOOST_TEST(r.cancel(id));
+    retire_line(line);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
