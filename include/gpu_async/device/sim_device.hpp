@@ -65,7 +65,10 @@
 /// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
 /// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
 /// each worker finish the item it is running, then drops every queued item. Work refused or
-/// dropped is never stored; its stream reports failed with std::errc::operation_canceled. Both
+/// dropped is never stored; its stream reports failed with std::errc::operation_canceled, and
+/// when it was dropped from a stream on a device line its slot is retired
+/// (gpu_async::retire_slot): descriptor waits on the slot end with operation_aborted (a
+/// cancellation is not a fault), and later ones on its descriptors with stale_descriptor. Both
 /// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
 /// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
 /// must outlive the device. Do not call `shutdown` from a work item.

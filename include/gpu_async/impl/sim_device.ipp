@@ -444,21 +444,36 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
     // back is not ours to free: exactly one thread disposes of it, the one that gave it back or
     // the worker that held it (joined above), and the former may still be inside dispose() now
     // (an explicit shutdown takes no life lock), so it stays listed until that dispose erases it.
-    std::lock_guard<std::mutex> lk(mutex_);
-    for (auto& s : streams_) {
-        std::lock_guard<std::mutex> wl(s->worker_->mutex);
-        if (!s->queue_.empty()) {
-            s->fail_locked(detail::sim_cancelled());
-            s->queue_.clear();
+    // The device's slots whose work is dropped are retired once no lock of ours is held: their
+    // waits could never complete (a cancellation is not a fault: they end operation_aborted).
+    std::vector<std::pair<const completion_line*, slot_id>> dropped;
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        try {
+            dropped.reserve(streams_.size());
+        } catch (...) {
+            // Without room the waits end when the device goes (it retires its lines).
         }
-        s->scheduled_ = false;
+        for (auto& s : streams_) {
+            std::lock_guard<std::mutex> wl(s->worker_->mutex);
+            if (!s->queue_.empty()) {
+                s->fail_locked(detail::sim_cancelled());
+                s->queue_.clear();
+                if ((s->own_line_ || s->shared_slot_) && !s->released_ &&
+                    dropped.size() < dropped.capacity())
+                    dropped.emplace_back(s->line_, s->slot_);
+            }
+            s->scheduled_ = false;
+        }
+        for (auto& w : workers_) {
+            std::lock_guard<std::mutex> wl(w->mutex);
+            w->heap = {};
+            w->active = 0;
+            w->done_cv.notify_all();
+        }
     }
-    for (auto& w : workers_) {
-        std::lock_guard<std::mutex> wl(w->mutex);
-        w->heap = {};
-        w->active = 0;
-        w->done_cv.notify_all();
-    }
+    for (const auto& [line, slot] : dropped)
+        retire_slot(*line, slot);
 }
 
 } // namespace gpu_async

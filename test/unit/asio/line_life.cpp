@@ -282,6 +282,35 @@ BOOST_AUTO_TEST_CASE(a_cancelled_stream_is_not_a_fault) {
     BOOST_TEST((*got == asio::error::operation_aborted));
 }
 
+// A cancelling shutdown drops queued work: the waits on it end aborted at once (not with
+// device_fault, and not only when the device goes), and later waits on the streams' descriptors
+// end stale.
+BOOST_AUTO_TEST_CASE(a_cancelling_shutdown_ends_the_waits_on_dropped_work) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto own = dev.make_stream();
+    gpu_async::completion_line& line = dev.make_line();
+    auto shared = dev.make_stream(line, *gpu_async::slot_id::at(5));
+    const memory_descriptor a = own->descriptor_for(own->enqueue(std::chrono::microseconds(1)));
+    const memory_descriptor b =
+        shared->descriptor_for(shared->enqueue(std::chrono::microseconds(1)));
+    endings pending;
+    port.async_wait(a, pending.handler());
+    port.async_wait(b, pending.handler());
+    dev.shutdown(gpu_async::sim_shutdown::cancel);
+    endings later;
+    port.async_wait(a, later.handler());
+    port.async_wait(b, later.handler());
+    run_to_completion(ctx); // fails (bounded) if a wait on dropped work hangs
+    BOOST_TEST_REQUIRE(pending.codes.size() == 2u);
+    for (const error_code& ec : pending.codes)
+        BOOST_TEST((ec == asio::error::operation_aborted));
+    BOOST_TEST_REQUIRE(later.codes.size() == 2u);
+    for (const error_code& ec : later.codes)
+        BOOST_TEST((ec == errc::stale_descriptor));
+}
+
 BOOST_AUTO_TEST_CASE(a_callers_own_line_keeps_the_unchecked_rule) {
     gpu_async::completion_line line;
     const memory_descriptor d(line, *gpu_async::slot_id::at(0), 1);
