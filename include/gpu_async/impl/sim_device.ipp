@@ -246,6 +246,15 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
 }
 
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, slot_id slot) {
+    bool shared = false;
+    {
+        std::lock_guard<std::mutex> lk(mutex_);
+        shared = shared_lines_.count(&line) != 0;
+    }
+    // A device line's slot begins a new generation for each stream: a fault that the slot's
+    // previous stream recorded after it was given back (an item a worker was still running
+    // failed) is not the new stream's.
+    if (shared) retire_slot(line, slot);
     return make_stream_on(line, slot, false);
 }
 

@@ -5,6 +5,7 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/asio.hpp"
+#include "common/fault_recorder.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/manual_device.hpp"
 
@@ -19,6 +20,8 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 using gpu_async::errc;
@@ -218,6 +221,40 @@ BOOST_AUTO_TEST_CASE(a_shared_slot_is_retired_when_its_handle_is_dropped) {
     next->enqueue(std::chrono::microseconds(1));
     BOOST_TEST_REQUIRE(next->park(std::chrono::seconds(30)));
     BOOST_TEST((gpu_async::descriptor_status(next->descriptor()) == gpu_async::line_status::live));
+}
+
+// A stream given back while a worker runs its item, which then fails: the fault lands on the slot
+// after its retirement, but the next stream on the slot does not inherit it.
+BOOST_AUTO_TEST_CASE(a_fault_recorded_after_the_give_back_is_not_the_next_streams) {
+    gpu_async::test::fault_recorder faults;
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev; // a worker thread
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(6);
+    std::promise<void> started;
+    std::promise<void> gate;
+    std::shared_future<void> opened = gate.get_future().share();
+    auto first = dev.make_stream(line, slot);
+    first->enqueue([&]() -> std::error_code {
+        started.set_value();
+        opened.wait();
+        return make_error_code(errc::backend);
+    });
+    started.get_future().wait();
+    first.reset(); // the slot is retired; the worker's item has not failed yet
+    gate.set_value();
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (faults.faults_of(line).empty() && std::chrono::steady_clock::now() < end)
+        std::this_thread::yield();
+    BOOST_TEST_REQUIRE(faults.faults_of(line).size() == 1u);
+    auto next = dev.make_stream(line, slot);
+    std::optional<error_code> got;
+    port.async_wait(next->descriptor_for(next->enqueue(std::chrono::microseconds(1))),
+                    [&](error_code ec) { got = ec; });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got);
 }
 
 // A caller's line, even one the caller adopted to have its descriptors checked, is the caller's:
