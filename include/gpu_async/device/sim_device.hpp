@@ -424,6 +424,9 @@ private:
     GPU_ASYNC_DECL void release(sim_stream& s) noexcept;
     // No worker holds `s`: retire its own line (kept for reuse), then free it.
     GPU_ASYNC_DECL void dispose(sim_stream& s) noexcept;
+    // After the workers stopped: drops every queued item; returns the device lines' slots whose
+    // work it dropped (as many as it has room for), to retire with no lock held.
+    GPU_ASYNC_DECL std::vector<std::pair<const completion_line*, slot_id>> drop_queued() noexcept;
     GPU_ASYNC_DECL void worker_loop(detail::sim_worker& w);
     // Under w's lock: put `s`'s front item into the heap, due `d` from now.
     GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);

@@ -274,6 +274,9 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& lin
 GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     std::deque<detail::sim_item> dropped; // callables destroyed with no lock held
     bool worker_has_it = false;
+    // Read before the stream is marked released: a worker running its item frees it after.
+    completion_line* const line = s.shared_slot_ ? s.line_ : nullptr;
+    const slot_id slot = s.slot_;
     {
         detail::sim_worker& w = *s.worker_;
         std::lock_guard<std::mutex> lk(w.mutex);
@@ -292,7 +295,7 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     dropped.clear();
     // A slot of a device line: retired now, not when the stream is freed (a worker may still
     // run its item), so that a stream made on the slot next starts after the retirement.
-    if (s.shared_slot_) retire_slot(*s.line_, s.slot_);
+    if (line != nullptr) retire_slot(*line, slot);
     if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
 }
 
@@ -449,40 +452,44 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
     }
     for (auto& w : workers_)
         if (w->thread.joinable()) w->thread.join();
+    // The device's slots whose work was dropped are retired once no lock of ours is held: their
+    // waits could never complete (a cancellation is not a fault: they end operation_aborted).
+    for (const auto& [line, slot] : drop_queued())
+        retire_slot(*line, slot);
+}
+
+GPU_ASYNC_DECL std::vector<std::pair<const completion_line*, slot_id>>
+sim_device::drop_queued() noexcept {
     // No worker runs any more: drop what is left; its numbers are never stored. A stream given
     // back is not ours to free: exactly one thread disposes of it, the one that gave it back or
-    // the worker that held it (joined above), and the former may still be inside dispose() now
-    // (an explicit shutdown takes no life lock), so it stays listed until that dispose erases it.
-    // The device's slots whose work is dropped are retired once no lock of ours is held: their
-    // waits could never complete (a cancellation is not a fault: they end operation_aborted).
+    // the worker that held it (joined by shutdown), and the former may still be inside dispose()
+    // now (an explicit shutdown takes no life lock), so it stays listed until that dispose
+    // erases it.
     std::vector<std::pair<const completion_line*, slot_id>> dropped;
-    {
-        std::lock_guard<std::mutex> lk(mutex_);
-        try {
-            dropped.reserve(streams_.size());
-        } catch (...) {
-            // Without room the waits end when the device goes (it retires its lines).
-        }
-        for (auto& s : streams_) {
-            std::lock_guard<std::mutex> wl(s->worker_->mutex);
-            if (!s->queue_.empty()) {
-                s->fail_locked(detail::sim_cancelled());
-                s->queue_.clear();
-                if ((s->own_line_ || s->shared_slot_) && !s->released_ &&
-                    dropped.size() < dropped.capacity())
-                    dropped.emplace_back(s->line_, s->slot_);
-            }
-            s->scheduled_ = false;
-        }
-        for (auto& w : workers_) {
-            std::lock_guard<std::mutex> wl(w->mutex);
-            w->heap = {};
-            w->active = 0;
-            w->done_cv.notify_all();
-        }
+    std::lock_guard<std::mutex> lk(mutex_);
+    try {
+        dropped.reserve(streams_.size());
+    } catch (...) {
+        // Without room the waits end when the device goes (it retires its lines).
     }
-    for (const auto& [line, slot] : dropped)
-        retire_slot(*line, slot);
+    for (auto& s : streams_) {
+        std::lock_guard<std::mutex> wl(s->worker_->mutex);
+        if (!s->queue_.empty()) {
+            s->fail_locked(detail::sim_cancelled());
+            s->queue_.clear();
+            if ((s->own_line_ || s->shared_slot_) && !s->released_ &&
+                dropped.size() < dropped.capacity())
+                dropped.emplace_back(s->line_, s->slot_);
+        }
+        s->scheduled_ = false;
+    }
+    for (auto& w : workers_) {
+        std::lock_guard<std::mutex> wl(w->mutex);
+        w->heap = {};
+        w->active = 0;
+        w->done_cv.notify_all();
+    }
+    return dropped;
 }
 
 } // namespace gpu_async
