@@ -193,6 +193,10 @@ protected:
     /// Takes registrations in before a cancellation, retirement or fault (so that a wait not yet
     /// taken in is found), with the waits of their slots that the same store reached.
     GPU_ASYNC_DECL void take_in_settled_locked(engine_list& out) noexcept;
+    /// Under the lock, after taking in what is queued, `end(out)` takes waits out of the engine
+    /// (a retirement, a fault); they are settled and scheduled after it.
+    template <class End>
+    void end_waits(End&& end) noexcept;
     void publish_size() noexcept { table_size_.store(engine_.size(), std::memory_order_seq_cst); }
     void link_locked(reactor_op& op) noexcept;
     void unlink_port_locked(reactor_op& op) noexcept;

@@ -585,32 +585,27 @@ private:
     // it scans, under m_). The registrations end on the watcher thread: nothing waits for a
     // callback here.
     void retire_line(const completion_line& line) noexcept override {
-        {
-            std::lock_guard lk(m_);
-            engine_list out;
-            engine_.retire_line(line, out);
-            settle_noexcept_locked(out);
-        }
-        bell_->ring();
+        end_waits([&](engine_list& out) { engine_.retire_line(line, out); });
     }
 
     // What the stream stored before its fault completes as usual; the rest fault.
     void fault_slot(const completion_line& line, slot_id slot) noexcept override {
-        {
-            std::lock_guard lk(m_);
-            engine_list out;
-            engine_.fault_slot(line, slot, out);
-            settle_noexcept_locked(out);
-        }
-        bell_->ring();
+        end_waits([&](engine_list& out) { engine_.fault_slot(line, slot, out); });
     }
 
     // The slot's stream went: its registrations end as a retired line's do.
     void retire_slot(const completion_line& line, slot_id slot) noexcept override {
+        end_waits([&](engine_list& out) { engine_.retire_slot(line, slot, out); });
+    }
+
+    // Under the lock, `end(out)` takes waits out of the engine; they are settled there and the
+    // thread is rung to fire them.
+    template <class End>
+    void end_waits(End&& end) noexcept {
         {
             std::lock_guard lk(m_);
             engine_list out;
-            engine_.retire_slot(line, slot, out);
+            end(out);
             settle_noexcept_locked(out);
         }
         bell_->ring();

@@ -279,43 +279,34 @@ GPU_ASYNC_DECL std::size_t reactor_shell::cancel(reactor_port& port) {
     return n;
 }
 
-GPU_ASYNC_DECL void reactor_shell::retire_line(const completion_line& line) noexcept {
+template <class End>
+void reactor_shell::end_waits(End&& end) noexcept {
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
         engine_list out;
-        take_in_settled_locked(out);
-        engine_.retire_line(line, out);
-        rhythm_.forget(line);
+        take_in_settled_locked(out); // those not yet taken in end as the others do
+        end(out);
         sched = settle_locked(out);
     }
-    // The waits are out of the table: no scan reads the line any more. Their completions go to
-    // their executors.
+    // Their completions go to their executors.
     schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_shell::retire_line(const completion_line& line) noexcept {
+    // Once the waits are out of the table no scan reads the line any more.
+    end_waits([&](engine_list& out) {
+        engine_.retire_line(line, out);
+        rhythm_.forget(line);
+    });
 }
 
 GPU_ASYNC_DECL void reactor_shell::fault_slot(const completion_line& line, slot_id slot) noexcept {
-    completion_queue* sched = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        engine_list out;
-        take_in_settled_locked(out); // those not yet taken in see the fault as they are
-        engine_.fault_slot(line, slot, out);
-        sched = settle_locked(out);
-    }
-    schedule(sched);
+    end_waits([&](engine_list& out) { engine_.fault_slot(line, slot, out); });
 }
 
 GPU_ASYNC_DECL void reactor_shell::retire_slot(const completion_line& line, slot_id slot) noexcept {
-    completion_queue* sched = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        engine_list out;
-        take_in_settled_locked(out);
-        engine_.retire_slot(line, slot, out);
-        sched = settle_locked(out);
-    }
-    schedule(sched);
+    end_waits([&](engine_list& out) { engine_.retire_slot(line, slot, out); });
 }
 
 GPU_ASYNC_DECL void reactor_shell::scan_after_drain() noexcept {
