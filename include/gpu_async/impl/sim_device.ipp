@@ -99,20 +99,29 @@ GPU_ASYNC_DECL void sim_stream::fail_locked(std::error_code ec) {
 GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
     std::error_code ec = item.fault;
     if (!ec && item.work) ec = item.work->run();
+    // A device line's slot may have a new stream once this one is given back (release() marks
+    // it under the worker's lock): then this item's number or fault is not the slot's any more.
     if (!ec) {
         // The item's own writes happen before this release store (the default fence of
         // cuStreamWriteValue64).
-        line_->words[slot_.index()].store(item.seq, std::memory_order_release);
+        if (shared_slot_) {
+            std::lock_guard<std::mutex> lk(worker_->mutex);
+            if (!released_) line_->words[slot_.index()].store(item.seq, std::memory_order_release);
+        } else {
+            line_->words[slot_.index()].store(item.seq, std::memory_order_release);
+        }
     } else {
+        bool given_back = false;
         {
             std::lock_guard<std::mutex> lk(worker_->mutex);
             fail_locked(ec);
             queue_.clear(); // sticky: nothing behind a fault runs
+            given_back = shared_slot_ && released_;
         }
         // The slot's stream will store nothing more: descriptor waits on it end with
         // device_fault now, and later ones at their start (no lock of ours held: the reactors
         // take theirs).
-        fault_slot(*line_, slot_);
+        if (!given_back) fault_slot(*line_, slot_);
     }
     ring();
 }
