@@ -190,10 +190,16 @@ public:
                                               ? wait_event::slept_word_seen(steady_now())
                                               : wait_event::slept(steady_now()));
             break;
-        case step::parking:
+        case step::parking: {
             if (ec == asio::error::operation_aborted) return abort(self);
-            m.action = m.machine.on_event(wait_event::parked(!ec, steady_now()));
+            // A fault or a stale line ends the park at once and the word will not come: as when
+            // it came, the final query asks the source, which says why (parking again would end
+            // at once again, a spin until the backstop).
+            const bool word_or_end =
+                !ec || ec == errc::device_fault || ec == errc::stale_descriptor;
+            m.action = m.machine.on_event(wait_event::parked(word_or_end, steady_now()));
             break;
+        }
         }
         m.next = step::running;
         run(self);

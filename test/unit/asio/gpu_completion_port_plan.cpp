@@ -345,6 +345,32 @@ BOOST_AUTO_TEST_CASE(source_error_arrives_as_the_error_code) {
     BOOST_TEST(port.points().empty());
 }
 
+// A fault while a flag wait parks ends the park at once; the wait asks its source (which reports
+// the fault) instead of parking again, which would end at once again, until the backstop.
+BOOST_AUTO_TEST_CASE(a_fault_while_parked_ends_the_plan_wait_without_parking_again) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
+    s.enqueue_fault();
+    result r;
+    port.async_wait(s, plan("flag:park_us=100,backstop_us=1000000"), "f", record(r));
+    // After the wait's first steps (it queries, then parks) the stream faults.
+    int turns = 0;
+    std::function<void()> later = [&] {
+        if (++turns == 3)
+            dev.step_all();
+        else
+            asio::post(ctx, later);
+    };
+    asio::post(ctx, later);
+    const std::size_t handlers = run_to_completion(ctx);
+    BOOST_REQUIRE(r.ec.has_value());
+    BOOST_TEST((*r.ec == gpu_async::errc::device_fault));
+    BOOST_TEST(handlers < 100u); // parking again ran hundreds of thousands until the backstop
+}
+
 BOOST_AUTO_TEST_CASE(terminal_cancellation_while_parked) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);

@@ -6,6 +6,7 @@
 #include <gpu_async/host/wait_fd.hpp>
 
 #include <gpu_async/core/error.hpp>
+#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/reactor.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
@@ -216,6 +217,35 @@ BOOST_AUTO_TEST_CASE(the_fill_reactor_reads_no_retired_line_at_fire) {
     BOOST_TEST(!pending.completed);
     BOOST_TEST((pending.end == wait_end::aborted));
     BOOST_TEST(r.empty());
+}
+
+// The FILL executor's flag wait on a stream that faults while it parks: the park ends faulted,
+// and the wait asks its source (which reports the fault) instead of parking again, which would
+// end at once again, until the plan's backstop.
+BOOST_AUTO_TEST_CASE(a_fill_flag_wait_ends_at_a_fault_without_parking_again) {
+    sim_device dev(manual());
+    auto s = dev.make_stream();
+    s->enqueue_fault();
+    fill_executor ex(dur_ns::from_ms(1));
+    std_clock clk;
+    std::optional<wait_result> got;
+    const wait_plan plan = wait_plan::flag(100'000, 1'000'000'000).value();
+    ex.spawn([](reactor& r, sim_stream& src, wait_plan p, std_clock& c,
+                std::optional<wait_result>& out) -> fill_task<> {
+        out = co_await fill_wait(r, src, p, std::nullopt, c);
+    }(ex.get_reactor(), *s, plan, clk, got));
+    ex.spawn([](sim_device& d) -> fill_task<> {
+        for (int i = 0; i < 3; ++i)
+            co_await yield_now(); // the wait queries, then parks
+        d.step_all();
+    }(dev));
+    std_idle idle;
+    const auto stats = ex.run(idle);
+    BOOST_TEST_REQUIRE(stats.has_value());
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST_REQUIRE(!got->has_value());
+    BOOST_TEST((got->error() == errc::device_fault));
+    BOOST_TEST(stats.value().resumptions < 100u); // parking again resumed it ~10^5 times
 }
 
 #if GPU_ASYNC_HAS_WAIT_FD
