@@ -50,10 +50,10 @@
 /// and reused (zeroed) for a later stream. A stream on a device line from `make_line()`
 /// (`make_stream(line, slot)`) retires its slot alone (gpu_async::retire_slot: waits on the slot
 /// end with operation_aborted, the slot's descriptors go stale, its fault is cleared, so a later
-/// stream on the slot starts clean; the other slots are untouched). A stream made on such a slot
-/// retires it again first: a fault that an item still running for the previous stream records
-/// after the give-back is not the new stream's. A stream on a caller's line
-/// leaves the line alone: end waits on its slot before dropping it.
+/// stream on the slot starts clean; the other slots are untouched). An item still running for
+/// it then stores nothing into the slot and records no fault there (they would be a later
+/// stream's), and a stream made on such a slot retires it again first. A stream on a caller's
+/// line leaves the line alone: end waits on its slot before dropping it.
 /// Do not drop a handle while another thread still uses its stream (block(), park(), step()), nor
 /// while a wait given the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is
 /// pending: such a wait reads the stream object, not only its word. A handle may outlive its

@@ -37,7 +37,11 @@
 /// - empty: the descriptor completed (its word reached the target, wrapping order);
 /// - std::errc::operation_canceled: `cancel(cookie)`, or the line was retired
 ///   (gpu_async::retire_line, which a sim_device or mapped_line calls before their line goes: the
-///   notifier is a line watcher, so it stops reading the line before it is freed or reused);
+///   notifier is a line watcher, so it stops reading the line before it is freed or reused), or
+///   the slot was (gpu_async::retire_slot: its stream went);
+/// - errc::stale_descriptor: the descriptor's line or slot was retired before the wait began;
+/// - errc::device_fault: the slot's stream faulted before storing the target
+///   (gpu_async::fault_slot);
 /// - errc::shut_down: the watcher stopped first (`std_watcher::shutdown()` or its destructor).
 ///   The fd then stays readable for good, like a socket at end of file, and `error()` says
 ///   errc::shut_down; a later `watch()` ends at once with errc::shut_down, without touching the
@@ -103,7 +107,8 @@ public:
     struct entry {
         std::uint64_t cookie = 0; ///< the caller's, from watch()
         /// Empty: the descriptor completed; std::errc::operation_canceled: cancel() or its line
-        /// was retired; errc::shut_down: the watcher stopped first.
+        /// (or slot) was retired; errc::stale_descriptor, errc::device_fault: its line was
+        /// retired before, its stream faulted; errc::shut_down: the watcher stopped first.
         std::error_code error;
         friend bool operator==(const entry&, const entry&) = default;
     };
