@@ -418,8 +418,10 @@ public:
 private:
     friend class sim_stream;
     friend class sim_stream_handle;
+    // own_line: the device made `line` for this stream alone; shared_slot: `line` is one of
+    // make_line()'s, shared slot by slot.
     GPU_ASYNC_DECL sim_stream_handle make_stream_on(completion_line& line, slot_id slot,
-                                                    bool own_line);
+                                                    bool own_line, bool shared_slot);
     // A handle was dropped: drop the queue; free now, or let the worker free it.
     GPU_ASYNC_DECL void release(sim_stream& s) noexcept;
     // No worker holds `s`: retire its own line (kept for reuse), then free it.

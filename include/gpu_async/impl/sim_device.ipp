@@ -251,7 +251,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
         line = &make_line();
     else
         adopt_line(*line); // a new generation: the previous stream's descriptors are stale
-    return make_stream_on(*line, *slot_id::at(0), true);
+    return make_stream_on(*line, *slot_id::at(0), true, false);
 }
 
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, slot_id slot) {
@@ -264,16 +264,16 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, 
     // previous stream recorded after it was given back (an item a worker was still running
     // failed) is not the new stream's.
     if (shared) retire_slot(line, slot);
-    return make_stream_on(line, slot, false);
+    return make_stream_on(line, slot, false, shared);
 }
 
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& line, slot_id slot,
-                                                            bool own_line) {
+                                                            bool own_line, bool shared_slot) {
     std::lock_guard<std::mutex> lk(mutex_);
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
     auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
     s->own_line_ = own_line;
-    s->shared_slot_ = !own_line && shared_lines_.count(&line) != 0;
+    s->shared_slot_ = shared_slot;
     s->generation_ = slot_generation(line, slot);
     s->index_ = streams_.size();
     streams_.push_back(std::move(s));
