@@ -16,7 +16,6 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
-#include <functional>
 #include <future>
 #include <optional>
 #include <random>
@@ -57,6 +56,21 @@ auto record(result& r) {
         r.report = rep;
     };
 }
+
+/// A handler that posts itself again until its `n`-th run, which steps every stream of `dev`:
+/// other handlers (the wait's steps) run in between. `*turns` counts its runs.
+struct step_at_turn {
+    asio::io_context* ctx;
+    sim_device* dev;
+    int n;
+    int* turns;
+    void operator()() const {
+        if (++*turns == n)
+            dev->step_all();
+        else
+            asio::post(*ctx, *this);
+    }
+};
 
 /// Teaches `point` a prediction of about `took`: one wait on `s` (a manual device's stream) whose
 /// work the device completes `took` after the start. Runs `ctx` to completion; returns the wait.
@@ -136,13 +150,7 @@ BOOST_AUTO_TEST_CASE(poll_plan_queries_until_done_letting_other_handlers_run) {
     port.async_wait(s, plan("poll"), "p", record(r));
     int turns = 0;
     // Another handler keeps running between the poll's queries, then completes the work.
-    std::function<void()> other = [&] {
-        if (++turns == 5)
-            dev.step_all();
-        else
-            asio::post(ctx, other);
-    };
-    asio::post(ctx, other);
+    asio::post(ctx, step_at_turn{&ctx, &dev, 5, &turns});
     run_to_completion(ctx);
     BOOST_REQUIRE(r.ec.has_value());
     BOOST_TEST(!*r.ec);
@@ -358,13 +366,7 @@ BOOST_AUTO_TEST_CASE(a_fault_while_parked_ends_the_plan_wait_without_parking_aga
     port.async_wait(s, plan("flag:park_us=100,backstop_us=1000000"), "f", record(r));
     // After the wait's first steps (it queries, then parks) the stream faults.
     int turns = 0;
-    std::function<void()> later = [&] {
-        if (++turns == 3)
-            dev.step_all();
-        else
-            asio::post(ctx, later);
-    };
-    asio::post(ctx, later);
+    asio::post(ctx, step_at_turn{&ctx, &dev, 3, &turns});
     const std::size_t handlers = run_to_completion(ctx);
     BOOST_REQUIRE(r.ec.has_value());
     BOOST_TEST((*r.ec == gpu_async::errc::device_fault));

@@ -41,6 +41,26 @@ struct endings {
     }
 };
 
+/// A work item that its worker holds until open(): run_on() enqueues it and returns once a
+/// worker runs it; the item then returns `result`.
+class held_item {
+public:
+    void run_on(gpu_async::sim_stream& s, std::error_code result = {}) {
+        s.enqueue([this, result]() -> std::error_code {
+            started_.set_value();
+            opened_.wait();
+            return result;
+        });
+        started_.get_future().wait();
+    }
+    void open() { gate_.set_value(); }
+
+private:
+    std::promise<void> started_;
+    std::promise<void> gate_;
+    std::shared_future<void> opened_ = gate_.get_future().share();
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(line_life_suite)
@@ -205,18 +225,12 @@ BOOST_AUTO_TEST_CASE(a_shared_slot_is_retired_when_its_handle_is_dropped) {
     sim_device dev; // a worker thread
     gpu_async::completion_line& line = dev.make_line();
     const auto slot = *gpu_async::slot_id::at(3);
-    std::promise<void> started;
-    std::promise<void> gate;
-    std::shared_future<void> opened = gate.get_future().share();
+    held_item held;
     auto first = dev.make_stream(line, slot);
-    first->enqueue([&] {
-        started.set_value();
-        opened.wait();
-    });
-    started.get_future().wait();
+    held.run_on(*first);
     first.reset(); // the worker runs its item still
     auto next = dev.make_stream(line, slot);
-    gate.set_value();
+    held.open();
     // The one worker runs this after the old item: that item's late store is not the slot's.
     std::atomic<std::uint64_t> word_before{~std::uint64_t{0}};
     next->enqueue([&] { word_before = line.words[slot.index()].load(); });
@@ -234,22 +248,15 @@ BOOST_AUTO_TEST_CASE(a_fault_after_the_give_back_is_not_the_next_streams) {
     sim_device dev; // one worker thread: it runs the next stream's item after the old one
     gpu_async::completion_line& line = dev.make_line();
     const auto slot = *gpu_async::slot_id::at(6);
-    std::promise<void> started;
-    std::promise<void> gate;
-    std::shared_future<void> opened = gate.get_future().share();
+    held_item held;
     auto first = dev.make_stream(line, slot);
-    first->enqueue([&]() -> std::error_code {
-        started.set_value();
-        opened.wait();
-        return make_error_code(errc::backend);
-    });
-    started.get_future().wait();
+    held.run_on(*first, make_error_code(errc::backend));
     first.reset(); // the slot is retired; the worker's item has not failed yet
     auto next = dev.make_stream(line, slot);
     std::optional<error_code> got;
     port.async_wait(next->descriptor_for(next->enqueue(std::chrono::microseconds(1))),
                     [&](error_code ec) { got = ec; });
-    gate.set_value();
+    held.open();
     run_to_completion(ctx);
     BOOST_TEST_REQUIRE(got.has_value());
     BOOST_TEST(!*got);
