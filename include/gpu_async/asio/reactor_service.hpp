@@ -80,7 +80,7 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 /// (reactor_shell) and its waiter. See the header comment for its design.
 ///
 /// Thread safety: every member function may be called from any thread.
-class reactor_service : public asio::execution_context::service, public reactor_shell {
+class reactor_service final : public asio::execution_context::service, public reactor_shell {
 public:
     using key_type = reactor_service;
     inline static asio::execution_context::id id;

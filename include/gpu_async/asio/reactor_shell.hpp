@@ -146,6 +146,10 @@ protected:
     GPU_ASYNC_DECL ~reactor_shell();
     reactor_shell(const reactor_shell&) = delete;
     reactor_shell& operator=(const reactor_shell&) = delete;
+    /// From now on retirements and faults reach this shell. The most-derived service calls it
+    /// last in its constructor: a retirement calls a virtual function on another thread, which
+    /// must not run while a derived constructor still sets the object's dynamic type.
+    void start_watching_lines() { add_line_watcher(*this); }
     /// No retirement or fault reaches this shell once it returns (the derived service calls it
     /// first in its destructor; idempotent).
     void stop_watching_lines() noexcept { remove_line_watcher(*this); }

@@ -16,7 +16,9 @@ namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
-    : asio::execution_context::service(ctx) {}
+    : asio::execution_context::service(ctx) {
+    start_watching_lines();
+}
 
 GPU_ASYNC_DECL reactor_service::~reactor_service() {
     // shutdown() has run (the execution context calls it before destroying services); this only

@@ -22,7 +22,6 @@ GPU_ASYNC_DECL reactor_shell::reactor_shell()
             static_cast<reactor_shell*>(self)->left_locked(static_cast<reactor_op&>(w));
         },
         this);
-    add_line_watcher(*this);
 }
 
 GPU_ASYNC_DECL reactor_shell::~reactor_shell() {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <system_error>
+#include <thread>
 #include <vector>
 
 using gpu_async::errc;
@@ -122,6 +123,41 @@ BOOST_AUTO_TEST_CASE(a_destroyed_devices_descriptor_ends_stale_without_reading_t
     run_to_completion(ctx);
     BOOST_TEST_REQUIRE(e.codes.size() == 1u);
     BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+}
+
+// A service registers for retirements once it is whole: a retirement on another thread calls
+// into it, and ThreadSanitizer reports a call that races the constructor's setting of its type.
+BOOST_AUTO_TEST_CASE(services_made_while_another_thread_retires_a_line_end_its_waits) {
+    gpu_async::completion_line line;
+    (void)gpu_async::adopt_line(line);
+    const auto slot = *gpu_async::slot_id::at(0);
+    std::atomic<bool> done{false};
+    std::thread retirer([&] {
+        while (!done.load(std::memory_order_relaxed)) {
+            gpu_async::retire_line(line);
+            std::this_thread::yield();
+        }
+    });
+    struct stop_and_join {
+        std::atomic<bool>& done;
+        std::thread& t;
+        ~stop_and_join() {
+            done.store(true);
+            t.join();
+        }
+    } joined{done, retirer};
+    constexpr int services = 40;
+    for (int i = 0; i < services; ++i) {
+        asio::io_context ctx; // its service is made by the port, while the retirer runs
+        gpu_completion_port port(ctx);
+        endings e;
+        port.async_wait(memory_descriptor(line, slot, 1, gpu_async::line_generation(line)),
+                        e.handler()); // never stored: only a retirement ends it
+        run_to_completion(ctx);
+        BOOST_TEST_REQUIRE(e.codes.size() == 1u);
+        BOOST_TEST(
+            (e.codes[0] == asio::error::operation_aborted || e.codes[0] == errc::stale_descriptor));
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_fault) {
