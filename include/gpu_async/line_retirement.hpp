@@ -89,7 +89,9 @@ protected:
     ~line_watcher() = default;
 };
 
-/// Registers `w` until remove_line_watcher(w). Thread-safe.
+/// Registers `w` until remove_line_watcher(w). Thread-safe. From the call on, a retirement or
+/// fault on another thread may call `w`'s functions: register a whole object (last in the
+/// most-derived constructor) and remove it first in its destructor.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
 /// The line-life epoch: never 0, it moves (after the change) whenever a line is adopted or
 /// retired or a slot retired or faulted. A reactor that judged a descriptor (descriptor_status)
@@ -201,6 +203,10 @@ namespace detail {
 /// registry lock held. Returns true when this call ran the queries; false at once when no line
 /// is watched or the backstop is dur_ns::max().
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept;
+
+/// query_line_health() at the steady clock's now, read only when a line is watched: what a
+/// reactor calls before it parks. Returns whether the queries ran.
+GPU_ASYNC_DECL bool query_line_health() noexcept;
 
 /// Whether any line has a health query (one atomic read): a reactor may skip the call when not.
 GPU_ASYNC_DECL bool line_health_watched() noexcept;

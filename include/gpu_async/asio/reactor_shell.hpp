@@ -227,9 +227,7 @@ protected:
 
     /// Runs the line owners' health queries when one is due (line_retirement.hpp: at most one
     /// run per fault backstop in the process); no lock held, waits pending.
-    static void query_health() noexcept {
-        if (line_health_watched()) query_line_health(detail::wordwait_now_ns());
-    }
+    static void query_health() noexcept { query_line_health(); }
     /// Whether waits started now are predicted: predicts(), device producers on the doorbell, no
     /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and a
     /// device poll interval shorter than the waiter's park bound (park_policy::polls_within).

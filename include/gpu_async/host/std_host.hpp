@@ -130,10 +130,8 @@ public:
     /// and a line's life moved meanwhile (else the park goes on: a zero backstop runs them at
     /// every park, which must not turn the park into a spin).
     static bool query_health() noexcept {
-        if (!detail::line_health_watched()) return false;
         const std::uint32_t before = detail::line_life_epoch();
-        return detail::query_line_health(detail::wordwait_now_ns()) &&
-               detail::line_life_epoch() != before;
+        return detail::query_line_health() && detail::line_life_epoch() != before;
     }
 
     /// The word-wait path parks run.
@@ -643,7 +641,7 @@ private:
             }
             lk.unlock();
             // A faulted context ends its lines' waits (device_fault) within a fault backstop.
-            if (detail::line_health_watched()) detail::query_line_health(detail::wordwait_now_ns());
+            detail::query_line_health();
             waiter_.park(*bell_, seen, park_bound_);
             lk.lock();
         }

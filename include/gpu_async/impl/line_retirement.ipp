@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -318,6 +319,14 @@ namespace detail {
 
 GPU_ASYNC_DECL bool line_health_watched() noexcept {
     return line_watchers().health_watched.load(std::memory_order_acquire) != 0;
+}
+
+GPU_ASYNC_DECL bool query_line_health() noexcept {
+    if (!line_health_watched()) return false;
+    return query_line_health(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count()));
 }
 
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
