@@ -78,8 +78,9 @@ public:
     /// Ends every wait on `slot` of `line` with errc::device_fault.
     virtual void fault_slot(const completion_line& line, slot_id slot) noexcept = 0;
 
-    /// Ends every wait on `slot` of `line` (operation_aborted): the stream storing into the slot
-    /// went; the line and its other slots live on.
+    /// Ends every wait on `slot` of `line`: the stream storing into the slot went; the line and
+    /// its other slots live on. Waits whose target the slot's word reached complete, the rest
+    /// end operation_aborted.
     virtual void retire_slot(const completion_line& line, slot_id slot) noexcept = 0;
 
 protected:
@@ -138,11 +139,13 @@ GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcep
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
 
 /// For a line shared slot by slot, when the stream storing into `slot` goes while the line
-/// stays: ends every pending wait on the slot in every reactor (operation_aborted) and, for an
-/// adopted line, gives the slot a later generation with no fault, so the slot's descriptors made
-/// before are stale from then on (a later stream on the slot starts clean) while the other
-/// slots' stay live. Descriptors of the slot made after it must carry slot_generation(), not the
-/// line's (which the slot no longer has). Thread-safe, as retire_line; allocates nothing.
+/// stays: ends every pending wait on the slot in every reactor, with success where the slot's
+/// word has reached the target (what the stream stored before it went: call this before the
+/// word is reset for a next stream), else with operation_aborted. For an adopted line, gives the
+/// slot a later generation with no fault, so the slot's descriptors made before are stale from
+/// then on (a later stream on the slot starts clean) while the other slots' stay live. Descriptors
+/// of the slot made after it must carry slot_generation(), not the line's (which the slot no longer
+/// has). Thread-safe, as retire_line; allocates nothing.
 GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept;
 
 /// Ends every pending wait on `slot` of `line`, in every reactor, with errc::device_fault (its

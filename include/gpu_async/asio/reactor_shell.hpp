@@ -137,8 +137,9 @@ public:
     /// ended by the status check at their start.
     GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept override;
 
-    /// Ends every wait on `slot` of `line` (operation_aborted, through their executors): the
-    /// slot's stream went (the process-wide gpu_async::retire_slot()); the line stays watched.
+    /// Ends every wait on `slot` of `line`, through their executors: the slot's stream went (the
+    /// process-wide gpu_async::retire_slot()); those it stored complete, the rest end
+    /// operation_aborted; the line stays watched.
     GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept override;
 
 protected:

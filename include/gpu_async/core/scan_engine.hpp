@@ -307,8 +307,10 @@ public:
         table_.remove_slot(line, slot, sink(out));
     }
 
-    /// Ends the waits on `slot` of `line` (`aborted`): its stream went; the line stays.
+    /// Ends the waits on `slot` of `line`: its stream went; the line stays. Those the stream
+    /// stored before it went leave `reached`, the rest `aborted`, in target order.
     void retire_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
+        table_.collect(line, slot, sink(out));
         table_.remove_slot(line, slot, sink(out), watch_end::removed);
     }
 

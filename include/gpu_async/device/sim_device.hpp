@@ -49,7 +49,8 @@
 /// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
 /// and reused (zeroed) for a later stream. A stream on a device line from `make_line()`
 /// (`make_stream(line, slot)`) retires its slot alone (gpu_async::retire_slot: waits on the slot
-/// end with operation_aborted, the slot's descriptors go stale, its fault is cleared, so a later
+/// whose target was stored complete, the rest end with operation_aborted, the slot's
+/// descriptors go stale, its fault is cleared, so a later
 /// stream on the slot starts clean; the other slots are untouched). An item still running for
 /// it then stores nothing into the slot and records no fault there (they would be a later
 /// stream's), and a stream made on such a slot retires it again first. A stream on a caller's
@@ -68,9 +69,10 @@
 /// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
 /// each worker finish the item it is running, then drops every queued item. Work refused or
 /// dropped is never stored; its stream reports failed with std::errc::operation_canceled, and
-/// when it was dropped from a stream on a device line its slot is retired
-/// (gpu_async::retire_slot): descriptor waits on the slot end with operation_aborted (a
-/// cancellation is not a fault), and later ones on its descriptors with stale_descriptor. Both
+/// when it was refused or dropped from a stream on a device line its slot is retired
+/// (gpu_async::retire_slot, once the shutdown has stopped the workers): descriptor waits on the
+/// slot end with operation_aborted (a cancellation is not a fault; what was stored first still
+/// completes), and later ones on its descriptors with stale_descriptor. Both
 /// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
 /// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
 /// must outlive the device. Do not call `shutdown` from a work item.
@@ -327,6 +329,7 @@ private:
     bool scheduled_ = false; // an item is in the worker's heap or running
     bool running_ = false;   // a worker runs its item now
     bool released_ = false;  // given back: the worker frees it when it is done with it
+    bool refused_ = false;   // work refused during a shutdown: drop_queued() retires the slot
     std::error_code error_{};
     // Guarded by device_->mutex_:
     bool own_line_ = false;    // the device made line_ for this stream alone

@@ -38,7 +38,8 @@
 /// - std::errc::operation_canceled: `cancel(cookie)`, or the line was retired
 ///   (gpu_async::retire_line, which a sim_device or mapped_line calls before their line goes: the
 ///   notifier is a line watcher, so it stops reading the line before it is freed or reused), or
-///   the slot was (gpu_async::retire_slot: its stream went);
+///   the slot was before its word reached the target (gpu_async::retire_slot: its stream
+///   went);
 /// - errc::stale_descriptor: the descriptor's line or slot was retired before the wait began;
 /// - errc::device_fault: the slot's stream faulted before storing the target
 ///   (gpu_async::fault_slot);

@@ -76,17 +76,31 @@ GPU_ASYNC_DECL bool sim_stream::park(dur_ns bound) const {
 GPU_ASYNC_DECL std::uint64_t sim_stream::push(dur_ns d, std::unique_ptr<detail::sim_work> work,
                                               std::error_code fault) {
     detail::sim_worker& w = *worker_;
-    std::lock_guard<std::mutex> lk(w.mutex);
-    const std::uint64_t seq = tail_.load(std::memory_order_relaxed) + 1;
-    tail_.store(seq, std::memory_order_release);
-    if (w.closed) {
-        // Refused: the number is never stored; items accepted earlier still run (drain).
+    std::uint64_t seq = 0;
+    bool retire = false;
+    {
+        std::lock_guard<std::mutex> lk(w.mutex);
+        seq = tail_.load(std::memory_order_relaxed) + 1;
+        tail_.store(seq, std::memory_order_release);
+        if (!w.closed) {
+            if (failed_.load(std::memory_order_relaxed)) return seq; // sticky fault: never runs
+            queue_.push_back(detail::sim_item{seq, d, std::move(work), fault});
+            if (!device_->manual_ && !scheduled_) device_->schedule_locked(w, *this);
+            return seq;
+        }
+        // Refused: the number is never stored. A device line's slot is retired (as for dropped
+        // work: not a fault), so that no descriptor wait on the refused number hangs; but only
+        // once the shutdown has stopped the workers: items accepted earlier still run (drain)
+        // and complete their waits. Until then the shutdown's drop_queued() retires it.
+        if (!failed_.load(std::memory_order_relaxed) && (own_line_ || shared_slot_) && !released_) {
+            if (w.stop)
+                retire = true;
+            else
+                refused_ = true;
+        }
         fail_locked(detail::sim_cancelled());
-        return seq;
     }
-    if (failed_.load(std::memory_order_relaxed)) return seq; // sticky fault: never runs
-    queue_.push_back(detail::sim_item{seq, d, std::move(work), fault});
-    if (!device_->manual_ && !scheduled_) device_->schedule_locked(w, *this);
+    if (retire) retire_slot(*line_, slot_); // no lock of ours held
     return seq;
 }
 
@@ -483,9 +497,10 @@ sim_device::drop_queued() noexcept {
     }
     for (auto& s : streams_) {
         std::lock_guard<std::mutex> wl(s->worker_->mutex);
-        if (!s->queue_.empty()) {
+        if (!s->queue_.empty() || s->refused_) {
             s->fail_locked(detail::sim_cancelled());
             s->queue_.clear();
+            s->refused_ = false;
             if ((s->own_line_ || s->shared_slot_) && !s->released_ &&
                 dropped.size() < dropped.capacity())
                 dropped.emplace_back(s->line_, s->slot_);

@@ -390,6 +390,72 @@ BOOST_AUTO_TEST_CASE(a_cancelling_shutdown_ends_the_waits_on_dropped_work) {
         BOOST_TEST((ec == errc::stale_descriptor));
 }
 
+// Work a shut-down device refuses is never stored: a wait on its number ends aborted when it is
+// pending at the refusal, stale when started after, and never hangs; work accepted before a
+// draining shutdown still completes its waits.
+BOOST_AUTO_TEST_CASE(work_refused_after_a_shutdown_ends_its_descriptor_waits) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev(manual());
+    auto own = dev.make_stream();
+    gpu_async::completion_line& line = dev.make_line();
+    auto shared = dev.make_stream(line, *gpu_async::slot_id::at(6));
+    endings accepted;
+    port.async_wait(own->descriptor_for(own->enqueue(std::chrono::microseconds(1))),
+                    accepted.handler());
+    dev.shutdown(gpu_async::sim_shutdown::drain); // runs the accepted item
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(accepted.codes.size() == 1u);
+    BOOST_TEST(!accepted.codes[0]);
+    endings pending;
+    port.async_wait(own->descriptor_for(own->tail() + 1), pending.handler());
+    port.async_wait(shared->descriptor_for(shared->tail() + 1), pending.handler());
+    ctx.restart();
+    ctx.poll(); // registered before the refusals
+    const std::uint64_t a = own->enqueue(std::chrono::microseconds(1));
+    const std::uint64_t b = shared->enqueue(std::chrono::microseconds(1));
+    BOOST_TEST((own->error() == std::errc::operation_canceled));
+    endings later;
+    port.async_wait(own->descriptor_for(a), later.handler());
+    port.async_wait(shared->descriptor_for(b), later.handler());
+    run_to_completion(ctx); // fails (bounded) if a wait on refused work hangs
+    BOOST_TEST_REQUIRE(pending.codes.size() == 2u);
+    for (const error_code& ec : pending.codes)
+        BOOST_TEST((ec == asio::error::operation_aborted));
+    BOOST_TEST_REQUIRE(later.codes.size() == 2u);
+    for (const error_code& ec : later.codes)
+        BOOST_TEST((ec == errc::stale_descriptor));
+}
+
+// A refusal while a draining shutdown still runs accepted work leaves that work its waits: the
+// slot is retired only once the workers stopped, and what they stored completes.
+BOOST_AUTO_TEST_CASE(a_refusal_during_a_drain_leaves_the_accepted_work_its_waits) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev; // worker threads
+    auto s = dev.make_stream();
+    held_item held;
+    held.run_on(*s);
+    endings accepted;
+    port.async_wait(s->descriptor_for(s->tail()), accepted.handler());
+    std::thread stopper([&] { dev.shutdown(gpu_async::sim_shutdown::drain); });
+    std::uint64_t refused = 0;
+    do { // accepted (queued behind the held item) until the shutdown closes the device
+        refused = s->enqueue(std::chrono::microseconds(1));
+    } while (!s->error());
+    endings gone;
+    port.async_wait(s->descriptor_for(refused), gone.handler());
+    held.open();
+    stopper.join();
+    run_to_completion(ctx);
+    BOOST_TEST(s->word() == refused - 1); // every accepted item ran
+    BOOST_TEST_REQUIRE(accepted.codes.size() == 1u);
+    BOOST_TEST(!accepted.codes[0]);
+    BOOST_TEST_REQUIRE(gone.codes.size() == 1u);
+    BOOST_TEST((gone.codes[0] == asio::error::operation_aborted ||
+                gone.codes[0] == errc::stale_descriptor));
+}
+
 BOOST_AUTO_TEST_CASE(a_callers_own_line_keeps_the_unchecked_rule) {
     gpu_async::completion_line line;
     const memory_descriptor d(line, *gpu_async::slot_id::at(0), 1);

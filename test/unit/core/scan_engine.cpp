@@ -266,6 +266,27 @@ BOOST_AUTO_TEST_CASE(a_fault_completes_what_was_stored_and_faults_the_rest_in_ta
     BOOST_TEST(h.engine.size() == 1u);
 }
 
+BOOST_AUTO_TEST_CASE(a_slot_retirement_completes_what_was_stored_and_aborts_the_rest) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 2, 5));
+    h.queue(desc(line, 2, 1));
+    h.queue(desc(line, 2, 3));
+    h.queue(desc(line, 7, 1)); // another slot: untouched
+    h.take_in();
+    line.words[2].store(3); // stored before the stream went, not yet scanned
+    line.words[7].store(1);
+    engine_list out;
+    h.engine.retire_slot(line, *slot_id::at(2), out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 2, 0}));
+    BOOST_TEST((h.ended[0].second == wait_end::reached));
+    BOOST_TEST((h.ended[1].second == wait_end::reached));
+    BOOST_TEST((h.ended[2].second == wait_end::aborted));
+    BOOST_TEST(h.engine.size() == 1u);
+    BOOST_TEST(h.engine.watches(line));
+}
+
 BOOST_AUTO_TEST_CASE(cancel_by_key_finds_only_a_registered_wait) {
     completion_line line;
     host h;
