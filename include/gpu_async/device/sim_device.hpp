@@ -42,19 +42,18 @@
 /// `step_all()`. `block()` on pending work returns errc::stalled instead of hanging (the caller is
 /// the device).
 ///
-/// Streams are given back: `make_stream()` returns a `sim_stream_handle`, a move-only owner
-/// (`*h`, `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items
-/// are dropped (their numbers are never stored); an item a worker is running finishes first and
-/// the worker then frees the stream; a line the device made for that stream alone
-/// (`make_stream()`) is retired (gpu_async::retire_line: waits on it end with operation_aborted)
-/// and reused (zeroed) for a later stream. A stream on a device line from `make_line()`
-/// (`make_stream(line, slot)`) retires its slot alone (gpu_async::retire_slot: waits on the slot
-/// whose target was stored complete, the rest end with operation_aborted, the slot's
-/// descriptors go stale, its fault is cleared, so a later
-/// stream on the slot starts clean; the other slots are untouched). An item still running for
+/// Streams are given back: `make_stream()` returns a `sim_stream_handle`, a move-only owner (`*h`,
+/// `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items are
+/// dropped (their numbers are never stored); an item a worker is running finishes first and the
+/// worker then frees the stream; a line the device made for that stream alone (`make_stream()`) is
+/// retired (gpu_async::retire_line: waits on it end with operation_aborted) and reused (zeroed) for
+/// a later stream. A stream on a device line from `make_line()` (`make_stream(line, slot)`) retires
+/// its slot alone (gpu_async::retire_slot: waits on the slot whose target was stored complete, the
+/// rest end with operation_aborted, the slot's descriptors go stale, its fault is cleared, so a
+/// later stream on the slot starts clean; the other slots are untouched). An item still running for
 /// it then stores nothing into the slot and records no fault there (they would be a later
-/// stream's), and a stream made on such a slot retires it again first. A stream on a caller's
-/// line leaves the line alone: end waits on its slot before dropping it.
+/// stream's), and a stream made on such a slot retires it again first. A stream on a caller's line
+/// leaves the line alone: end waits on its slot before dropping it.
 /// Do not drop a handle while another thread still uses its stream (block(), park(), step()), nor
 /// while a wait given the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is
 /// pending: such a wait reads the stream object, not only its word. A handle may outlive its
@@ -65,17 +64,17 @@
 /// reactor ends its waits on them with operation_aborted), then stops the device (below); the
 /// lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
 ///
-/// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item
-/// has run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets
-/// each worker finish the item it is running, then drops every queued item. Work refused or
-/// dropped is never stored; its stream reports failed with std::errc::operation_canceled, and
-/// when it was refused or dropped from a stream on a device line its slot is retired
-/// (gpu_async::retire_slot, once the shutdown has stopped the workers): descriptor waits on the
-/// slot end with operation_aborted (a cancellation is not a fault; what was stored first still
-/// completes), and later ones on its descriptors with stale_descriptor. Both
-/// join the workers. The destructor cancels, so no worker runs, or writes to any line, after it
-/// returns; the device's own lines are freed only then. A caller's line given to `make_stream`
-/// must outlive the device. Do not call `shutdown` from a work item.
+/// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item has
+/// run (manual mode: runs them on the calling thread); `shutdown(sim_shutdown::cancel)` lets each
+/// worker finish the item it is running, then drops every queued item. Work refused or dropped is
+/// never stored; its stream reports failed with std::errc::operation_canceled, and when it was
+/// refused or dropped from a stream on a device line its slot is retired (gpu_async::retire_slot,
+/// once the shutdown has stopped the workers): descriptor waits on the slot end with
+/// operation_aborted (a cancellation is not a fault; what was stored first still completes), and
+/// later ones on its descriptors with stale_descriptor. Both join the workers. The destructor
+/// cancels, so no worker runs, or writes to any line, after it returns; the device's own lines are
+/// freed only then. A caller's line given to `make_stream` must outlive the device. Do not call
+/// `shutdown` from a work item.
 ///
 /// Thread safety: enqueue, query, block, arm, descriptor, park, set_doorbell and make_stream may
 /// be called from any thread; step and shutdown from one thread at a time. A handle may be
