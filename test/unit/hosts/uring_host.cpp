@@ -14,10 +14,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 using namespace gpu_async;
 using gpu_async::test::fake_uring_calls;
@@ -297,8 +299,24 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     fill_executor ex;
     int finished = 0;
     int alarms = 0;
+    // The device's items wait for a gate that a task of the executor opens once the reactor has
+    // parked (where parks are futex waits in the ring, which the idle counts; else after 2 ms):
+    // the waits pend however slow the machine.
+    std::promise<void> gate;
+    const std::shared_future<void> opened = gate.get_future().share();
+    bool gate_open = false;
+    const auto open_gate = [&] {
+        if (!std::exchange(gate_open, true)) gate.set_value();
+    };
+    struct opens_at_exit { // a failed check must not leave a worker blocked in the device
+        const decltype(open_gate)& open;
+        ~opens_at_exit() { open(); }
+    } at_exit{open_gate};
     auto waiter = [&](sim_stream& s) -> fill_task<> {
-        s.enqueue(dur_ns::from_ms(3));
+        s.enqueue([opened]() -> std::error_code {
+            opened.wait();
+            return {};
+        });
         auto r = co_await fill_wait(
             ex.get_reactor(), s, plan_of("flag:park_us=100,backstop_us=1000"), std::nullopt, clk);
         if (r.has_value()) ++finished;
@@ -321,6 +339,14 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
         s.set_doorbell(bell_owner);
         ex.spawn(waiter(s));
     }
+    auto opener = [&]() -> fill_task<> {
+        for (int i = 0; i < 10 || (idle->futex_supported() && idle->futex_parks() == 0); ++i) {
+            if (i == 5000) break; // a second: the checks below then fail, the test ends
+            co_await ex.get_reactor().alarm(clk.now().after(dur_ns::from_us(200)));
+        }
+        open_gate();
+    };
+    ex.spawn(opener());
     idle->set_doorbell(&bell);
     auto stats = ex.run(*idle);
     BOOST_TEST_REQUIRE(stats.has_value());
