@@ -4,6 +4,8 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 
+#include "common/work_gate.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -69,45 +71,6 @@ bool eventually(Pred pred) {
     }
     return true;
 }
-
-// Blocks a device thread until the test opens the gate (bounded: 30 s).
-void wait_for(const std::atomic<bool>& gate) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!gate.load() && std::chrono::steady_clock::now() < end)
-        std::this_thread::yield();
-}
-
-// Opens the gate when the test leaves, before the device is destroyed (a running item must end).
-struct open_gate_at_exit {
-    std::atomic<bool>& gate;
-    ~open_gate_at_exit() { gate = true; }
-};
-
-// A sim_stream as a completion source whose gated item is released at the n-th query or at the
-// first park: the wait is certainly pending at its first query, whatever the scheduler does.
-struct gated_source {
-    sim_stream& s;
-    std::atomic<bool>& gate;
-    int open_at_query = 0; // 0: never
-    bool open_at_park = false;
-    int queries = 0;
-
-    query_result query() {
-        if (++queries == open_at_query) gate = true;
-        return s.query();
-    }
-    std::error_code block() {
-        gate = true;
-        return s.block();
-    }
-    std::error_code arm() { return s.arm(); }
-    memory_descriptor descriptor() const { return s.descriptor(); }
-    bool park(dur_ns bound) {
-        if (open_at_park) gate = true;
-        return s.park(bound);
-    }
-};
-static_assert(completion_source<gated_source>);
 
 } // namespace
 
@@ -420,12 +383,11 @@ BOOST_AUTO_TEST_CASE(many_streams_sharing_lines_complete_in_any_order) {
 BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
     // The loop a host runs: query; arm; bounded parks with a backstop query. The item waits for a
     // gate the loop opens at its first park, so "pending first" does not depend on timing.
-    std::atomic<bool> gate{false};
     sim_device dev;
-    const open_gate_at_exit opener{gate};
+    test::work_gate gate;
     auto s_handle = dev.make_stream();
     sim_stream& s = *s_handle;
-    s.enqueue([&] { wait_for(gate); });
+    s.enqueue(gate.item());
     BOOST_TEST(s.query().is_pending());
     BOOST_TEST(!s.arm());
     const memory_descriptor d = s.descriptor();
@@ -433,7 +395,7 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
     bool done = false;
     for (int i = 0; i < 100000 && !done; ++i) {
         ++parks;
-        gate = true;
+        gate.open();
         if (s.park(dur_ns::from_us(100)))
             done = s.query().is_done();
         else if (s.query().is_failed())
@@ -447,16 +409,14 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
 BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
     steady_clock_port clk;
     sleeping_timer tmr;
-    std::atomic<bool> gate{false};
     sim_device dev;
-    const open_gate_at_exit opener{gate};
     {
         // Flag plan: pending at the first query, the gate opens at the first park.
-        gate = false;
+        test::work_gate gate;
         auto s_handle = dev.make_stream();
         sim_stream& s = *s_handle;
-        s.enqueue([&] { wait_for(gate); });
-        gated_source src{s, gate, 0, true};
+        s.enqueue(gate.item());
+        test::gated_source src{s, gate, 0, true};
         const auto plan = wait_plan::flag(100'000, 1'000'000);
         BOOST_REQUIRE(plan.has_value());
         const wait_result r = run_wait(src, plan.value(), std::nullopt, clk, tmr);
@@ -493,11 +453,11 @@ BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
     }
     {
         // Poll plan: pending at the first query, the gate opens at the second.
-        gate = false;
+        test::work_gate gate;
         auto s_handle = dev.make_stream();
         sim_stream& s = *s_handle;
-        s.enqueue([&] { wait_for(gate); });
-        gated_source src{s, gate, 2, false};
+        s.enqueue(gate.item());
+        test::gated_source src{s, gate, 2, false};
         const auto plan = wait_plan::poll();
         BOOST_REQUIRE(plan.has_value());
         const wait_result r = run_wait(src, plan.value(), std::nullopt, clk, tmr);
@@ -582,22 +542,21 @@ BOOST_AUTO_TEST_CASE(giving_back_drops_queued_work_and_reuses_the_line) {
 }
 
 BOOST_AUTO_TEST_CASE(giving_back_while_an_item_runs) {
-    std::atomic<bool> gate{false};
     std::atomic<bool> running{false};
     std::atomic<bool> second_ran{false};
-    const open_gate_at_exit opener{gate};
     sim_device dev({1, false});
+    test::work_gate gate;
     sim_stream_handle s = dev.make_stream();
     sim_stream_handle other = dev.make_stream(); // same worker: runs once the first one is freed
-    s->enqueue([&] {
+    s->enqueue([&running, held = gate.item()] {
         running = true;
-        wait_for(gate);
+        (void)held();
     });
     s->enqueue([&] { second_ran = true; });
     BOOST_TEST_REQUIRE(eventually([&] { return running.load(); }));
     s.reset(); // the worker is inside the first item: it frees the stream when that ends
     BOOST_TEST(dev.stream_count() == 2u);
-    gate = true;
+    gate.open();
     BOOST_TEST(eventually([&] { return dev.stream_count() == 1u; }));
     other->enqueue(dur_ns::zero());
     BOOST_TEST(settle(*other));

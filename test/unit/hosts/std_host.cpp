@@ -4,6 +4,8 @@
 #include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/device/sim_device.hpp>
 
+#include "common/work_gate.hpp"
+
 #include <boost/test/unit_test.hpp>
 
 #include <atomic>
@@ -27,7 +29,7 @@ constexpr std::string_view flag_predict_text =
 constexpr std::string_view poll_predict_text =
     "poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,window=8";
 
-// Long enough that the first query finds it pending even on a loaded CI machine.
+// Work after its gate opens: long enough for a predicting point to learn a sleep.
 constexpr dur_ns work = dur_ns::from_ms(20);
 
 } // namespace
@@ -118,8 +120,12 @@ BOOST_AUTO_TEST_CASE(blocking_wait_with_each_plan) {
          {row{"block", wait_kind::blocked}, row{"poll", wait_kind::parked},
           row{flag_text, wait_kind::parked}, row{flag_predict_text, wait_kind::parked}}) {
         BOOST_TEST_CONTEXT(r.plan) {
-            const std::uint64_t seq = s.enqueue(work);
-            const wait_result res = wait_blocking(s, plan_of(r.plan), table, std::string(r.plan));
+            // Pending at the first query whatever the scheduler does: the work waits behind a
+            // gate the wait opens at its second query, its first park or its block().
+            gpu_async::test::work_gate gate;
+            const std::uint64_t seq = s.enqueue(gate.item());
+            gpu_async::test::gated_source src{s, gate, 2, true};
+            const wait_result res = wait_blocking(src, plan_of(r.plan), table, std::string(r.plan));
             BOOST_TEST_REQUIRE(res.has_value(), res.message());
             BOOST_TEST(s.descriptor_for(seq).is_complete());
             BOOST_TEST(s.query().is_done());
@@ -141,13 +147,21 @@ BOOST_AUTO_TEST_CASE(predicting_wait_learns_then_sleeps) {
     sim_stream& s = *s_handle;
     point_table<int> table;
     const wait_plan plan = plan_of(poll_predict_text);
+    // Each wait's work waits behind a gate it opens at its second query: pending at the first
+    // whatever the scheduler does, then `work` long.
+    gpu_async::test::work_gate cold_gate;
+    s.enqueue(cold_gate.item());
     s.enqueue(work);
-    const wait_result cold = wait_blocking(s, plan, table, 7);
+    gpu_async::test::gated_source cold_source{s, cold_gate, 2, false};
+    const wait_result cold = wait_blocking(cold_source, plan, table, 7);
     BOOST_TEST_REQUIRE(cold.has_value(), cold.message());
     BOOST_TEST(cold.value().slept.count() == 0u); // a cold point does not sleep
     BOOST_TEST_REQUIRE(table.sleep_ns(7, *plan.predict()).has_value());
+    gpu_async::test::work_gate warm_gate;
+    s.enqueue(warm_gate.item());
     s.enqueue(work);
-    const wait_result warm = wait_blocking(s, plan, table, 7);
+    gpu_async::test::gated_source warm_source{s, warm_gate, 2, false};
+    const wait_result warm = wait_blocking(warm_source, plan, table, 7);
     BOOST_TEST_REQUIRE(warm.has_value(), warm.message());
     BOOST_TEST(warm.value().slept.count() > 0u);
     BOOST_TEST(s.query().is_done());
@@ -183,13 +197,22 @@ BOOST_AUTO_TEST_CASE(fill_executor_runs_on_the_std_idle) {
     fill_executor ex;
     const std_clock clk;
     std::atomic<int> finished{0};
+    // The items wait behind a gate that a task opens once the reactor has parked: the waits
+    // pend however slow the machine.
+    gpu_async::test::work_gate gate;
     auto waiter = [&](sim_stream& s) -> fill_task<> {
-        s.enqueue(dur_ns::from_ms(5));
+        s.enqueue(gate.item());
         auto r = co_await fill_wait(ex.get_reactor(), s, plan_of(flag_text), std::nullopt, clk);
         if (r.has_value()) ++finished;
     };
+    auto opener = [&]() -> fill_task<> {
+        for (int i = 0; i < 5000 && ex.stats().parks == 0; ++i) // at most a second
+            co_await ex.get_reactor().alarm(clk.now().after(dur_ns::from_us(200)));
+        gate.open();
+    };
     ex.spawn(waiter(a));
     ex.spawn(waiter(b));
+    ex.spawn(opener());
     std_idle idle;
     auto stats = ex.run(idle);
     BOOST_TEST_REQUIRE(stats.has_value());

@@ -6,6 +6,7 @@
 #include <gpu_async/device/sim_device.hpp>
 
 #include "common/fake_uring_calls.hpp"
+#include "common/work_gate.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -14,16 +15,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <utility>
 
 using namespace gpu_async;
 using gpu_async::test::fake_uring_calls;
 using gpu_async::test::uring_faults;
+using gpu_async::test::work_gate;
 
 namespace {
 
@@ -299,24 +299,12 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     fill_executor ex;
     int finished = 0;
     int alarms = 0;
-    // The device's items wait for a gate that a task of the executor opens once the reactor has
-    // parked (where parks are futex waits in the ring, which the idle counts; else after 2 ms):
-    // the waits pend however slow the machine.
-    std::promise<void> gate;
-    const std::shared_future<void> opened = gate.get_future().share();
-    bool gate_open = false;
-    const auto open_gate = [&] {
-        if (!std::exchange(gate_open, true)) gate.set_value();
-    };
-    struct opens_at_exit { // a failed check must not leave a worker blocked in the device
-        const decltype(open_gate)& open;
-        ~opens_at_exit() { open(); }
-    } at_exit{open_gate};
+    // The device's items wait behind a gate that a task of the executor opens once the reactor
+    // has parked (in a futex wait, where the ring has them): the waits pend however slow the
+    // machine.
+    work_gate gate;
     auto waiter = [&](sim_stream& s) -> fill_task<> {
-        s.enqueue([opened]() -> std::error_code {
-            opened.wait();
-            return {};
-        });
+        s.enqueue(gate.item());
         auto r = co_await fill_wait(
             ex.get_reactor(), s, plan_of("flag:park_us=100,backstop_us=1000"), std::nullopt, clk);
         if (r.has_value()) ++finished;
@@ -339,19 +327,22 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
         s.set_doorbell(bell_owner);
         ex.spawn(waiter(s));
     }
+    const std::uint64_t parks_before = ex.stats().parks;
+    // A park the ring's own completion (this task's alarm) ends early is no futex wait.
+    const auto parked = [&] {
+        return idle->futex_supported() ? idle->futex_parks() > 0 : ex.stats().parks > parks_before;
+    };
     auto opener = [&]() -> fill_task<> {
-        for (int i = 0; i < 10 || (idle->futex_supported() && idle->futex_parks() == 0); ++i) {
-            if (i == 5000) break; // a second: the checks below then fail, the test ends
+        for (int i = 0; i < 5000 && !parked(); ++i) // at most a second
             co_await ex.get_reactor().alarm(clk.now().after(dur_ns::from_us(200)));
-        }
-        open_gate();
+        gate.open();
     };
     ex.spawn(opener());
     idle->set_doorbell(&bell);
     auto stats = ex.run(*idle);
     BOOST_TEST_REQUIRE(stats.has_value());
     BOOST_TEST(finished == 4);
-    BOOST_TEST(stats.value().parks > 0u);
+    BOOST_TEST(stats.value().parks > parks_before);
     if (idle->futex_supported()) BOOST_TEST(idle->futex_parks() > 0u);
     BOOST_TEST(idle->failed_ops() == 0u);
     BOOST_TEST_MESSAGE("FILL on io-uring: " << stats.value().parks << " parks, "
