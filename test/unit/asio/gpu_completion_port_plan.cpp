@@ -250,12 +250,15 @@ BOOST_AUTO_TEST_CASE(a_poll_plan_sleeps_its_prediction_through_a_reached_descrip
     using gpu_async::completion_line;
     using gpu_async::memory_descriptor;
     using gpu_async::query_result;
+    // Done 100 ms after its first query (not after the wait's start, which a loaded machine may
+    // run late).
     struct timed_source {
         completion_line* line;
-        std::chrono::steady_clock::time_point ready_at;
+        std::optional<std::chrono::steady_clock::time_point> ready_at;
         query_result query() {
-            return std::chrono::steady_clock::now() >= ready_at ? query_result::done()
-                                                                : query_result::pending();
+            const auto now = std::chrono::steady_clock::now();
+            if (!ready_at) ready_at = now + std::chrono::milliseconds(100);
+            return now >= *ready_at ? query_result::done() : query_result::pending();
         }
         std::error_code block() { return {}; }
         std::error_code arm() { return {}; }
@@ -270,15 +273,15 @@ BOOST_AUTO_TEST_CASE(a_poll_plan_sleeps_its_prediction_through_a_reached_descrip
     completion_line line; // word 0 is 0: the descriptor's target is reached
     const wait_plan p =
         plan("poll+predict:margin_us=150,min_sleep_us=20,max_sleep_us=1000000,window=8");
-    timed_source src{&line, std::chrono::steady_clock::now() + std::chrono::milliseconds(30)};
+    timed_source src{&line, std::nullopt};
     result first;
-    port.async_wait(src, p, "timed", record(first)); // no prediction yet: polls for 30 ms
+    port.async_wait(src, p, "timed", record(first)); // no prediction yet: polls for 100 ms
     run_to_completion(ctx);
     BOOST_REQUIRE(first.ec.has_value());
     BOOST_TEST(!*first.ec);
-    BOOST_REQUIRE(port.prediction_ns("timed", *p.predict()).value_or(0) >= 25'000'000u);
+    BOOST_REQUIRE(port.prediction_ns("timed", *p.predict()).value_or(0) >= 100'000'000u);
     ctx.restart();
-    src.ready_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(30);
+    src.ready_at.reset();
     result second;
     port.async_wait(src, p, "timed", record(second));
     run_to_completion(ctx);
