@@ -287,7 +287,7 @@ BOOST_AUTO_TEST_CASE(run_fill_serves_a_completion_while_a_handler_keeps_yielding
     bool completed = false;
     std::uint64_t yields_at_completion = 0;
     std::uint64_t yields = 0;
-    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    const auto cap = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     port.async_wait(memory_descriptor(line, slot(0), 1), [&](error_code ec) {
         BOOST_TEST(!ec);
         completed = true;
@@ -463,6 +463,10 @@ BOOST_AUTO_TEST_CASE(a_device_outliving_the_context_rings_safely) {
     for (int i = 0; i < 20; ++i)
         s.enqueue(dur_ns::from_us(10));
     BOOST_TEST(s.block().value() == 0);
+    // Each item rings after its store: the last ring may follow block()'s return.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (watched.lock()->count() < rung + 20 && std::chrono::steady_clock::now() < end)
+        std::this_thread::yield();
     BOOST_TEST(watched.lock()->count() >= rung + 20);
 }
 
@@ -595,8 +599,8 @@ BOOST_AUTO_TEST_CASE(shutdown_wakes_a_watcher_standing_back_for_a_drain_never_ru
     const auto took = std::chrono::steady_clock::now() - t0;
     BOOST_TEST(ran == 0);
     // The bound is 60 s and a stand-back sleep lasts at most 1 s before it looks again: without
-    // the wake, the join takes about a second.
-    BOOST_TEST(took < std::chrono::milliseconds(500));
+    // the wake, the join takes about a second (the margin is for a loaded machine).
+    BOOST_TEST(took < std::chrono::milliseconds(900));
 }
 
 // 9. Thousands of registrations between two looks at the lines (more than the service has room

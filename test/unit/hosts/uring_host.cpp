@@ -93,7 +93,9 @@ BOOST_AUTO_TEST_CASE(timeout_is_never_early) {
         BOOST_TEST_MESSAGE("io_uring timeout of " << us << " us: late by " << end.since(at).count()
                                                   << " ns");
     }
-    BOOST_TEST(idle->ring_sleeps() >= 4u); // the 0 us sleep may need no timeout at all
+    // The 1 ms and 5 ms sleeps at least: a shorter one may find its deadline passed on a loaded
+    // machine, and the 0 us sleep needs no timeout at all.
+    BOOST_TEST(idle->ring_sleeps() >= 2u);
     BOOST_TEST(idle->failed_ops() == 0u);
 }
 
