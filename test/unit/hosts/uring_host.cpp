@@ -128,14 +128,22 @@ BOOST_AUTO_TEST_CASE(futex_park_woken_by_a_ringing_producer) {
     const memory_descriptor d(line, *slot_id::at(0), 1);
     idle->set_doorbell(&bell);
     BOOST_TEST(idle->park_path() == "io_uring futex wait");
+    std::atomic<int> looks{0};
     std::thread producer([&] {
-        // Store once the idle sleeps in the ring (it registered as the doorbell's sleeper).
-        eventually([&] { return bell.sleepers() > 0; });
+        // Store once the idle has looked at the word a second time: the park's look after it
+        // registered as the doorbell's sleeper, which a futex wait in the ring then follows
+        // (woken by the ring, or refused at once as the count moved: a futex park either way).
+        eventually([&] { return looks.load() >= 2; });
         line.words[0].store(1, std::memory_order_release);
         bell.ring();
     });
     const bool seen = idle->park_line(
-        line, [&] { return d.is_complete(); }, dur_ns::from_ms(10000));
+        line,
+        [&] {
+            ++looks;
+            return d.is_complete();
+        },
+        dur_ns::from_ms(10000));
     producer.join();
     BOOST_TEST(seen);
     BOOST_TEST(idle->futex_parks() >= 1u);
