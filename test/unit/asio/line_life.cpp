@@ -40,6 +40,13 @@ struct endings {
     auto handler() {
         return [this](error_code ec) { codes.push_back(ec); };
     }
+    /// Checks that `n` waits ended, each with `expected`.
+    template <class Code>
+    void check_all(std::size_t n, Code expected) const {
+        BOOST_TEST_REQUIRE(codes.size() == n);
+        for (const error_code& ec : codes)
+            BOOST_TEST((ec == expected));
+    }
 };
 
 /// A work item that its worker holds until open(): run_on() enqueues it and returns once a
@@ -84,8 +91,7 @@ BOOST_AUTO_TEST_CASE(a_given_back_streams_descriptor_is_stale_even_when_its_line
     endings e;
     port.async_wait(old, e.handler());
     run_to_completion(ctx);
-    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
-    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+    e.check_all(1, errc::stale_descriptor);
     BOOST_TEST((gpu_async::descriptor_status(old) == gpu_async::line_status::stale));
     // The new stream's own descriptors are live.
     BOOST_TEST(
@@ -105,8 +111,7 @@ BOOST_AUTO_TEST_CASE(a_wait_pending_when_its_stream_is_given_back_ends_aborted_n
     second->enqueue(std::chrono::microseconds(1));
     dev.step_all();
     run_to_completion(ctx);
-    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
-    BOOST_TEST((e.codes[0] == asio::error::operation_aborted));
+    e.check_all(1, asio::error::operation_aborted);
 }
 
 BOOST_AUTO_TEST_CASE(a_destroyed_devices_descriptor_ends_stale_without_reading_the_line) {
@@ -121,8 +126,7 @@ BOOST_AUTO_TEST_CASE(a_destroyed_devices_descriptor_ends_stale_without_reading_t
     endings e;
     port.async_wait(*d, e.handler());
     run_to_completion(ctx);
-    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
-    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+    e.check_all(1, errc::stale_descriptor);
 }
 
 // A service registers for retirements once it is whole: a retirement on another thread calls
@@ -249,8 +253,7 @@ BOOST_AUTO_TEST_CASE(a_given_back_stream_on_a_shared_line_retires_its_slot_alone
     BOOST_TEST((*pending == asio::error::operation_aborted));
     BOOST_TEST_REQUIRE(other.has_value());
     BOOST_TEST(!*other); // the neighbour's slot is untouched
-    BOOST_TEST_REQUIRE(e.codes.size() == 1u);
-    BOOST_TEST((e.codes[0] == errc::stale_descriptor));
+    e.check_all(1, errc::stale_descriptor);
     BOOST_TEST(
         (gpu_async::descriptor_status(second->descriptor()) == gpu_async::line_status::live));
 }
@@ -382,12 +385,8 @@ BOOST_AUTO_TEST_CASE(a_cancelling_shutdown_ends_the_waits_on_dropped_work) {
     port.async_wait(a, later.handler());
     port.async_wait(b, later.handler());
     run_to_completion(ctx); // fails (bounded) if a wait on dropped work hangs
-    BOOST_TEST_REQUIRE(pending.codes.size() == 2u);
-    for (const error_code& ec : pending.codes)
-        BOOST_TEST((ec == asio::error::operation_aborted));
-    BOOST_TEST_REQUIRE(later.codes.size() == 2u);
-    for (const error_code& ec : later.codes)
-        BOOST_TEST((ec == errc::stale_descriptor));
+    pending.check_all(2, asio::error::operation_aborted);
+    later.check_all(2, errc::stale_descriptor);
 }
 
 // Work a shut-down device refuses is never stored: a wait on its number ends aborted when it is
@@ -419,12 +418,8 @@ BOOST_AUTO_TEST_CASE(work_refused_after_a_shutdown_ends_its_descriptor_waits) {
     port.async_wait(own->descriptor_for(a), later.handler());
     port.async_wait(shared->descriptor_for(b), later.handler());
     run_to_completion(ctx); // fails (bounded) if a wait on refused work hangs
-    BOOST_TEST_REQUIRE(pending.codes.size() == 2u);
-    for (const error_code& ec : pending.codes)
-        BOOST_TEST((ec == asio::error::operation_aborted));
-    BOOST_TEST_REQUIRE(later.codes.size() == 2u);
-    for (const error_code& ec : later.codes)
-        BOOST_TEST((ec == errc::stale_descriptor));
+    pending.check_all(2, asio::error::operation_aborted);
+    later.check_all(2, errc::stale_descriptor);
 }
 
 // A refusal while a draining shutdown still runs accepted work leaves that work its waits: the
