@@ -313,10 +313,12 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
     // has parked (in a futex wait, where the ring has them): the waits pend however slow the
     // machine.
     work_gate gate;
+    // Each park step lasts 2 ms: with 100 us, a sanitizer build's turns (tens of us each, four
+    // tasks) let one step expire before every turn, and the reactor never idles.
     auto waiter = [&](sim_stream& s) -> fill_task<> {
         s.enqueue(gate.item());
         auto r = co_await fill_wait(
-            ex.get_reactor(), s, plan_of("flag:park_us=100,backstop_us=1000"), std::nullopt, clk);
+            ex.get_reactor(), s, plan_of("flag:park_us=2000,backstop_us=10000"), std::nullopt, clk);
         if (r.has_value()) ++finished;
     };
     auto sleeper = [&]() -> fill_task<> {
