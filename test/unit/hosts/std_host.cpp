@@ -200,9 +200,12 @@ BOOST_AUTO_TEST_CASE(fill_executor_runs_on_the_std_idle) {
     // The items wait behind a gate that a task opens once the reactor has parked: the waits
     // pend however slow the machine.
     gpu_async::test::work_gate gate;
+    // Park steps of 2 ms: a sanitizer build's turns take tens of microseconds, and with 100 us
+    // steps one may expire before every turn, so the reactor never idles.
     auto waiter = [&](sim_stream& s) -> fill_task<> {
         s.enqueue(gate.item());
-        auto r = co_await fill_wait(ex.get_reactor(), s, plan_of(flag_text), std::nullopt, clk);
+        auto r = co_await fill_wait(
+            ex.get_reactor(), s, plan_of("flag:park_us=2000,backstop_us=10000"), std::nullopt, clk);
         if (r.has_value()) ++finished;
     };
     auto opener = [&]() -> fill_task<> {
