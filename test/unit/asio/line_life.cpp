@@ -8,6 +8,7 @@
 #include "common/fault_recorder.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/manual_device.hpp"
+#include "common/work_gate.hpp"
 
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
@@ -50,23 +51,23 @@ struct endings {
 };
 
 /// A work item that its worker holds until open(): run_on() enqueues it and returns once a
-/// worker runs it; the item then returns `result`.
+/// worker runs it; the item then returns `result`. Declare it after the device (its gate opens
+/// when it goes).
 class held_item {
 public:
     void run_on(gpu_async::sim_stream& s, std::error_code result = {}) {
-        s.enqueue([this, result]() -> std::error_code {
+        s.enqueue([this, result, held = gate_.item()]() -> std::error_code {
             started_.set_value();
-            opened_.wait();
+            (void)held();
             return result;
         });
         started_.get_future().wait();
     }
-    void open() { gate_.set_value(); }
+    void open() { gate_.open(); }
 
 private:
     std::promise<void> started_;
-    std::promise<void> gate_;
-    std::shared_future<void> opened_ = gate_.get_future().share();
+    gpu_async::test::work_gate gate_;
 };
 
 } // namespace
