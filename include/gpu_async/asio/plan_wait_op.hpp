@@ -75,16 +75,16 @@ struct plan_line_watch final : line_watcher {
     }
     /// A fault reaches a plan-driven wait through its source's status query, and its park (a
     /// reactor wait) through the service, a line watcher of its own.
-    void fault_slot(const completion_line&, slot_id) noexcept override {}
+    void fault_slot(const completion_line&, slot_id, std::uint64_t) noexcept override {}
     /// The stream of one slot went: as a retirement, for the waits on that slot only.
-    void retire_slot(const completion_line& l, slot_id slot) noexcept override {
+    void retire_slot(const completion_line& l, slot_id slot, slot_retirement r) noexcept override {
         if (&l != line) return;
         {
             std::unique_lock lk(source_mutex);
             ++retirements[slot.index()];
         }
         std::lock_guard lk(state->registration_mutex);
-        svc->retire_slot(l, slot);
+        svc->retire_slot(l, slot, r);
     }
 
     port_state* state;

@@ -220,7 +220,7 @@ public:
     /// The line the host watches. Valid until the line is closed or destroyed.
     const completion_line& line() const noexcept { return *line_; }
     /// The line's generation (see <gpu_async/line_retirement.hpp>): stamped into its descriptors.
-    std::uint32_t generation() const noexcept { return generation_; }
+    std::uint64_t generation() const noexcept { return generation_; }
 
     /// The device the line belongs to.
     int device() const noexcept { return device_; }
@@ -315,7 +315,7 @@ private:
     detail::mapped_line_health* health_ = nullptr;  ///< owned: the probe and the health query
     std::uint64_t bell_address_ = 0;
     completion_line* line_ = nullptr;
-    std::uint32_t generation_ = 0; ///< the line's, stamped into its descriptors
+    std::uint64_t generation_ = 0; ///< the line's, stamped into its descriptors
     void* page_ = nullptr;
     void* domain_ = nullptr;
     std::uint64_t device_address_ = 0;

@@ -316,7 +316,7 @@ private:
     slot_id slot_;
     // Its slot's generation when the stream was made (0 for a line never adopted): its
     // descriptors carry it, so they go stale when the stream is given back.
-    std::uint32_t generation_ = 0;
+    std::uint64_t generation_ = 0;
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};
@@ -430,7 +430,13 @@ private:
     GPU_ASYNC_DECL void dispose(sim_stream& s) noexcept;
     // After the workers stopped: drops every queued item; returns the device lines' slots whose
     // work it dropped (as many as it has room for), to retire with no lock held.
-    GPU_ASYNC_DECL std::vector<std::pair<const completion_line*, slot_id>> drop_queued() noexcept;
+    /// A slot whose work was dropped, at the generation of the stream that had it.
+    struct dropped_slot {
+        const completion_line* line;
+        slot_id slot;
+        std::uint64_t generation;
+    };
+    GPU_ASYNC_DECL std::vector<dropped_slot> drop_queued() noexcept;
     GPU_ASYNC_DECL void worker_loop(detail::sim_worker& w);
     // Under w's lock: put `s`'s front item into the heap, due `d` from now.
     GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);

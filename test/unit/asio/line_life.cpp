@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -303,13 +304,142 @@ BOOST_AUTO_TEST_CASE(a_fault_after_the_give_back_is_not_the_next_streams) {
     BOOST_TEST(faults.faults_of(line).empty());
 }
 
+// A wait started while its stream is given back, a stream made on the same slot and stepped
+// once (which stores the number the old descriptor waits for, a number the old stream never
+// ran): the start's read of the word must not count, since the slot's life moved across it.
+// Three threads start waits on the old descriptor while the main thread reuses the slot.
+BOOST_AUTO_TEST_CASE(a_wait_started_while_its_slot_is_reused_never_succeeds) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    std::vector<std::unique_ptr<gpu_completion_port>> ports;
+    for (int i = 0; i < 3; ++i)
+        ports.push_back(std::make_unique<gpu_completion_port>(ctx));
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(2);
+    std::mutex current_m;
+    std::optional<memory_descriptor> current; // the old stream's target, under current_m
+    std::atomic<bool> stop{false};
+    std::atomic<std::uint64_t> started{0}, ended{0}, succeeded{0};
+    auto guard = asio::make_work_guard(ctx);
+    std::thread runner([&] {
+        while (!stop.load())
+            ctx.run_for(std::chrono::milliseconds(5));
+    });
+    std::vector<std::thread> starters;
+    for (auto& port : ports) {
+        starters.emplace_back([&, p = port.get()] {
+            while (!stop.load()) {
+                std::optional<memory_descriptor> d;
+                {
+                    std::lock_guard lk(current_m);
+                    d = current;
+                }
+                if (!d) continue;
+                started.fetch_add(1);
+                p->async_wait(*d, [&](error_code ec) {
+                    if (!ec) succeeded.fetch_add(1);
+                    ended.fetch_add(1);
+                });
+            }
+        });
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    std::uint64_t rounds = 0;
+    while (std::chrono::steady_clock::now() < until && succeeded.load() == 0) {
+        auto old = dev.make_stream(line, slot);
+        const memory_descriptor d =
+            old->descriptor_for(old->enqueue(std::chrono::microseconds(1))); // never run
+        {
+            std::lock_guard lk(current_m);
+            current = d;
+        }
+        std::this_thread::yield();
+        old.reset(); // given back: d's target is never stored by its stream
+        auto next = dev.make_stream(line, slot);
+        BOOST_TEST_REQUIRE(next->enqueue(std::chrono::microseconds(1)) == d.target());
+        BOOST_TEST_REQUIRE(dev.step(*next)); // stores d's target, as the next stream's first
+        next.reset();
+        ++rounds;
+    }
+    stop.store(true);
+    for (auto& t : starters)
+        t.join();
+    runner.join();
+    guard.reset();
+    run_to_completion(ctx);
+    BOOST_TEST_MESSAGE(rounds << " reuses, " << started.load() << " waits");
+    BOOST_TEST(succeeded.load() == 0u);
+    BOOST_TEST(ended.load() == started.load());
+}
+
+// A stream stores a wait's target and is given back at once, while the wait may still be in the
+// reactor's incoming registrations: it completes with success (what the stream stored before it
+// went), not operation_aborted.
+BOOST_AUTO_TEST_CASE(a_target_stored_before_the_give_back_completes_a_wait_not_yet_taken_in) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(1);
+    endings e;
+    constexpr std::size_t rounds = 300;
+    for (std::size_t i = 0; i < rounds; ++i) {
+        auto s = dev.make_stream(line, slot);
+        const memory_descriptor d = s->descriptor_for(s->enqueue(std::chrono::microseconds(1)));
+        port.async_wait(d, e.handler());
+        BOOST_TEST_REQUIRE(dev.step(*s)); // stored
+        s.reset();                        // then given back
+    }
+    run_to_completion(ctx);
+    e.check_all(rounds, error_code());
+}
+
+// A work item fails on its worker while its stream is given back and a new stream is made on the
+// same slot: the fault was the old stream's, decided before the give-back, and must not land on
+// the new one (its descriptors live, its waits complete).
+BOOST_AUTO_TEST_CASE(a_fault_racing_the_give_back_never_lands_on_the_next_stream) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev;
+    gpu_async::completion_line& line = dev.make_line();
+    const auto slot = *gpu_async::slot_id::at(3);
+    std::size_t faulted = 0, rounds = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < until && rounds < 400 && faulted == 0) {
+        held_item held;
+        auto old = dev.make_stream(line, slot);
+        held.run_on(*old, make_error_code(errc::backend));
+        held.open(); // fails now, on the worker
+        old.reset(); // while it is given back
+        auto next = dev.make_stream(line, slot);
+        // The old stream is gone once its worker let it go (after its fault, if it made one).
+        const auto bound = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (dev.stream_count() != 1 && std::chrono::steady_clock::now() < bound)
+            std::this_thread::yield();
+        BOOST_TEST_REQUIRE(dev.stream_count() == 1u);
+        if (gpu_async::descriptor_status(next->descriptor()) != gpu_async::line_status::live)
+            ++faulted;
+        ++rounds;
+    }
+    BOOST_TEST_MESSAGE(rounds << " rounds");
+    BOOST_TEST(faulted == 0u);
+    // And the next stream's waits complete.
+    auto last = dev.make_stream(line, slot);
+    std::optional<error_code> got;
+    port.async_wait(last->descriptor_for(last->enqueue(std::chrono::microseconds(1))),
+                    [&](error_code ec) { got = ec; });
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got);
+}
+
 // A caller's line, even one the caller adopted to have its descriptors checked, is the caller's:
 // a simulated stream on it given back ends no wait on it.
 BOOST_AUTO_TEST_CASE(a_stream_given_back_leaves_a_callers_adopted_line_alone) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
     gpu_async::completion_line line;
-    const std::uint32_t g = gpu_async::adopt_line(line);
+    const std::uint64_t g = gpu_async::adopt_line(line);
     const auto slot = *gpu_async::slot_id::at(2);
     std::optional<error_code> got;
     {
@@ -460,7 +590,7 @@ BOOST_AUTO_TEST_CASE(a_callers_own_line_keeps_the_unchecked_rule) {
     gpu_async::retire_line(line); // never adopted: nothing to advance
     BOOST_TEST((gpu_async::descriptor_status(d) == gpu_async::line_status::live));
     // Adopted, its generation advances with each retirement.
-    const std::uint32_t g = gpu_async::adopt_line(line);
+    const std::uint64_t g = gpu_async::adopt_line(line);
     BOOST_TEST(g != 0u);
     const memory_descriptor checked(line, *gpu_async::slot_id::at(0), 1, g);
     BOOST_TEST((gpu_async::descriptor_status(checked) == gpu_async::line_status::live));

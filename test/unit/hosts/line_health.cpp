@@ -236,7 +236,7 @@ BOOST_AUTO_TEST_CASE(a_querys_fault_reaches_every_reactor_and_the_side_table) {
     backstop_scope b(dur_ns::zero());
     fault_recorder reactor;
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h;
     h.then = [](const completion_line& l) { fault_slot(l, *slot_id::at(3)); };
     watch_scope w(line, h);
@@ -256,7 +256,7 @@ BOOST_AUTO_TEST_CASE(a_querys_fault_reaches_every_reactor_and_the_side_table) {
 BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_faulted) {
     backstop_scope b(dur_ns::zero());
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h;
     h.then = [](const completion_line& l) { fault_slot(l, *slot_id::at(2)); };
     watch_scope w(line, h);
@@ -280,7 +280,7 @@ BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_f
 BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_still_parks_when_the_queries_find_nothing) {
     backstop_scope b(dur_ns::zero());
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h; // finds nothing
     watch_scope w(line, h);
     reactor r;
