@@ -162,8 +162,11 @@ inline driver_status query_probe(void* self, void* domain, void* probe) noexcept
     if (status_t st = a.ctx_push_current(static_cast<context_t>(domain)); st != success)
         return driver_status{st, "cuCtxPushCurrent"};
     const status_t st = a.stream_query(static_cast<stream_t>(probe));
+    // One pop for the push, whatever the query answered. A refused pop is never tried again: it
+    // may have popped or not, and a second could take the caller's own context off its stack.
     context_t popped = nullptr;
     const status_t pop = a.ctx_pop_current(&popped);
+    // A fault outranks a failed pop: the fault is what the health query must tell.
     if (st != success && st != error_not_ready) return driver_status{st}; // the context faulted
     if (pop != success) return driver_status{pop, "cuCtxPopCurrent", true};
     return driver_status{};
