@@ -610,12 +610,38 @@ BOOST_AUTO_TEST_CASE(handle_outliving_its_device) {
         busy = dev.make_stream();
         busy->enqueue(dur_ns::from_ms(60000));
     } // the device frees its streams
-    BOOST_TEST(static_cast<bool>(idle));
+    BOOST_TEST(!idle);
     idle.reset(); // the device is gone: nothing to give back, no crash
     BOOST_TEST(!idle);
     sim_stream_handle moved = std::move(busy);
     moved = sim_stream_handle{};
     BOOST_TEST(!moved);
+}
+
+// The port declared before the device, as a new user may write it, so the device goes first:
+// its handles then say so. operator bool is false, get() is null, and a call through -> or *
+// throws errc::device_gone instead of reaching the stream the device freed (it used to test
+// true, and enqueue was a heap-use-after-free in sim_stream::push: a crash in a release build).
+BOOST_AUTO_TEST_CASE(a_handle_whose_device_is_gone_says_so) {
+    const auto gone = [](const std::system_error& e) { return e.code() == errc::device_gone; };
+    for (const bool manual : {true, false}) {
+        sim_stream_handle h;
+        {
+            sim_device dev({1, manual});
+            h = dev.make_stream();
+            BOOST_TEST_REQUIRE(static_cast<bool>(h));
+            BOOST_TEST(h->enqueue(dur_ns::from_us(1)) == 1u);
+        }
+        BOOST_TEST(!h);
+        BOOST_TEST(h.get() == nullptr);
+        BOOST_CHECK_EXCEPTION(h->enqueue(dur_ns::from_us(1)), std::system_error, gone);
+        BOOST_CHECK_EXCEPTION(static_cast<void>((*h).tail()), std::system_error, gone);
+        sim_stream_handle moved = std::move(h);
+        BOOST_TEST(!moved);
+        BOOST_CHECK_EXCEPTION(static_cast<void>(moved->word()), std::system_error, gone);
+        moved.reset(); // nothing to give back
+        BOOST_TEST(!moved);
+    }
 }
 
 BOOST_AUTO_TEST_CASE(std_chrono_durations) {
