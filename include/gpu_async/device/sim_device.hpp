@@ -148,6 +148,10 @@ struct sim_life {
 /// gone.
 [[noreturn]] GPU_ASYNC_DECL void throw_device_gone();
 
+/// Throws the std::system_error of errc::invalid_target: descriptor_for(`seq`) on a stream
+/// whose tail is `tail`.
+[[noreturn]] GPU_ASYNC_DECL void throw_invalid_target(std::uint64_t seq, std::uint64_t tail);
+
 /// A type-erased work item body (move-only callables allowed).
 struct sim_work {
     virtual ~sim_work() = default;
@@ -269,8 +273,13 @@ public:
     std::uint64_t word() const noexcept {
         return line_->words[slot_.index()].load(std::memory_order_acquire);
     }
-    /// The descriptor of item `seq`.
-    memory_descriptor descriptor_for(std::uint64_t seq) const noexcept {
+    /// The descriptor of item `seq`: a number enqueue() returned, or the stream's start (every
+    /// number up to the tail, in wrapping order). A number past the tail was never given to the
+    /// stream and would never complete (a wait on it would hang unnoticed): it throws a
+    /// std::system_error with errc::invalid_target.
+    memory_descriptor descriptor_for(std::uint64_t seq) const {
+        const std::uint64_t t = tail();
+        if (!sequence_reached(t, seq)) detail::throw_invalid_target(seq, t);
         return memory_descriptor(*line_, slot_, seq, generation_);
     }
     /// The error the stream failed with (empty while it has not).
@@ -288,7 +297,9 @@ public:
     /// stream's error once it failed.
     GPU_ASYNC_DECL std::error_code arm();
     /// (line, slot, tail).
-    memory_descriptor descriptor() const noexcept { return descriptor_for(tail()); }
+    memory_descriptor descriptor() const noexcept {
+        return memory_descriptor(*line_, slot_, tail(), generation_);
+    }
     /// Parks on the word (the doorbell's futex when one is set) until the tail is stored, the
     /// stream fails, or `bound` passes; true when the word reached the tail.
     GPU_ASYNC_DECL bool park(dur_ns bound) const;

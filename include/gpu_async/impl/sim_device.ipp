@@ -181,6 +181,13 @@ GPU_ASYNC_DECL void detail::throw_device_gone() {
     throw std::system_error(e.code(), e.message());
 }
 
+GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t tail) {
+    const coded_error e(errc::invalid_target,
+                        {std::to_string(seq), "the simulated stream (its last enqueued number is " +
+                                                  std::to_string(tail) + ")"});
+    throw std::system_error(e.code(), e.message());
+}
+
 GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
     sim_stream* s = std::exchange(stream_, nullptr);
     std::shared_ptr<detail::sim_life> life = std::move(life_);
