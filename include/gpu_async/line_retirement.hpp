@@ -235,8 +235,9 @@ namespace detail {
 /// is at least one fault backstop away from the last run's `now_ns` (on either side: a clock
 /// behind the last run by a whole backstop, such as a test's virtual time, counts as due too).
 /// Process-wide: of the callers that find them due, one runs them, the others return false at
-/// once (an atomic, no lock), and no two runs overlap. Each query is pinned and run with no
-/// registry lock held. Returns true when this call ran the queries; false at once when no line
+/// once (an atomic, no lock), and no two runs overlap. A caller that finds a run under way
+/// leaves its turn due: the first call after that run takes it. Each query is pinned and run with
+/// no registry lock held. Returns true when this call ran the queries; false at once when no line
 /// is watched or the backstop is dur_ns::max().
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept;
 

@@ -165,7 +165,9 @@ struct line_driver {
     /// null, `status` its answer) when it answered anything else: the domain faulted; a failure
     /// naming another call (`call` set: switching the domain in or out) when nothing is known.
     driver_status (*query_probe)(void* self, void* domain, void* probe) = nullptr;
-    /// Destroys the probe with the domain current.
+    /// Destroys the probe, with the domain current where the backend needs it. The line forgets
+    /// its probe at close whatever this returns, so it destroys the probe even when making the
+    /// domain current fails (reported as that call's failure, `done` when the probe is gone).
     driver_status (*drop_probe)(void* self, void* domain, void* probe) = nullptr;
     /// The vendor's name of a status (never null; "unknown" when the vendor has none).
     const char* (*status_name)(void* self, int status) = nullptr;

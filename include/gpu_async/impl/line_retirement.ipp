@@ -391,14 +391,24 @@ GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
     if (r.health_watched.load(std::memory_order_acquire) == 0) return false;
     const std::uint64_t backstop = r.health_backstop.load(std::memory_order_relaxed);
     if (backstop == dur_ns::max().ns) return false;
-    // Due: no run yet, or one backstop away from the last run (either side). One caller takes
-    // the turn (the exchange); the others see it taken and return.
-    std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
-    if (last != 0 && (now_ns > last ? now_ns - last : last - now_ns) < backstop) return false;
-    if (!r.health_last.compare_exchange_strong(
-            last, now_ns != 0 ? now_ns : 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+    // Due: no run yet, or one backstop away from the last run (either side).
+    const auto due = [&] {
+        const std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
+        return last == 0 || (now_ns > last ? now_ns - last : last - now_ns) >= backstop;
+    };
+    if (!due()) return false;
+    // One run at a time, and only the caller that holds the run claims the turn (health_last is
+    // written under health_running alone): one that finds a run under way leaves the turn due
+    // for the first call after that run. (Claiming it and then skipping it put the next run a
+    // whole backstop later.)
+    if (r.health_running.load(std::memory_order_relaxed) ||
+        r.health_running.exchange(true, std::memory_order_acquire))
         return false;
-    if (r.health_running.exchange(true, std::memory_order_acquire)) return false; // one at a time
+    if (!due()) { // a run took the turn between the look and the exchange
+        r.health_running.store(false, std::memory_order_release);
+        return false;
+    }
+    r.health_last.store(now_ns != 0 ? now_ns : 1, std::memory_order_relaxed);
     std::vector<std::shared_ptr<line_watcher_registry::health_entry>> asked;
     {
         std::lock_guard lk(r.mutex);

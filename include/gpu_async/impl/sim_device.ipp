@@ -179,6 +179,18 @@ GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
 // ---------------------------------------------------------------------------------------------
 // sim_stream_handle
 
+GPU_ASYNC_DECL void detail::throw_device_gone() {
+    const coded_error e(errc::device_gone, {"a sim_stream_handle"});
+    throw std::system_error(e.code(), e.message());
+}
+
+GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t tail) {
+    const coded_error e(errc::invalid_target,
+                        {std::to_string(seq), "the simulated stream (its last enqueued number is " +
+                                                  std::to_string(tail) + ")"});
+    throw std::system_error(e.code(), e.message());
+}
+
 GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
     sim_stream* s = std::exchange(stream_, nullptr);
     std::shared_ptr<detail::sim_life> life = std::move(life_);

@@ -36,6 +36,13 @@ using gpu_async::test::run_to_completion;
 
 namespace {
 
+// A descriptor of `s` for the number `ahead` past its tail: one the stream was never given
+// (sim_stream::descriptor_for refuses those), for a wait on a number it never stores.
+memory_descriptor past_tail(const gpu_async::sim_stream& s, std::uint64_t ahead) {
+    const memory_descriptor tail = s.descriptor();
+    return memory_descriptor(tail.line(), tail.slot(), tail.target() + ahead, tail.generation());
+}
+
 /// Records the codes a port's waits end with, in completion order.
 struct endings {
     std::vector<error_code> codes;
@@ -178,7 +185,7 @@ BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_faul
     std::optional<error_code> on_before;
     port.async_wait(s->descriptor_for(before), [&](error_code ec) { on_before = ec; });
     port.async_wait(s->descriptor_for(behind), e.handler());
-    port.async_wait(s->descriptor_for(behind + 5), e.handler());
+    port.async_wait(past_tail(*s, 5), e.handler());
     asio::post(ctx, [&] { dev.step_all(); });
     run_to_completion(ctx); // fails (bounded) if a wait hangs on the faulted stream
     BOOST_TEST_REQUIRE(e.codes.size() == 2u);
@@ -234,7 +241,7 @@ BOOST_AUTO_TEST_CASE(a_given_back_stream_on_a_shared_line_retires_its_slot_alone
     auto neighbour = dev.make_stream(line, *gpu_async::slot_id::at(4));
     auto first = dev.make_stream(line, slot);
     const auto t1 = first->enqueue(std::chrono::microseconds(1));
-    const memory_descriptor taken = first->descriptor_for(t1 + 1); // never waited before the drop
+    const memory_descriptor taken = past_tail(*first, 1); // never waited before the drop
     std::optional<error_code> pending, other;
     port.async_wait(first->descriptor_for(t1), [&](error_code ec) { pending = ec; });
     port.async_wait(neighbour->descriptor_for(neighbour->enqueue(std::chrono::microseconds(1))),
@@ -566,8 +573,8 @@ BOOST_AUTO_TEST_CASE(work_refused_after_a_shutdown_ends_its_descriptor_waits) {
     BOOST_TEST_REQUIRE(accepted.codes.size() == 1u);
     BOOST_TEST(!accepted.codes[0]);
     endings pending;
-    port.async_wait(own->descriptor_for(own->tail() + 1), pending.handler());
-    port.async_wait(shared->descriptor_for(shared->tail() + 1), pending.handler());
+    port.async_wait(past_tail(*own, 1), pending.handler());
+    port.async_wait(past_tail(*shared, 1), pending.handler());
     ctx.restart();
     ctx.poll(); // registered before the refusals
     const std::uint64_t a = own->enqueue(std::chrono::microseconds(1));
