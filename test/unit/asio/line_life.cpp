@@ -58,6 +58,28 @@ struct endings {
     }
 };
 
+/// A thread that retires `line` over and over until the object goes.
+class retiring_thread {
+public:
+    explicit retiring_thread(const gpu_async::completion_line& line)
+        : thread_([this, &line] {
+            while (!done_.load(std::memory_order_relaxed)) {
+                gpu_async::retire_line(line);
+                std::this_thread::yield();
+            }
+        }) {}
+    retiring_thread(const retiring_thread&) = delete;
+    retiring_thread& operator=(const retiring_thread&) = delete;
+    ~retiring_thread() {
+        done_.store(true, std::memory_order_relaxed);
+        thread_.join();
+    }
+
+private:
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
 /// A work item that its worker holds until open(): run_on() enqueues it and returns once a
 /// worker runs it; the item then returns `result`. Declare it after the device (its gate opens
 /// when it goes).
@@ -144,21 +166,7 @@ BOOST_AUTO_TEST_CASE(services_made_while_another_thread_retires_a_line_end_its_w
     gpu_async::completion_line line;
     (void)gpu_async::adopt_line(line);
     const auto slot = *gpu_async::slot_id::at(0);
-    std::atomic<bool> done{false};
-    std::thread retirer([&] {
-        while (!done.load(std::memory_order_relaxed)) {
-            gpu_async::retire_line(line);
-            std::this_thread::yield();
-        }
-    });
-    struct stop_and_join {
-        std::atomic<bool>& done;
-        std::thread& t;
-        ~stop_and_join() {
-            done.store(true);
-            t.join();
-        }
-    } joined{done, retirer};
+    const retiring_thread retirer(line);
     constexpr int services = 40;
     for (int i = 0; i < services; ++i) {
         asio::io_context ctx; // its service is made by the port, while the retirer runs
