@@ -170,8 +170,9 @@ protected:
     /// last in its constructor: a retirement calls a virtual function on another thread, which
     /// must not run while a derived constructor still sets the object's dynamic type.
     void start_watching_lines() { add_line_watcher(*this); }
-    /// No retirement or fault reaches this shell once it returns (the derived service calls it
-    /// first in its destructor; idempotent).
+    /// No retirement or fault reaches this shell once it returns, and none is still asking it
+    /// (one in progress has delivered what it ended); call with none of the shell's locks held.
+    /// The derived service calls it first in its shutdown and in its destructor (idempotent).
     void stop_watching_lines() noexcept { remove_line_watcher(*this); }
 
     // --- the waiter's side, which the derived service provides (under the lock) -------------
