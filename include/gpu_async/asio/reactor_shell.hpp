@@ -133,6 +133,14 @@ public:
     /// whose drain completes it on the port's executor (never inline).
     GPU_ASYNC_DECL void deliver(reactor_op* op) noexcept;
 
+    /// What start() would return for `op` without registering it: `finished` (its result set)
+    /// or `dropped`; none when it would register it (call start(), which looks again). For a
+    /// caller that completes a finished op itself and makes an op outstanding work only when
+    /// it goes to the service (an immediate completion leaves the context's work alone).
+    [[nodiscard]] GPU_ASYNC_DECL std::optional<start_result>
+    ends_before_start(reactor_op& op,
+                      std::optional<std::chrono::steady_clock::time_point> deadline) noexcept;
+
     /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
     /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
     /// nothing happens and nothing is dereferenced. Returns whether this call cancelled it.
@@ -170,8 +178,9 @@ protected:
     /// last in its constructor: a retirement calls a virtual function on another thread, which
     /// must not run while a derived constructor still sets the object's dynamic type.
     void start_watching_lines() { add_line_watcher(*this); }
-    /// No retirement or fault reaches this shell once it returns (the derived service calls it
-    /// first in its destructor; idempotent).
+    /// No retirement or fault reaches this shell once it returns, and none is still asking it
+    /// (one in progress has delivered what it ended); call with none of the shell's locks held.
+    /// The derived service calls it first in its shutdown and in its destructor (idempotent).
     void stop_watching_lines() noexcept { remove_line_watcher(*this); }
 
     // --- the waiter's side, which the derived service provides (under the lock) -------------

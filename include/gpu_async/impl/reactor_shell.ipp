@@ -430,6 +430,16 @@ GPU_ASYNC_DECL void reactor_shell::deliver(reactor_op* op) noexcept {
     }
 }
 
+GPU_ASYNC_DECL std::optional<reactor_shell::start_result> reactor_shell::ends_before_start(
+    reactor_op& op, std::optional<std::chrono::steady_clock::time_point> deadline) noexcept {
+    // start()'s looks before it registers, in its order.
+    if (shut_down_.load(std::memory_order_acquire)) return start_result::dropped;
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (ends_at_start(op, deadline, now)) return start_result::finished;
+    return std::nullopt;
+}
+
 GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 

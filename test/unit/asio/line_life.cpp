@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using gpu_async::errc;
@@ -55,6 +57,74 @@ struct endings {
         BOOST_TEST_REQUIRE(codes.size() == n);
         for (const error_code& ec : codes)
             BOOST_TEST((ec == expected), ec.message());
+    }
+};
+
+/// A thread that retires `line` over and over until the object goes.
+class retiring_thread {
+public:
+    explicit retiring_thread(const gpu_async::completion_line& line)
+        : thread_([this, &line] {
+            while (!done_.load(std::memory_order_relaxed)) {
+                gpu_async::retire_line(line);
+                std::this_thread::yield();
+            }
+        }) {}
+    retiring_thread(const retiring_thread&) = delete;
+    retiring_thread& operator=(const retiring_thread&) = delete;
+    ~retiring_thread() {
+        done_.store(true, std::memory_order_relaxed);
+        thread_.join();
+    }
+
+private:
+    std::atomic<bool> done_{false};
+    std::thread thread_;
+};
+
+/// How the waits of a test ended: run (with their codes), or destroyed without running.
+struct wait_tally {
+    std::atomic<std::size_t> started{0};
+    std::atomic<std::size_t> aborted{0}; // ran with operation_aborted
+    std::atomic<std::size_t> other{0};   // ran with anything else
+    std::atomic<std::size_t> unrun{0};   // destroyed without running
+
+    /// A handler that counts itself once: when it runs, or when its last copy goes unrun.
+    class handler {
+    public:
+        explicit handler(wait_tally& t) noexcept
+            : tally_(&t) {
+            t.started.fetch_add(1, std::memory_order_relaxed);
+        }
+        handler(handler&& o) noexcept
+            : tally_(std::exchange(o.tally_, nullptr)) {}
+        handler& operator=(handler&&) = delete;
+        ~handler() {
+            if (tally_ != nullptr) tally_->unrun.fetch_add(1, std::memory_order_relaxed);
+        }
+        void operator()(error_code ec) {
+            wait_tally* t = std::exchange(tally_, nullptr);
+            (ec == asio::error::operation_aborted ? t->aborted : t->other)
+                .fetch_add(1, std::memory_order_relaxed);
+        }
+
+    private:
+        wait_tally* tally_;
+    };
+};
+
+/// Waits on `d` through `port`, each of which starts another when it ends aborted (a retirement
+/// ended it), so that waits stay pending however often the line is retired.
+struct rearming_waits {
+    gpu_completion_port& port;
+    memory_descriptor d;
+    wait_tally& tally;
+
+    void start() {
+        port.async_wait(d, [this, h = wait_tally::handler(tally)](error_code ec) mutable {
+            std::move(h)(ec);
+            if (ec == asio::error::operation_aborted) start();
+        });
     }
 };
 
@@ -144,21 +214,7 @@ BOOST_AUTO_TEST_CASE(services_made_while_another_thread_retires_a_line_end_its_w
     gpu_async::completion_line line;
     (void)gpu_async::adopt_line(line);
     const auto slot = *gpu_async::slot_id::at(0);
-    std::atomic<bool> done{false};
-    std::thread retirer([&] {
-        while (!done.load(std::memory_order_relaxed)) {
-            gpu_async::retire_line(line);
-            std::this_thread::yield();
-        }
-    });
-    struct stop_and_join {
-        std::atomic<bool>& done;
-        std::thread& t;
-        ~stop_and_join() {
-            done.store(true);
-            t.join();
-        }
-    } joined{done, retirer};
+    const retiring_thread retirer(line);
     constexpr int services = 40;
     for (int i = 0; i < services; ++i) {
         asio::io_context ctx; // its service is made by the port, while the retirer runs
@@ -171,6 +227,40 @@ BOOST_AUTO_TEST_CASE(services_made_while_another_thread_retires_a_line_end_its_w
         BOOST_TEST(
             (e.codes[0] == asio::error::operation_aborted || e.codes[0] == errc::stale_descriptor));
     }
+}
+
+// A context destroyed while another thread retires a line its port waits on: the service leaves
+// the line watchers at its shutdown, after any retirement asking it has delivered, so no
+// retirement posts into the context or reaches the service after that. (A retirement that took
+// the waits out just before the port's cancel used to post their drain once the scheduler had
+// shut down; its destructor then reported the drain dropped to the freed service:
+// AddressSanitizer's heap-use-after-free in completion_queue::dropped, ThreadSanitizer's race
+// in the scheduler's post.) The handlers re-arm, so that waits are pending at every teardown.
+BOOST_AUTO_TEST_CASE(a_context_destroyed_while_its_line_is_retired_ends_cleanly) {
+    gpu_async::completion_line line; // a caller's line: never adopted, never stored
+    const memory_descriptor never(line, *gpu_async::slot_id::at(0), 1);
+    wait_tally tally;
+    {
+        const retiring_thread retirer(line);
+        constexpr int contexts = 200;
+        constexpr int waits = 64;
+        for (int i = 0; i < contexts; ++i) {
+            asio::io_context ctx;
+            {
+                gpu_completion_port port(ctx);
+                rearming_waits rearming{port, never, tally};
+                for (int w = 0; w < waits; ++w)
+                    rearming.start();
+                // Bounded: the waits stay pending, so it runs until the bound.
+                ctx.run_for(std::chrono::milliseconds(2));
+                // The port cancels what is pending, then the context goes while a retirement
+                // may be delivering to it.
+            }
+        }
+    }
+    // Every wait ended once: ran aborted (a retirement, the port's cancel) or destroyed unrun.
+    BOOST_TEST(tally.other.load() == 0u);
+    BOOST_TEST(tally.aborted.load() + tally.unrun.load() == tally.started.load());
 }
 
 BOOST_AUTO_TEST_CASE(a_descriptor_wait_on_a_faulted_stream_ends_with_device_fault) {
