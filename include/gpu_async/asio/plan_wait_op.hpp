@@ -35,11 +35,11 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -51,9 +51,16 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 /// The plan-driven waits' watch of one source line, one per port and line: the one
 /// registration with the process's line registry for all of them (they are created often; the
 /// registry's lock and list are not taken per wait). A retirement of the line counts in
-/// `retirements` (of its slot: the line's retirements count in every slot's): a wait that
-/// started before it ends with operation_aborted at its next step
-/// and never calls its source again; the retirement waits for a source call in progress.
+/// `retirements_` (of its slot: the line's retirements count in every slot's): a wait that
+/// started before it ends with operation_aborted at its next step and never calls its source
+/// again.
+///
+/// The retirement also waits for the source calls in progress on its slot (on every slot for the
+/// line's), since the owner frees the source once it returns; a call pins its slot and holds no
+/// lock while it runs, as block() waits for as long as the work takes. So one slot's retirement
+/// never waits for another slot's call, and one of the same slot waits only until the call
+/// returns: the owner ends a call that waits for its stream before it retires the slot (a
+/// sim_stream given back fails, which wakes its block()).
 struct plan_line_watch final : line_watcher {
     plan_line_watch(port_state& st, reactor_service& sv, const completion_line& l) noexcept
         : state(&st)
@@ -61,11 +68,7 @@ struct plan_line_watch final : line_watcher {
         , line(&l) {}
     void retire_line(const completion_line& l) noexcept override {
         if (&l != line) return;
-        {
-            std::unique_lock lk(source_mutex); // after every source call in progress
-            for (std::uint64_t& n : retirements)
-                ++n;
-        }
+        retire_calls([](std::size_t) { return true; });
         // A park registered after the service retired the line (its wait read the descriptor
         // just before): registrations hold the port's registration lock, so once this holds it
         // none is in progress and none follows. (An adopted line's park is also caught by its
@@ -79,19 +82,59 @@ struct plan_line_watch final : line_watcher {
     /// The stream of one slot went: as a retirement, for the waits on that slot only.
     void retire_slot(const completion_line& l, slot_id slot) noexcept override {
         if (&l != line) return;
-        {
-            std::unique_lock lk(source_mutex);
-            ++retirements[slot.index()];
-        }
+        retire_calls([i = slot.index()](std::size_t j) { return j == i; });
         std::lock_guard lk(state->registration_mutex);
         svc->retire_slot(l, slot);
+    }
+
+    /// The retirements of `slot` so far: a wait reads it when it begins.
+    std::uint64_t retirements(slot_id slot) noexcept {
+        std::lock_guard lk(calls_mutex_);
+        return retirements_[slot.index()];
+    }
+    /// Pins `slot` for a source call, unless it was retired since `seen`: false then.
+    bool pin(slot_id slot, std::uint64_t seen) noexcept {
+        std::lock_guard lk(calls_mutex_);
+        if (retirements_[slot.index()] != seen) return false;
+        ++calls_[slot.index()];
+        return true;
+    }
+    /// Ends a call that pin() let through.
+    void unpin(slot_id slot) noexcept {
+        bool wake = false;
+        {
+            std::lock_guard lk(calls_mutex_);
+            wake = --calls_[slot.index()] == 0 && retiring_ != 0;
+        }
+        if (wake) calls_done_.notify_all();
     }
 
     port_state* state;
     reactor_service* svc;
     const completion_line* line;
-    std::shared_mutex source_mutex; // source calls shared, a retirement exclusive
-    std::array<std::uint64_t, line_words> retirements{}; // per slot; guarded by source_mutex
+
+private:
+    /// Counts a retirement of the slots `in` selects, then waits (no lock held) until none of
+    /// them has a source call in progress.
+    template <class In>
+    void retire_calls(In in) noexcept {
+        std::unique_lock lk(calls_mutex_);
+        for (std::size_t i = 0; i < line_words; ++i)
+            if (in(i)) ++retirements_[i];
+        ++retiring_;
+        calls_done_.wait(lk, [&] {
+            for (std::size_t i = 0; i < line_words; ++i)
+                if (in(i) && calls_[i] != 0) return false;
+            return true;
+        });
+        --retiring_;
+    }
+
+    std::mutex calls_mutex_; // a leaf: never held across a source call or another lock
+    std::condition_variable calls_done_;
+    std::array<std::uint64_t, line_words> retirements_{}; // per slot
+    std::array<std::uint32_t, line_words> calls_{};       // source calls in progress, per slot
+    std::uint32_t retiring_ = 0;                          // retirements waiting for calls
 };
 
 /// The point table of a port's plan-driven waits and their line watches (asio/port_state.hpp
@@ -243,16 +286,22 @@ private:
                 }
             }
             watch = it->second.get();
-            std::shared_lock sl(watch->source_mutex);
-            retirements_seen = watch->retirements[slot.index()];
+            retirements_seen = watch->retirements(slot);
         }
         /// Runs `f(source)` unless the source's line or slot was retired since the wait began;
-        /// false when it was.
+        /// false when it was. No lock is held across the call (a block() lasts as long as the
+        /// work): its slot is pinned, and a retirement of that slot waits for it, so a call in
+        /// progress at a retirement still answers (the owner ends one that would wait for good).
         template <class F>
         bool with_source(F&& f) {
-            std::shared_lock lk(watch->source_mutex);
-            if (watch->retirements[slot.index()] != retirements_seen) return false;
-            f(*source);
+            if (!watch->pin(slot, retirements_seen)) return false;
+            try {
+                f(*source);
+            } catch (...) {
+                watch->unpin(slot);
+                throw;
+            }
+            watch->unpin(slot);
             return true;
         }
         Source* source;
