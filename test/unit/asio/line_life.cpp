@@ -596,4 +596,19 @@ BOOST_AUTO_TEST_CASE(giving_back_a_slot_does_not_wait_for_a_block_on_another_slo
     BOOST_TEST(!*out->ended); // slot 0's work, let through, completed it
 }
 
+// The stream a plan-driven wait blocks on, given back while its last item runs: that item will
+// store nothing, so the give-back must wake block() (it did only with items queued) before its
+// retirement waits for the wait to leave the stream. The wait ends with what block() answered,
+// the stream's cancellation, as when the give-back drops queued items.
+BOOST_AUTO_TEST_CASE(giving_back_the_stream_a_plan_wait_blocks_on_ends_the_wait) {
+    const std::optional<give_back_outcome> out = give_back_beside_a_block(0);
+    BOOST_TEST_REQUIRE(out.has_value(), "giving back slot 0 waited for its own work: deadlock");
+    BOOST_TEST(out->blocking);
+    BOOST_TEST(out->returned_while_held);
+    BOOST_TEST(out->stopped);
+    BOOST_TEST_REQUIRE(out->ended.has_value());
+    BOOST_TEST((*out->ended == gpu_async::detail::to_asio_error_code(
+                                   std::make_error_code(std::errc::operation_canceled))));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
