@@ -4,7 +4,7 @@
 /// <gpu_async/basic_gpu_completion_port.hpp>, which this includes): async_wait(source, plan,
 /// point, token), async_wait(source, bands, rows, point, token), prediction_ns(), points() and
 /// plan_capabilities_for(), with the machinery they run on (bands, the wait machine, park
-/// fallback, asio/plan_wait_op.hpp and its steady_timer).
+/// fallback, asio/plan_wait_op.hpp).
 ///
 /// Include it (or <gpu_async/gpu_completion_port.hpp>, which includes it) in a translation unit
 /// that calls those members; one that only waits for descriptors includes

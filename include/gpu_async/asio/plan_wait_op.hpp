@@ -24,12 +24,10 @@
 #include <asio/cancellation_state.hpp>
 #include <asio/cancellation_type.hpp>
 #include <asio/post.hpp>
-#include <asio/steady_timer.hpp>
 #else
 #include <boost/asio/cancellation_state.hpp>
 #include <boost/asio/cancellation_type.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #endif
 
 #include <array>
@@ -186,10 +184,19 @@ inline std::chrono::steady_clock::time_point steady_at(mono_ns t) noexcept {
         std::chrono::nanoseconds(static_cast<std::int64_t>(t.ns)));
 }
 
+/// A line nothing stores into: word 0 never reaches 1. The predicted sleep of a plan that armed
+/// nothing is a reactor wait on it with the sleep's end as its deadline, so that a cancellation
+/// from any thread ends it at once by its key, as it ends a park (an Asio timer is not safe to
+/// cancel from another thread while it is in use).
+inline memory_descriptor never_stored() noexcept {
+    static const completion_line line{};
+    return memory_descriptor(line, *slot_id::at(0), 1);
+}
+
 /// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
-/// (query, block and arm inline; a flag plan's predicted sleep and each park as a reactor wait on
-/// the source's descriptor, with the sleep's end or the next backstop as its deadline; the
-/// predicted sleep of a poll plan on a steady_timer).
+/// (query, block and arm inline; a predicted sleep and each park as a reactor wait, with the
+/// sleep's end or the next backstop as its deadline: a flag plan's on the source's descriptor,
+/// a poll plan's sleep on never_stored()).
 template <class Source, class Executor>
 class plan_wait_op {
 public:
@@ -228,7 +235,7 @@ public:
         case step::sleeping:
             if (ec == asio::error::operation_aborted) return abort(self);
             // A flag plan's sleep watches its armed word: reached (no error), the word ended the
-            // sleep; timed_out, the sleep's end. Any other sleep is the timer's.
+            // sleep; timed_out, the sleep's end. Any other sleep watches never_stored().
             m.action = m.machine.on_event(m.plan.kind() == plan_kind::flag && !ec
                                               ? wait_event::slept_word_seen(steady_now())
                                               : wait_event::slept(steady_now()));
@@ -263,8 +270,7 @@ private:
             , point(std::move(pt))
             , state(std::move(st))
             , svc(&sv)
-            , ex(e)
-            , timer(e) {}
+            , ex(e) {}
         impl(const impl&) = delete;
         impl& operator=(const impl&) = delete;
         /// Finds (or makes and registers) the port's watch of the source's line.
@@ -311,7 +317,6 @@ private:
         std::shared_ptr<port_state> state;
         reactor_service* svc;
         Executor ex;
-        asio::steady_timer timer; // the sleep of a plan that arms nothing
         wait_machine machine;
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
@@ -367,11 +372,9 @@ private:
                 // its sleep is a reactor wait on that word whose deadline is the sleep's end, so
                 // work that finishes early ends the sleep at once (a late ending, found by the
                 // query that follows). Other plans arm nothing (their descriptor may name a
-                // store long reached): theirs is a timer.
+                // store long reached): theirs waits on a word that never comes.
                 if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
-                m.timer.expires_at(steady_at(m.action.at));
-                m.timer.async_wait(std::move(self));
-                return;
+                return on_never(self, m.action.at);
             }
             case wait_action::type::park: {
                 m.next = step::parking;
@@ -425,6 +428,18 @@ private:
         reactor_service& svc = *m.svc;
         reactor_port& port = m.state->reactor;
         start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, steady_at(end));
+    }
+
+    /// Registers the next step as a reactor wait on never_stored() that ends at `end`.
+    template <class Self>
+    void on_never(Self& self, mono_ns end) {
+        impl& m = *impl_;
+        // Past the op's end: once registered, the wait may end on another thread at once.
+        const std::shared_ptr<port_state> keep = m.state;
+        const Executor ex = m.ex;
+        reactor_service& svc = *m.svc;
+        start_reactor_wait(svc, keep->reactor, ex, std::move(self), never_stored(), dur_ns{},
+                           steady_at(end));
     }
 
     std::unique_ptr<impl> impl_;
