@@ -21,12 +21,18 @@
 #include <gpu_async/line_retirement.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
-#include <asio/cancellation_state.hpp>
+#include <asio/associated_cancellation_slot.hpp>
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/cancellation_signal.hpp>
 #include <asio/cancellation_type.hpp>
+#include <asio/compose.hpp>
 #include <asio/post.hpp>
 #else
-#include <boost/asio/cancellation_state.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/compose.hpp>
 #include <boost/asio/post.hpp>
 #endif
 
@@ -40,6 +46,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace gpu_async {
@@ -193,10 +200,78 @@ inline memory_descriptor never_stored() noexcept {
     return memory_descriptor(line, *slot_id::at(0), 1);
 }
 
+/// Where a cancellation of a plan-driven wait goes, from any thread (signals may come from any
+/// thread, as for descriptor waits). A composed operation's own cancellation state is not safe
+/// for that: each step clears its child slot and each reactor wait or timer installs a handler
+/// there, while an emit on another thread calls that handler, and its cancelled state is read on
+/// the wait's thread while the emit writes it. So the wait installs one plan_cancel_handler in
+/// its handler's slot when it starts and never touches that slot again; the handler reaches the
+/// wait through this link, which it shares with the wait and may outlive it (then it touches
+/// nothing else: the wait clears its reactor wait's key when it goes).
+class plan_cancel_link {
+public:
+    explicit plan_cancel_link(reactor_service& svc) noexcept
+        : svc_(&svc) {}
+
+    /// Terminal or partial cancellation, from any thread: the wait ends at its next step, and
+    /// the reactor wait it is waiting on (a park or a sleep), if any, ends now.
+    void cancel() {
+        std::optional<reactor_key> waiting;
+        {
+            std::lock_guard lk(mutex_);
+            cancelled_.store(true, std::memory_order_release);
+            waiting = waiting_;
+        }
+        // With no lock of ours held (the service takes its own); the key of a wait that has
+        // ended finds nothing.
+        if (waiting) svc_->cancel(*waiting);
+    }
+
+    bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+
+    /// The wait is about to register the reactor wait `key`: from now on a cancellation ends
+    /// it. Published before the registration, so a cancellation either finds it here or is seen
+    /// by cancelled() once the wait is registered.
+    void waiting_on(const reactor_key& key) {
+        std::lock_guard lk(mutex_);
+        waiting_ = key;
+    }
+
+    /// That reactor wait ended (its step runs).
+    void woken() {
+        std::lock_guard lk(mutex_);
+        waiting_.reset();
+    }
+
+private:
+    std::mutex mutex_; // a leaf: never held across a call out
+    std::optional<reactor_key> waiting_;
+    std::atomic<bool> cancelled_{false};
+    reactor_service* svc_;
+};
+
+/// Installed once in a plan-driven wait's cancellation slot when the wait starts; stays until
+/// the slot is reused or its signal destroyed. Terminal and partial only: a cancelled plan wait
+/// may have armed its source (enqueued a word store), so it does not claim total cancellation.
+class plan_cancel_handler {
+public:
+    explicit plan_cancel_handler(std::shared_ptr<plan_cancel_link> link) noexcept
+        : link_(std::move(link)) {}
+    void operator()(asio::cancellation_type_t type) const {
+        constexpr auto supported =
+            asio::cancellation_type::terminal | asio::cancellation_type::partial;
+        if ((type & supported) != asio::cancellation_type::none) link_->cancel();
+    }
+
+private:
+    std::shared_ptr<plan_cancel_link> link_;
+};
+
 /// The plan-driven wait as an Asio composed operation: executes the wait machine's actions
 /// (query, block and arm inline; a predicted sleep and each park as a reactor wait, with the
 /// sleep's end or the next backstop as its deadline: a flag plan's on the source's descriptor,
-/// a poll plan's sleep on never_stored()).
+/// a poll plan's sleep on never_stored()). Started by initiate_plan_wait, which routes its
+/// cancellation slot.
 template <class Source, class Executor>
 class plan_wait_op {
 public:
@@ -207,14 +282,17 @@ public:
         : impl_(std::make_unique<impl>(source, std::move(resolved), std::move(point),
                                        std::move(state), svc, ex)) {}
 
+    /// The link a cancellation slot's handler reaches this wait through (before it starts).
+    std::shared_ptr<plan_cancel_link> link_cancellation() {
+        impl_->link = std::make_shared<plan_cancel_link>(*impl_->svc);
+        return impl_->link;
+    }
+
     template <class Self>
     void operator()(Self& self, error_code ec = {}) {
         impl& m = *impl_;
         switch (m.next) {
         case step::initial: {
-            // Terminal and partial: a cancelled plan wait may have armed its source (enqueued a
-            // word store), so it does not claim total cancellation.
-            self.reset_cancellation_state(asio::enable_partial_cancellation());
             m.generation = m.state->generation.load(std::memory_order_acquire);
             m.watch_source_line();
             std::optional<std::uint64_t> sleep;
@@ -233,6 +311,7 @@ public:
         case step::running:
             break;
         case step::sleeping:
+            if (m.link) m.link->woken();
             if (ec == asio::error::operation_aborted) return abort(self);
             // A flag plan's sleep watches its armed word: reached (no error), the word ended the
             // sleep; timed_out, the sleep's end. Any other sleep watches never_stored().
@@ -241,6 +320,7 @@ public:
                                               : wait_event::slept(steady_now()));
             break;
         case step::parking: {
+            if (m.link) m.link->woken();
             if (ec == asio::error::operation_aborted) return abort(self);
             // A fault or a stale line ends the park at once and the word will not come: as when
             // it came, the final query asks the source, which says why (parking again would end
@@ -273,6 +353,9 @@ private:
             , ex(e) {}
         impl(const impl&) = delete;
         impl& operator=(const impl&) = delete;
+        ~impl() {
+            if (link) link->woken(); // a later signal reaches nothing of the wait's
+        }
         /// Finds (or makes and registers) the port's watch of the source's line.
         void watch_source_line() {
             const memory_descriptor d = source->descriptor();
@@ -317,6 +400,7 @@ private:
         std::shared_ptr<port_state> state;
         reactor_service* svc;
         Executor ex;
+        std::shared_ptr<plan_cancel_link> link; // when its handler has a cancellation slot
         wait_machine machine;
         wait_action action = wait_action::query();
         std::uint64_t generation = 0;
@@ -336,7 +420,7 @@ private:
     void run(Self& self) {
         impl& m = *impl_;
         for (;;) {
-            if (self.get_cancellation_state().cancelled() != asio::cancellation_type::none ||
+            if ((m.link && m.link->cancelled()) ||
                 m.state->generation.load(std::memory_order_acquire) != m.generation)
                 return abort(self);
             switch (m.action.kind) {
@@ -374,7 +458,7 @@ private:
                 // query that follows). Other plans arm nothing (their descriptor may name a
                 // store long reached): theirs waits on a word that never comes.
                 if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
-                return on_never(self, m.action.at);
+                return start_reactor_step(self, never_stored(), dur_ns{}, m.action.at);
             }
             case wait_action::type::park: {
                 m.next = step::parking;
@@ -424,25 +508,85 @@ private:
             reg.unlock();
             return abort(self);
         }
-        const Executor ex = m.ex;
-        reactor_service& svc = *m.svc;
-        reactor_port& port = m.state->reactor;
-        start_reactor_wait(svc, port, ex, std::move(self), *desc, bound, steady_at(end));
+        start_reactor_step(self, *desc, bound, end);
     }
 
-    /// Registers the next step as a reactor wait on never_stored() that ends at `end`.
+    /// Registers the next step (`self`) as a reactor wait on `desc` until `end`. Its handler
+    /// has no cancellation slot: a cancellation reaches it through the link, by its key. Never
+    /// runs the step inline (one that ends at once is delivered through the port's queue).
     template <class Self>
-    void on_never(Self& self, mono_ns end) {
+    void start_reactor_step(Self& self, const memory_descriptor& desc, dur_ns bound, mono_ns end) {
+        using op_type = port_wait_op<std::decay_t<Self>, Executor>;
         impl& m = *impl_;
-        // Past the op's end: once registered, the wait may end on another thread at once.
+        // Taken before the op owns `self`, and this state with it: once registered, the wait may
+        // end and its step run on another thread at once.
         const std::shared_ptr<port_state> keep = m.state;
-        const Executor ex = m.ex;
+        const std::shared_ptr<plan_cancel_link> link = m.link;
         reactor_service& svc = *m.svc;
-        start_reactor_wait(svc, keep->reactor, ex, std::move(self), never_stored(), dur_ns{},
-                           steady_at(end));
+        const Executor ex = m.ex;
+        op_type* op = op_type::create(std::move(self), ex, desc, *keep->reactor.queue.get());
+        const reactor_key key = svc.make_key(*op);
+        reactor_service::start_result started{};
+        try {
+            if (link) link->waiting_on(key);
+            started = svc.start(keep->reactor, op, bound, steady_at(end));
+        } catch (...) {
+            op->destroy();
+            throw;
+        }
+        switch (started) {
+        case reactor_service::start_result::registered:
+            // A cancellation between the key's publication and the registration found nothing.
+            if (link && link->cancelled()) svc.cancel(key);
+            return;
+        case reactor_service::start_result::finished:
+            svc.deliver(op);
+            return;
+        case reactor_service::start_result::dropped:
+            op->destroy(); // the context has shut down: destroyed, never invoked
+            return;
+        }
     }
 
     std::unique_ptr<impl> impl_;
+};
+
+template <class T>
+struct is_slot_binder : std::false_type {};
+template <class T, class Slot>
+struct is_slot_binder<asio::cancellation_slot_binder<T, Slot>> : std::true_type {};
+
+/// `handler` with no cancellation slot, its other associations kept. A slot binder is unwrapped
+/// first: Asio's binder, given another slot binder, does not wrap it but takes its target.
+template <class Handler>
+auto without_cancellation_slot(Handler handler) {
+    if constexpr (is_slot_binder<Handler>::value)
+        return without_cancellation_slot(std::move(handler.get()));
+    else
+        return asio::cancellation_slot_binder<Handler, asio::cancellation_slot>(
+            asio::cancellation_slot(), std::move(handler));
+}
+
+/// Starts a plan-driven wait for `handler`, the async_initiate initiation of a port's
+/// plan-driven async_wait. A handler with a cancellation slot gets a plan_cancel_handler there,
+/// installed once, now, and the composed operation runs with no slot (so it never installs a
+/// handler there again while another thread may emit the signal).
+template <class Executor>
+struct initiate_plan_wait {
+    template <class Handler, class Source>
+    void operator()(Handler&& handler, plan_wait_op<Source, Executor> op,
+                    const Executor& ex) const {
+        using signature = void(error_code, wait_report);
+        auto slot = asio::get_associated_cancellation_slot(handler);
+        if (!slot.is_connected()) {
+            std::decay_t<Handler> h(std::forward<Handler>(handler));
+            asio::async_compose<std::decay_t<Handler>, signature>(std::move(op), h, ex);
+            return;
+        }
+        slot.template emplace<plan_cancel_handler>(op.link_cancellation());
+        auto h = without_cancellation_slot(std::decay_t<Handler>(std::forward<Handler>(handler)));
+        asio::async_compose<decltype(h), signature>(std::move(op), h, ex);
+    }
 };
 
 GPU_ASYNC_ASIO_NAMESPACE_END
