@@ -345,6 +345,7 @@ private:
     bool scheduled_ = false; // an item is in the worker's heap or running
     bool running_ = false;   // a worker runs its item now
     bool released_ = false;  // given back: the worker frees it when it is done with it
+    bool retiring_ = false;  // given back, its slot being retired: the giver frees it after
     bool refused_ = false;   // work refused during a shutdown: drop_queued() retires the slot
     std::error_code error_{};
     // Guarded by device_->mutex_:

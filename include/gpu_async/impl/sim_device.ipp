@@ -316,11 +316,15 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     completion_line* const line = s.shared_slot_ ? s.line_ : nullptr;
     const slot_id slot = s.slot_;
     const std::uint64_t generation = s.generation_;
+    detail::sim_worker& w = *s.worker_;
     {
-        detail::sim_worker& w = *s.worker_;
         std::lock_guard<std::mutex> lk(w.mutex);
         s.released_ = true;
-        if (!s.queue_.empty()) s.fail_locked(detail::sim_cancelled()); // wakes block()
+        // Its tail will never be stored: wakes block(). A device line's item still running
+        // stores nothing once the stream is released, so it counts as well: a plan-driven wait
+        // blocked on this stream is thus woken before the retirement below waits for it.
+        if (!s.queue_.empty() || (s.running_ && s.shared_slot_))
+            s.fail_locked(detail::sim_cancelled());
         dropped.swap(s.queue_);
         if (s.scheduled_ && !s.running_) {
             // Waiting in the heap: take it out, so the worker never sees it again.
@@ -329,12 +333,21 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
             --w.active;
         }
         worker_has_it = s.running_;
+        s.retiring_ = line != nullptr;
         w.done_cv.notify_all();
     }
     dropped.clear();
-    // A slot of a device line: retired now, not when the stream is freed (a worker may still
-    // run its item), so that a stream made on the slot next starts after the retirement.
-    if (line != nullptr) retire_slot(*line, slot, generation);
+    if (line != nullptr) {
+        // A slot of a device line: retired now, not when the stream is freed (a worker may still
+        // run its item), so that a stream made on the slot next starts after the retirement.
+        // The retirement waits for callers still inside the stream (a plan-driven wait's
+        // block()), so the stream is freed only after it returns: a worker that lets go of it
+        // meanwhile leaves the freeing to this thread.
+        retire_slot(*line, slot, generation);
+        std::lock_guard<std::mutex> lk(w.mutex);
+        s.retiring_ = false;
+        worker_has_it = s.running_;
+    }
     if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
 }
 
@@ -411,8 +424,10 @@ GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
         s.scheduled_ = false;
         --w.active;
         if (s.released_) {
-            // Given back while the worker held it: the worker frees it now.
+            // Given back while the worker held it: the worker frees it now, unless the thread
+            // giving it back is still retiring its slot (that thread frees it then).
             w.done_cv.notify_all();
+            if (s.retiring_) continue;
             lk.unlock();
             dispose(s);
             lk.lock();

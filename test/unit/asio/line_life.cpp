@@ -137,16 +137,88 @@ public:
         s.enqueue([this, result, held = gate_.item()]() -> std::error_code {
             started_.set_value();
             (void)held();
+            left_ = true;
             return result;
         });
         started_.get_future().wait();
     }
     void open() { gate_.open(); }
+    /// Whether the item still holds its worker (it has not seen open() yet).
+    bool still_held() const { return !left_.load(); }
 
 private:
     std::promise<void> started_;
     gpu_async::test::work_gate gate_;
+    std::atomic<bool> left_{false};
 };
+
+/// A simulated stream as a completion source that says when a wait calls its block(): from then
+/// on the wait is inside the call, holding whatever it holds across it.
+struct block_telling_source {
+    gpu_async::sim_stream* s;
+    std::promise<void>* in_block;
+    gpu_async::query_result query() { return s->query(); }
+    std::error_code block() {
+        in_block->set_value();
+        return s->block();
+    }
+    std::error_code arm() { return s->arm(); }
+    memory_descriptor descriptor() const { return s->descriptor(); }
+    bool park(gpu_async::dur_ns bound) { return s->park(bound); }
+};
+static_assert(gpu_async::completion_source<block_telling_source>);
+
+/// How a give-back beside a plan-driven wait blocked on slot 0 of a device line went.
+struct give_back_outcome {
+    bool blocking = false;            // the wait was inside block() when the stream was given back
+    bool returned_while_held = false; // the give-back returned while slot 0's work still held
+    bool stopped = false;             // the context ran out of work within its bound
+    std::optional<error_code> ended;  // how the wait ended
+};
+
+/// A plan-driven wait with the "block" plan on slot 0 of a device line, whose work holds its
+/// worker until the give-back of `give_back` (0 or 1: that slot's stream) returned; then the
+/// work is let through. Runs on a thread of its own, which it leaves behind (with everything it
+/// uses) when it does not finish within the bound: a give-back that waits for the held work
+/// would otherwise wait for good.
+std::optional<give_back_outcome> give_back_beside_a_block(std::size_t give_back) {
+    auto done = std::make_shared<std::promise<give_back_outcome>>();
+    std::future<give_back_outcome> outcome = done->get_future();
+    std::thread scenario([done, give_back] {
+        give_back_outcome out;
+        asio::io_context ctx;
+        sim_device dev;
+        gpu_completion_port port(ctx);
+        gpu_async::completion_line& line = dev.make_line();
+        gpu_async::sim_stream_handle streams[2] = {
+            dev.make_stream(line, *gpu_async::slot_id::at(0)),
+            dev.make_stream(line, *gpu_async::slot_id::at(1))};
+        held_item held; // after the device: its gate opens before the device goes
+        held.run_on(*streams[0]);
+        std::promise<void> in_block;
+        block_telling_source src{streams[0].get(), &in_block};
+        const auto plan = gpu_async::wait_plan::parse("block");
+        port.async_wait(src, plan.value(), "b",
+                        [&](error_code ec, gpu_async::wait_report) { out.ended = ec; });
+        std::thread io([&] {
+            ctx.run_for(gpu_async::test::run_bound);
+            out.stopped = ctx.stopped();
+        });
+        out.blocking =
+            in_block.get_future().wait_for(gpu_async::test::run_bound) == std::future_status::ready;
+        streams[give_back].reset();
+        out.returned_while_held = held.still_held();
+        held.open();
+        io.join();
+        done->set_value(out);
+    });
+    if (outcome.wait_for(gpu_async::test::run_bound) != std::future_status::ready) {
+        scenario.detach(); // deadlocked: leave it
+        return std::nullopt;
+    }
+    scenario.join();
+    return outcome.get();
+}
 
 } // namespace
 
@@ -744,6 +816,35 @@ BOOST_AUTO_TEST_CASE(plan_driven_waits_register_their_line_once_per_port) {
     run_to_completion(ctx);
     BOOST_TEST_REQUIRE(last.has_value());
     BOOST_TEST((*last == asio::error::operation_aborted));
+}
+
+// One slot's stream given back while a plan-driven wait blocks in another slot's block(): the
+// retirement took the line's source lock, which the blocked wait held (shared) across block(),
+// so the give-back lasted as long as the other slot's work, and for good when that work waited
+// for the thread giving back, as here.
+BOOST_AUTO_TEST_CASE(giving_back_a_slot_does_not_wait_for_a_block_on_another_slot) {
+    const std::optional<give_back_outcome> out = give_back_beside_a_block(1);
+    BOOST_TEST_REQUIRE(out.has_value(), "giving back slot 1 waited for slot 0's work: deadlock");
+    BOOST_TEST(out->blocking);
+    BOOST_TEST(out->returned_while_held);
+    BOOST_TEST(out->stopped);
+    BOOST_TEST_REQUIRE(out->ended.has_value());
+    BOOST_TEST(!*out->ended); // slot 0's work, let through, completed it
+}
+
+// The stream a plan-driven wait blocks on, given back while its last item runs: that item will
+// store nothing, so the give-back must wake block() (it did only with items queued) before its
+// retirement waits for the wait to leave the stream. The wait ends with what block() answered,
+// the stream's cancellation, as when the give-back drops queued items.
+BOOST_AUTO_TEST_CASE(giving_back_the_stream_a_plan_wait_blocks_on_ends_the_wait) {
+    const std::optional<give_back_outcome> out = give_back_beside_a_block(0);
+    BOOST_TEST_REQUIRE(out.has_value(), "giving back slot 0 waited for its own work: deadlock");
+    BOOST_TEST(out->blocking);
+    BOOST_TEST(out->returned_while_held);
+    BOOST_TEST(out->stopped);
+    BOOST_TEST_REQUIRE(out->ended.has_value());
+    BOOST_TEST((*out->ended == gpu_async::detail::to_asio_error_code(
+                                   std::make_error_code(std::errc::operation_canceled))));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
