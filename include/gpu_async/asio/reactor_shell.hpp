@@ -60,7 +60,8 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 /// (read_checked: judged, read, judged again): success when complete while its line's life
 /// stood still; stale_descriptor for a retired line's descriptor (its line is not read);
 /// operation_aborted when the line's life moved across the read (a retirement found it
-/// pending: what was read does not count); device_fault for a faulted slot whose word has not
+/// pending: what was read does not count) or its slot's stream was given back before storing
+/// the target; device_fault for a faulted slot whose word has not
 /// reached the target (what the stream stored before its fault still completes); none when it
 /// may wait.
 inline std::optional<op_result> result_at_start(const memory_descriptor& d) noexcept {
@@ -74,6 +75,7 @@ inline std::optional<op_result> result_at_start(const memory_descriptor& d) noex
     case line_read::stale:
         return op_result::stale_descriptor;
     case line_read::retired:
+    case line_read::given_back:
         break;
     }
     return op_result::aborted;

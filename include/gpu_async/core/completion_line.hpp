@@ -147,22 +147,29 @@ enum class line_status : std::uint8_t {
     live,    ///< wait for it
     stale,   ///< end the wait with errc::stale_descriptor: the line was retired
     faulted, ///< end the wait with errc::device_fault: the slot's stream faulted
+    /// The slot's stream was given back and its retirement is still on its way to the
+    /// reactors: the slot's word holds only what that stream stored (its owner lets no next
+    /// stream store before the retirement is done), so a checked read decides the wait now:
+    /// reached, it completes; else it ends as the retirement would end it.
+    retiring,
 };
 
 /// Whether a wait on `d`, its line's status `st`, ends before it is watched: its line was
 /// retired, or its slot's stream faulted before storing its target (what the stream stored
 /// before its fault still completes; reads the word only then).
 inline bool ends_unwatched(line_status st, const memory_descriptor& d) noexcept {
-    return st == line_status::stale || (st == line_status::faulted && !d.is_complete());
+    return st == line_status::stale ||
+           ((st == line_status::faulted || st == line_status::retiring) && !d.is_complete());
 }
 
 /// What a checked read of a descriptor's word found (read_checked).
 enum class line_read : std::uint8_t {
-    pending, ///< live, its word below the target
-    reached, ///< its word reached the target while its line's life stood still
-    faulted, ///< its slot's stream faulted before storing the target
-    stale,   ///< stale before anything was read: the line was not read
-    retired, ///< live when first judged, stale after the read: what was read does not count
+    pending,    ///< live, its word below the target
+    reached,    ///< its word reached the target while its line's life stood still
+    faulted,    ///< its slot's stream faulted before storing the target
+    stale,      ///< stale before anything was read: the line was not read
+    retired,    ///< live when first judged, stale after the read: what was read does not count
+    given_back, ///< its slot's stream was given back before it stored the target
 };
 
 /// Reads `d`'s word as a seqlock reader does: judges its status (`status`, the line owner's
@@ -170,8 +177,10 @@ enum class line_read : std::uint8_t {
 /// did not move across it. A slot retired and reused between a judgement and a read (a new
 /// stream storing numbers an old descriptor waits for) thus never completes an old descriptor.
 /// A fault seen after the read reads the word again (what the stream stored before its fault
-/// still completes). With no status function every descriptor is live. Reads the line only
-/// after a judgement that found it not stale; at most three reads (live, faulted, stale is the
+/// still completes). A read that a retiring status follows was of the given-back stream's
+/// word (no next stream stores before the retirement is done): it decides, reached or
+/// given_back. With no status function every descriptor is live. Reads the line only after a
+/// judgement that found it not stale; at most three reads (live, faulted, retiring, stale is the
 /// only way a slot's status moves for one generation).
 inline line_read read_checked(const memory_descriptor& d,
                               line_status (*status)(const memory_descriptor&) noexcept) noexcept {
@@ -183,6 +192,10 @@ inline line_read read_checked(const memory_descriptor& d,
         const bool done = d.is_complete();
         const line_status again = status(d);
         if (again == line_status::stale) return line_read::retired;
+        if (again == line_status::retiring) {
+            if (done) return line_read::reached;
+            return st == line_status::faulted ? line_read::faulted : line_read::given_back;
+        }
         if (again == st) {
             if (done) return line_read::reached;
             return st == line_status::faulted ? line_read::faulted : line_read::pending;

@@ -217,6 +217,7 @@ public:
                 break;
             case line_read::stale:
             case line_read::retired:
+            case line_read::given_back:
                 ended_.emplace_back(id, wait_end::aborted);
                 break;
             }

@@ -382,7 +382,7 @@ public:
         }
         judged_pending_at_ = now;
         for (const auto& [w, st] : ending_)
-            remove(*w, out, st == line_status::stale ? wait_end::aborted : wait_end::faulted);
+            remove(*w, out, st == line_status::faulted ? wait_end::faulted : wait_end::aborted);
         ending_.clear();
     }
 
@@ -555,6 +555,10 @@ private:
         const memory_descriptor& d = w.descriptor();
         if (status_now_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
             const line_status st = status_now_(d);
+            if (st == line_status::retiring) {
+                take_given_back(w, out);
+                return;
+            }
             if (ends_unwatched(st, d) && !retired_here(d, st)) {
                 left_unregistered(w,
                                   st == line_status::stale ? wait_end::stale : wait_end::faulted);
@@ -593,6 +597,33 @@ private:
             left_unregistered(w, wait_end::no_memory);
             out.push(&w);
         }
+    }
+
+    // A registration on a slot whose give-back is still on its way to the hosts: its word holds
+    // what the given-back stream stored, so a checked read decides now (the retirement's own
+    // take-in, or a later scan, would find it stale and could no longer read).
+    void take_given_back(engine_wait& w, engine_list& out) noexcept {
+        switch (gpu_async::read_checked(w.descriptor(), status_now_)) {
+        case line_read::reached:
+            left_unregistered(w, wait_end::reached);
+            w.done_at_take_in_ = true;
+            try {
+                keys_.push_back(key::taken(&w)); // ordered with the take-in's other completions
+                return;
+            } catch (...) {
+                break; // no room to order it: handed out as it comes
+            }
+        case line_read::faulted:
+            left_unregistered(w, wait_end::faulted);
+            break;
+        case line_read::pending: // not after a retiring judgement; ended as the rest
+        case line_read::stale:
+        case line_read::retired:
+        case line_read::given_back:
+            left_unregistered(w, wait_end::aborted);
+            break;
+        }
+        out.push(&w);
     }
 
     // A stale registration on the slot whose retirement is taking it in, of the generation

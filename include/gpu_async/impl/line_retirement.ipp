@@ -47,6 +47,10 @@ struct line_watcher_registry {
     struct line_state {
         std::atomic<std::uint64_t> generation{0};
         std::array<std::atomic<std::uint64_t>, line_words> slots{};
+        // Per slot, the generation whose give-back (retire_slot) is still being carried to the
+        // watchers, else 0: until every watcher has ended that generation's waits, the slot's
+        // word holds only what its stream stored, so those waits are read, not judged stale.
+        std::array<std::atomic<std::uint64_t>, line_words> retiring{};
         std::uint64_t issued = 0; // the last generation given to the line or a slot (`mutex`)
     };
     struct shard {
@@ -249,8 +253,12 @@ GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcep
     if (st == nullptr) return line_status::stale; // never adopted: not a line of ours now
     const std::uint64_t v = st->slots[d.slot().index()].load(std::memory_order_acquire);
     // max_generation is where a line that ran out of generations stays: never live.
-    if (detail::generation_of(v) != d.generation() || d.generation() == max_generation)
-        return line_status::stale;
+    if (detail::generation_of(v) != d.generation() || d.generation() == max_generation) {
+        // Stored before the new generation was: seen once the new generation is.
+        return st->retiring[d.slot().index()].load(std::memory_order_acquire) == d.generation()
+                   ? line_status::retiring
+                   : line_status::stale;
+    }
     if ((v & 1) != 0) return line_status::faulted;
     return line_status::live;
 }
@@ -271,6 +279,7 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
                            std::optional<std::uint64_t> expected) noexcept {
     slot_retirement r;
     bool adopted = false;
+    std::atomic<std::uint64_t>* retiring = nullptr; // a state never moves (see `shard`)
     {
         auto& sh = line_watchers().shard_of(&line);
         std::lock_guard lk(sh.mutex);
@@ -281,12 +290,25 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
             r.retired = generation_of(word.load(std::memory_order_relaxed));
             if (expected && *expected != r.retired) return false;
             r.next = issue_generation(it->second);
+            // The slot's stream stopped storing before its owner retired it, and no next stream
+            // stores until this returns: the retired generation's waits are read until then,
+            // wherever they are (a watcher's queue, a start, a scan between two watchers).
+            it->second.retiring[slot.index()].store(r.retired, std::memory_order_relaxed);
             word.store(slot_word(r.next), std::memory_order_release);
+            retiring = &it->second.retiring[slot.index()];
         }
     }
     if (!adopted && expected && *expected != 0) return false;
     line_watchers().bump();
     ask_line_watchers([&](line_watcher& w) { w.retire_slot(line, slot, r); });
+    if (retiring != nullptr) {
+        // Every watcher ended the retired generation's waits: from here they are stale. A later
+        // retirement of the slot may have put its own generation in already.
+        std::uint64_t expect = r.retired;
+        retiring->compare_exchange_strong(expect, 0, std::memory_order_release,
+                                          std::memory_order_relaxed);
+        line_watchers().bump();
+    }
     return true;
 }
 

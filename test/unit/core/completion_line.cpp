@@ -25,6 +25,9 @@ struct racing_owner {
     int judgements = 0;
     bool retire_on_judge = false;
     bool fault_on_judge = false;
+    std::uint64_t retiring = 0;      // the generation being given back (0: none)
+    bool give_back_on_judge = false; // the slot's stream is given back right after a judgement
+    bool finish_on_judge = false;    // the give-back ends and a next stream stores `store`
     completion_line* line = nullptr;
     std::uint64_t store = 0;
 };
@@ -32,9 +35,20 @@ racing_owner owner;
 
 line_status owner_status(const memory_descriptor& d) noexcept {
     ++owner.judgements;
-    const line_status st = d.generation() != owner.generation ? line_status::stale
-                           : owner.faulted                    ? line_status::faulted
-                                                              : line_status::live;
+    const line_status st = d.generation() == owner.generation
+                               ? (owner.faulted ? line_status::faulted : line_status::live)
+                           : d.generation() == owner.retiring ? line_status::retiring
+                                                              : line_status::stale;
+    if (owner.give_back_on_judge) {
+        owner.give_back_on_judge = false;
+        owner.retiring = owner.generation++; // the word still holds what its stream stored
+    }
+    if (owner.finish_on_judge) {
+        owner.finish_on_judge = false;
+        owner.retiring = 0;
+        ++owner.generation; // a next stream, which stores at once
+        owner.line->words[0].store(owner.store, std::memory_order_release);
+    }
     if (owner.retire_on_judge) {
         owner.retire_on_judge = false;
         owner.generation += 2; // given back, and a stream made on the slot
@@ -219,6 +233,43 @@ BOOST_AUTO_TEST_CASE(a_fault_seen_across_a_read_still_completes_what_was_stored)
     BOOST_TEST((read_checked(later, nullptr) == line_read::pending));
     BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 4), &owner_status) ==
                 line_read::reached));
+}
+
+BOOST_AUTO_TEST_CASE(a_read_while_a_slot_is_given_back_decides_what_its_stream_stored) {
+    // Between a give-back and the end of its retirement the slot's word holds only what the
+    // given-back stream stored: a read then counts, stored or not.
+    completion_line line;
+    owner = racing_owner{};
+    owner.line = &line;
+    line.words[0].store(5);
+    owner.generation = 2;
+    owner.retiring = 1;
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 5, 1), &owner_status) ==
+                line_read::reached));
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 6, 1), &owner_status) ==
+                line_read::given_back));
+    // A give-back between the judgement and the read: the read was still the stream's.
+    owner = racing_owner{};
+    owner.line = &line;
+    owner.give_back_on_judge = true;
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 5, 1), &owner_status) ==
+                line_read::reached));
+    owner.generation = 1;
+    owner.retiring = 0;
+    owner.give_back_on_judge = true;
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 6, 1), &owner_status) ==
+                line_read::given_back));
+    // The retirement ends and a next stream stores between the judgement and the read: what was
+    // read (the next stream's number) does not count.
+    owner = racing_owner{};
+    owner.line = &line;
+    owner.generation = 2;
+    owner.retiring = 1;
+    owner.store = 6;
+    owner.finish_on_judge = true;
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 6, 1), &owner_status) ==
+                line_read::retired));
+    BOOST_TEST(line.words[0].load() == 6u);
 }
 
 BOOST_AUTO_TEST_CASE(generations_never_come_back) {

@@ -86,6 +86,24 @@ line_status status_of_generation_5(const memory_descriptor& d) noexcept {
     return d.generation() == now ? line_status::live : line_status::stale;
 }
 
+// Slot 0 given back from generation 3 (now 5) while its retirement is still on its way to the
+// hosts: generation 3 is retiring there; other slots at 3.
+line_status status_while_slot_0_is_given_back(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    if (d.slot().index() != 0) return d.generation() == 3 ? line_status::live : line_status::stale;
+    if (d.generation() == 5) return line_status::live;
+    return d.generation() == 3 ? line_status::retiring : line_status::stale;
+}
+
+// Generation 3 everywhere, until slot 0 is given back (`slot_0_given_back`): then retiring.
+bool slot_0_given_back = false;
+line_status status_with_give_back(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    if (slot_0_given_back && d.slot().index() == 0)
+        return d.generation() == 3 ? line_status::retiring : line_status::stale;
+    return d.generation() == 3 ? line_status::live : line_status::stale;
+}
+
 std::uint64_t test_epoch = 7;
 int judged = 0;
 std::uint64_t epoch_now() noexcept {
@@ -396,6 +414,57 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     h.take_in();
     BOOST_REQUIRE(h.ended.size() == 5u);
     BOOST_TEST((h.ended[4].second == wait_end::stale));
+}
+
+BOOST_AUTO_TEST_CASE(a_take_in_during_a_give_back_reads_the_given_back_generation) {
+    // A host's own take-in that comes between a slot's give-back and the retirement's visit to
+    // it (the side table says retiring): the given-back generation's registrations are read,
+    // never ended as stale unread: stored before the give-back, they complete; the rest end
+    // aborted, as the retirement would end them. None stays in the table.
+    completion_line line;
+    line.words[0].store(4);
+    host h(&status_while_slot_0_is_given_back);
+    h.queue(desc(line, 0, 4, 3)); // stored before the stream went
+    h.queue(desc(line, 0, 6, 3)); // never stored
+    h.queue(desc(line, 0, 2, 1)); // an older stream's: ends unread
+    h.queue(desc(line, 0, 5, 5)); // the next stream's: waits
+    h.take_in();
+    BOOST_TEST(h.kept == (std::vector<int>{3}));
+    BOOST_REQUIRE(h.ended.size() == 3u);
+    BOOST_TEST(h.ended[0].first == 1);
+    BOOST_TEST((h.ended[0].second == wait_end::aborted));
+    BOOST_TEST(h.ended[1].first == 2);
+    BOOST_TEST((h.ended[1].second == wait_end::stale));
+    BOOST_TEST(h.ended[2].first == 0);
+    BOOST_TEST((h.ended[2].second == wait_end::reached));
+    BOOST_TEST(h.engine.size() == 1u);
+}
+
+BOOST_AUTO_TEST_CASE(a_reactor_that_judges_its_waits_again_reads_a_given_back_slot) {
+    // judge_pending (a host no retirement reaches): a registered wait of a slot being given
+    // back stays while its word holds the target (the scan completes it), and ends aborted (not
+    // faulted) otherwise.
+    completion_line line;
+    line.words[0].store(1);
+    host h(&status_with_give_back, &epoch_now);
+    h.queue(desc(line, 0, 4, 3));
+    h.queue(desc(line, 0, 6, 3));
+    h.take_in();
+    BOOST_TEST(h.kept == (std::vector<int>{0, 1}));
+    line.words[0].store(4); // stored, then the stream is given back
+    slot_0_given_back = true;
+    ++test_epoch;
+    engine_list out;
+    h.engine.judge_pending(out);
+    h.record(out);
+    BOOST_REQUIRE(h.ended.size() == 1u);
+    BOOST_TEST(h.ended[0].first == 1);
+    BOOST_TEST((h.ended[0].second == wait_end::aborted));
+    h.scan();
+    BOOST_REQUIRE(h.ended.size() == 2u);
+    BOOST_TEST(h.ended[1].first == 0);
+    BOOST_TEST((h.ended[1].second == wait_end::reached));
+    slot_0_given_back = false;
 }
 
 BOOST_AUTO_TEST_SUITE_END()
