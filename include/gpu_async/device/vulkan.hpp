@@ -50,24 +50,37 @@
 ///   that waits for your timeline semaphore to reach `value` and then stores (the analogue of
 ///   cuda_event_waiter): your submissions signal the semaphore behind the work to await. The
 ///   batch also signals the line's own timeline semaphore (`timeline()`) at `submitted()`.
+///   A queue runs its batches in order on most implementations (lavapipe, and GPUs' hardware
+///   queues), so the batch holds back the queue's later work until the value is reached: submit
+///   the work that signals the value first (or signal it from another queue or the host), or
+///   give the backend a queue of its own; a value signalled only by work submitted later to the
+///   same queue never comes.
 /// A slot's stores must run in the order they were made: record them into command buffers you
 /// submit in that order to one queue (or await on the line's queue alone); a slot's store by the
 /// other way is refused (errc::backend) until the slot's last store has landed.
 ///
-/// Memory lifetime: the line's memory is never freed while a store it made may still reach it.
-/// close() (and the destructor, and the device's destructor for its lines still open)
+/// Memory lifetime: the line's memory is never freed while a store it made may still reach it,
+/// nor its objects destroyed while the device may still use them. close() (and the destructor,
+/// and the device's destructor for its lines still open)
 /// 1. unregisters the line's health query, then retires the line (gpu_async::retire_line: every
 ///    pending wait on it ends with operation_aborted and no reactor reads it again);
 /// 2. settles it: waits (vkWaitSemaphores) until the line's own timeline semaphore reaches
 ///    `submitted()`, the value its last await_semaphore batch signals, and until each slot's word
 ///    reaches the last number record_store recorded (the word is that store's own landing: a
-///    slot's stores land in order), for at most `settle_timeout`;
-/// 3. only then destroys its objects and frees the memory. When the settle times out or the
-///    device is lost, it leaks them (leaked() is true; the device then leaks its own objects and,
-///    if it made them, the device and the instance) rather than free memory a store may reach.
-/// So submit the command buffers you recorded stores into before closing the line (a command
-/// buffer never submitted keeps close() waiting for its store until the timeout), and close
-/// your lines before destroying a VkDevice of your own.
+///    slot's stores land in order), for at most `settle_timeout`; then, if it submitted
+///    batches, waits for the device's queue to go idle (vkQueueWaitIdle under the queue's lock:
+///    a driver may still touch a batch's semaphores just after its signal is seen);
+/// 3. only then destroys the objects of its batches and frees its memory. The memory, buffer and
+///    descriptor set of a line that stores were recorded for are kept by the device instead:
+///    your command buffers refer to them and may still be pending after the store landed, and
+///    only you know when they finish. They go at vulkan_device::release_closed_lines() or with
+///    the device (after vkDeviceWaitIdle, on a device of its own).
+/// When the settle times out or the device is lost, close() leaks the line's memory and objects
+/// (leaked() is true; the device then leaks its own objects and, if it made them, the device and
+/// the instance) rather than free memory a store may reach. So submit the command buffers you
+/// recorded stores into before closing the line (a command buffer never submitted keeps close()
+/// waiting for its store until the timeout), and destroy a vulkan_device that adopted your
+/// device, then your VkDevice, only after your command buffers have completed.
 ///
 /// Health: each line registers a health query (gpu_async::watch_line_health): vkGetSemaphore-
 /// CounterValue on the line's own timeline semaphore, which never blocks; VK_ERROR_DEVICE_LOST
@@ -104,6 +117,15 @@ namespace gpu_async {
 
 namespace detail {
 struct vulkan_line_state;
+
+/// What a closed line leaves its device to destroy once the command buffers its stores were
+/// recorded into are done (vulkan_device::release_closed_lines).
+struct vulkan_kept_line {
+    vulkan::descriptor_pool_t descriptor_pool{};
+    vulkan::buffer_t buffer{};
+    vulkan::device_memory_t memory{};
+    bool mapped = false;
+};
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
 /// generation field holds whatever its width).
@@ -181,9 +203,11 @@ struct vulkan_device_options {
 /// the queue it submits to. Not copyable, not movable (lines point at it).
 ///
 /// Destroying it closes every line of it still open (see vulkan_line::close(): their waits end
-/// with operation_aborted, their stores are awaited), then destroys the backend's objects and,
-/// if it made them, the device and the instance. Do not use a line of it on another thread
-/// meanwhile.
+/// with operation_aborted, their stores are awaited), then, on a device of its own, waits for the
+/// device to go idle, destroys the backend's objects (release_closed_lines() among them) and, if
+/// it made them, the device and the instance. Do not use a line of it on another thread
+/// meanwhile; destroy one that adopted your device only once the command buffers you recorded
+/// stores into have completed.
 class vulkan_device {
 public:
     /// Works with your device. Errors: errc::unavailable (the instance or the physical device is
@@ -234,6 +258,15 @@ public:
     /// The lines of the device that are open.
     GPU_ASYNC_DECL std::size_t open_lines() const;
 
+    /// Destroys the memory, buffers and descriptor sets of the closed lines that stores were
+    /// recorded for. close() keeps them (only you know when the command buffers you recorded
+    /// their stores into have finished): call this once every such command buffer has completed
+    /// or been freed. The destructor calls it, after vkDeviceWaitIdle on a device of its own.
+    GPU_ASYNC_DECL void release_closed_lines();
+
+    /// The closed lines whose objects the device keeps (see release_closed_lines()).
+    GPU_ASYNC_DECL std::size_t kept_lines() const;
+
 private:
     friend class vulkan_line;
 
@@ -246,7 +279,8 @@ private:
     GPU_ASYNC_DECL std::optional<coded_error> make_pipeline();
     GPU_ASYNC_DECL void destroy_objects() noexcept;
     GPU_ASYNC_DECL void add_line(detail::vulkan_line_state* line);
-    GPU_ASYNC_DECL void remove_line(detail::vulkan_line_state* line, bool leaked) noexcept;
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    close_line(detail::vulkan_line_state& line) noexcept;
 
     const vulkan_loader* loader_;
     vulkan::instance_api instance_api_{};
@@ -262,8 +296,9 @@ private:
     bool owned_ = false;
 
     mutable std::mutex queue_mutex_; ///< around every vkQueueSubmit of the backend (a leaf)
-    mutable std::mutex lines_mutex_; ///< around lines_ and leaked_lines_ (a leaf)
+    mutable std::mutex lines_mutex_; ///< around lines_, kept_ and leaked_lines_ (a leaf)
     std::vector<detail::vulkan_line_state*> lines_;
+    std::vector<detail::vulkan_kept_line> kept_;
     std::size_t leaked_lines_ = 0;
 };
 
@@ -340,10 +375,12 @@ public:
     GPU_ASYNC_DECL bool leaked() const noexcept;
 
     /// Unregisters the line's health query, retires the line (every pending wait on it ends with
-    /// operation_aborted), settles it, then destroys its objects and frees its memory; leaks
-    /// them when the settle fails (see the file comment). Returns the settle's failure
-    /// (errc::driver_status naming vkWaitSemaphores, or errc::backend naming the slot whose
-    /// recorded store did not land), or nothing. Closing a closed line does nothing.
+    /// operation_aborted), settles it, then destroys its objects and frees its memory, or hands
+    /// them to the device when stores were recorded for it; leaks them when the settle fails
+    /// (see the file comment). Returns the settle's failure (errc::driver_status naming
+    /// vkWaitSemaphores, vkGetSemaphoreCounterValue or vkQueueWaitIdle, or errc::backend naming
+    /// the slot whose recorded store did not land), or nothing. Closing a closed line does
+    /// nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
 private:

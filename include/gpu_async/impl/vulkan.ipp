@@ -136,114 +136,50 @@ struct vulkan_line_state {
 
 namespace vulkan_impl {
 
-/// Destroys what the line made, in reverse order (each only if made). Only with no store of the
-/// line pending: its batches done, its recorded stores landed.
-inline void destroy_line_objects(const device_api& a, device_t dev, vulkan_line_state& s) noexcept {
-    // Destroying the pool frees its command buffers, and the descriptor pool its set.
+/// Destroys the objects of the line's batches (each only if made): with none of its batches
+/// pending, nor the queue's bookkeeping of them (see vulkan_device::close_line).
+inline void destroy_batch_objects(const device_api& a, device_t dev,
+                                  vulkan_line_state& s) noexcept {
+    // Destroying the pool frees its command buffers.
     if (s.command_pool != command_pool_t{}) a.destroy_command_pool(dev, s.command_pool, nullptr);
     if (s.timeline != semaphore_t{}) a.destroy_semaphore(dev, s.timeline, nullptr);
-    if (s.descriptor_pool != descriptor_pool_t{})
-        a.destroy_descriptor_pool(dev, s.descriptor_pool, nullptr);
-    if (s.mapped != nullptr) a.unmap_memory(dev, s.memory);
-    if (s.buffer != buffer_t{}) a.destroy_buffer(dev, s.buffer, nullptr);
-    if (s.memory != device_memory_t{}) a.free_memory(dev, s.memory, nullptr);
     s.command_pool = {};
     s.timeline = {};
-    s.descriptor_pool = {};
-    s.descriptor_set = {};
-    s.mapped = nullptr;
-    s.buffer = {};
-    s.memory = {};
     s.flying.clear();
     s.spare.clear();
 }
 
-inline void sleep_for(std::uint64_t ns) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(ns)));
+/// Destroys a line's memory, buffer and descriptor pool (each only if made), in reverse order:
+/// with no command buffer that refers to them pending.
+inline void destroy_memory_objects(const device_api& a, device_t dev,
+                                   const vulkan_kept_line& k) noexcept {
+    // Destroying the descriptor pool frees the line's set.
+    if (k.descriptor_pool != descriptor_pool_t{})
+        a.destroy_descriptor_pool(dev, k.descriptor_pool, nullptr);
+    if (k.mapped) a.unmap_memory(dev, k.memory);
+    if (k.buffer != buffer_t{}) a.destroy_buffer(dev, k.buffer, nullptr);
+    if (k.memory != device_memory_t{}) a.free_memory(dev, k.memory, nullptr);
 }
 
-/// Closes `s` (vulkan_line::close(); the device's destructor for its lines still open); the
-/// caller then removes it from its device's lines (s.leaked says whether it leaked).
-inline std::optional<coded_error> close_line(vulkan_line_state& s) noexcept {
-    if (s.line == nullptr) return std::nullopt;
-    vulkan_device& dev = *s.device;
-    const device_api& a = dev.api();
-    // No health query of the line runs from here on (none may fault a retired line).
-    if (s.health != nullptr) unwatch_line_health(*s.line);
-    // Every reactor ends its waits on the line and stops reading it, whatever happens next.
-    retire_line(*s.line);
+/// The memory objects of `s`, handed over (cleared in `s`).
+inline vulkan_kept_line take_memory_objects(vulkan_line_state& s) noexcept {
+    const vulkan_kept_line k{s.descriptor_pool, s.buffer, s.memory, s.mapped != nullptr};
+    s.descriptor_pool = {};
+    s.descriptor_set = {};
+    s.buffer = {};
+    s.memory = {};
+    s.mapped = nullptr;
+    return k;
+}
 
-    std::optional<coded_error> failure;
-    bool settled = true;
-    const std::uint64_t start = wordwait_now_ns();
-    const std::uint64_t limit = s.settle_timeout.count();
-    auto left = [&]() -> std::uint64_t {
-        const std::uint64_t spent = wordwait_now_ns() - start;
-        return spent >= limit ? 0 : limit - spent;
-    };
-    try {
-        // 1. The line's own batches: its timeline semaphore reaches the last value they signal.
-        if (s.submitted > 0) {
-            semaphore_wait_info wait{};
-            wait.semaphore_count = 1;
-            wait.semaphores = &s.timeline;
-            wait.values = &s.submitted;
-            const result_t r = a.wait_semaphores(dev.device(), &wait, left());
-            if (r == timeout) {
-                settled = false;
-                failure = backend("closing a Vulkan line: its await_semaphore batches did not "
-                                  "finish within the settle timeout (" +
-                                  std::to_string(limit / 1000000) +
-                                  " ms); its memory is leaked, not freed");
-            } else if (r != success) {
-                settled = false;
-                failure = vulkan_loader::error("vkWaitSemaphores", r);
-            }
-        }
-        // 2. The stores recorded into command buffers: each slot's word reaches its last one.
-        //    A slot's stores land in order, so its last landing means every earlier one has.
-        for (std::size_t i = 0; settled && i < line_words; ++i) {
-            if (s.way[i] != store_way::recorded) continue;
-            std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
-            while (!reached(*s.line, *slot_id::at(i), s.sequence[i])) {
-                std::uint64_t value = 0;
-                if (const result_t r =
-                        a.get_semaphore_counter_value(dev.device(), s.timeline, &value);
-                    r == error_device_lost) {
-                    settled = false;
-                    failure = vulkan_loader::error("vkGetSemaphoreCounterValue", r);
-                    break;
-                }
-                const std::uint64_t rest = left();
-                if (rest == 0) {
-                    settled = false;
-                    failure = backend(
-                        "closing a Vulkan line: slot " + std::to_string(i) + "'s store of " +
-                        std::to_string(s.sequence[i]) +
-                        ", recorded into a command buffer, did not land within the settle "
-                        "timeout (" +
-                        std::to_string(limit / 1000000) +
-                        " ms: was the command buffer submitted?); its memory is leaked, not freed");
-                    break;
-                }
-                sleep_for(std::min(nap, rest));
-                nap = std::min<std::uint64_t>(nap * 2, 1000000);
-            }
-        }
-    } catch (...) {
-        // Only a message could not be made: what it was about stands.
-        settled = false;
-        if (!failure) failure = coded_error(errc::backend, {"no memory"});
-    }
-    // 3. Free only what no store may reach any more; otherwise leak it.
-    if (settled)
-        destroy_line_objects(a, dev.device(), s);
-    else
-        s.leaked = true;
-    s.health.reset();
-    s.line = nullptr;
-    s.device = nullptr;
-    return failure;
+/// Everything `s` made, destroyed (line creation's unwinding: nothing was submitted yet).
+inline void destroy_line_objects(const device_api& a, device_t dev, vulkan_line_state& s) noexcept {
+    destroy_batch_objects(a, dev, s);
+    destroy_memory_objects(a, dev, take_memory_objects(s));
+}
+
+inline void sleep_for(std::uint64_t ns) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(static_cast<std::int64_t>(ns)));
 }
 
 /// Records the store of `value` into `slot`'s word behind the commands recorded so far.
@@ -765,8 +701,7 @@ GPU_ASYNC_DECL vulkan_device::~vulkan_device() {
             if (lines_.empty()) break;
             s = lines_.back();
         }
-        static_cast<void>(detail::vulkan_impl::close_line(*s));
-        remove_line(s, s->leaked);
+        static_cast<void>(close_line(*s)); // removes it from lines_
     }
     std::size_t leaked = 0;
     {
@@ -778,13 +713,17 @@ GPU_ASYNC_DECL vulkan_device::~vulkan_device() {
     if (leaked != 0) return;
     // The device's entry points are all resolved, or none (a failed resolution cleared them).
     const bool resolved = api_.destroy_device != nullptr;
-    if (resolved) destroy_objects();
-    if (!owned_) return;
-    if (handles_.device != nullptr && resolved) {
-        // The caller's own work on the device, if any, ends before the device goes.
+    if (owned_ && resolved && handles_.device != nullptr) {
+        // The caller's work on a device of ours, if any, ends before its objects go.
+        std::lock_guard lk(queue_mutex_);
         static_cast<void>(api_.device_wait_idle(handles_.device));
-        api_.destroy_device(handles_.device, nullptr);
     }
+    if (resolved) {
+        release_closed_lines();
+        destroy_objects();
+    }
+    if (!owned_) return;
+    if (handles_.device != nullptr && resolved) api_.destroy_device(handles_.device, nullptr);
     if (handles_.instance != nullptr && instance_api_.destroy_instance != nullptr)
         instance_api_.destroy_instance(handles_.instance, nullptr);
 }
@@ -806,11 +745,137 @@ GPU_ASYNC_DECL void vulkan_device::add_line(detail::vulkan_line_state* line) {
     lines_.push_back(line);
 }
 
-GPU_ASYNC_DECL void vulkan_device::remove_line(detail::vulkan_line_state* line,
-                                               bool leaked) noexcept {
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
+    using namespace detail::vulkan_impl;
+    if (s.line == nullptr) return std::nullopt;
+    vulkan_device& dev = *s.device;
+    const vulkan::device_api& a = dev.api_;
+    const vulkan::device_t device = dev.handles_.device;
+    // No health query of the line runs from here on (none may fault a retired line).
+    if (s.health != nullptr) unwatch_line_health(*s.line);
+    // Every reactor ends its waits on the line and stops reading it, whatever happens next.
+    retire_line(*s.line);
+
+    std::optional<coded_error> failure;
+    bool settled = true;
+    bool recorded = false;
+    const std::uint64_t start = detail::wordwait_now_ns();
+    const std::uint64_t limit = s.settle_timeout.count();
+    auto left = [&]() -> std::uint64_t {
+        const std::uint64_t spent = detail::wordwait_now_ns() - start;
+        return spent >= limit ? 0 : limit - spent;
+    };
+    try {
+        // 1. The line's own batches: its timeline semaphore reaches the last value they signal.
+        if (s.submitted > 0) {
+            vulkan::semaphore_wait_info wait{};
+            wait.semaphore_count = 1;
+            wait.semaphores = &s.timeline;
+            wait.values = &s.submitted;
+            const vulkan::result_t r = a.wait_semaphores(device, &wait, left());
+            if (r == vulkan::timeout) {
+                settled = false;
+                failure = backend("closing a Vulkan line: its await_semaphore batches did not "
+                                  "finish within the settle timeout (" +
+                                  std::to_string(limit / 1000000) +
+                                  " ms); its memory is leaked, not freed");
+            } else if (r != vulkan::success) {
+                settled = false;
+                failure = vulkan_loader::error("vkWaitSemaphores", r);
+            }
+        }
+        // 2. The stores recorded into command buffers: each slot's word reaches its last one.
+        //    A slot's stores land in order, so its last landing means every earlier one has.
+        for (std::size_t i = 0; settled && i < line_words; ++i) {
+            if (s.way[i] != store_way::recorded) continue;
+            recorded = true;
+            std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
+            while (!reached(*s.line, *slot_id::at(i), s.sequence[i])) {
+                std::uint64_t value = 0;
+                if (const vulkan::result_t r =
+                        a.get_semaphore_counter_value(device, s.timeline, &value);
+                    r == vulkan::error_device_lost) {
+                    settled = false;
+                    failure = vulkan_loader::error("vkGetSemaphoreCounterValue", r);
+                    break;
+                }
+                const std::uint64_t rest = left();
+                if (rest == 0) {
+                    settled = false;
+                    failure = backend(
+                        "closing a Vulkan line: slot " + std::to_string(i) + "'s store of " +
+                        std::to_string(s.sequence[i]) +
+                        ", recorded into a command buffer, did not land within the settle "
+                        "timeout (" +
+                        std::to_string(limit / 1000000) +
+                        " ms: was the command buffer submitted?); its memory is leaked, not freed");
+                    break;
+                }
+                sleep_for(std::min(nap, rest));
+                nap = std::min<std::uint64_t>(nap * 2, 1000000);
+            }
+        }
+        // 3. The queue's own bookkeeping of the line's batches: a driver may still touch a
+        //    batch's semaphores after its signal is seen (Mesa's emulated timelines release
+        //    their wait points then), so the queue drains before they go.
+        if (settled && s.submitted > 0) {
+            std::lock_guard lk(dev.queue_mutex_);
+            if (const vulkan::result_t r = a.queue_wait_idle(dev.handles_.queue);
+                r != vulkan::success) {
+                settled = false;
+                failure = vulkan_loader::error("vkQueueWaitIdle", r);
+            }
+        }
+    } catch (...) {
+        // Only a message could not be made: what it was about stands.
+        settled = false;
+        if (!failure) failure = coded_error(errc::backend, {"no memory"});
+    }
+    // 4. Free only what nothing may reach any more; otherwise leak it. The memory a store was
+    //    recorded for is referred to by the caller's command buffers, which may still be pending
+    //    after the store landed: the device keeps it until release_closed_lines() or its end.
+    if (settled) {
+        destroy_batch_objects(a, device, s);
+        const detail::vulkan_kept_line k = take_memory_objects(s);
+        bool kept = false;
+        if (recorded) {
+            std::lock_guard lk(dev.lines_mutex_);
+            try {
+                dev.kept_.push_back(k);
+                kept = true;
+            } catch (...) {
+                kept = true; // no room to keep it: leak it rather than free it under a command
+            }
+        }
+        if (!kept) destroy_memory_objects(a, device, k);
+    } else {
+        s.leaked = true;
+    }
+    s.health.reset();
+    s.line = nullptr;
+    s.device = nullptr;
+    {
+        std::lock_guard lk(dev.lines_mutex_);
+        dev.lines_.erase(std::remove(dev.lines_.begin(), dev.lines_.end(), &s), dev.lines_.end());
+        if (!settled) ++dev.leaked_lines_;
+    }
+    return failure;
+}
+
+GPU_ASYNC_DECL void vulkan_device::release_closed_lines() {
+    std::vector<detail::vulkan_kept_line> kept;
+    {
+        std::lock_guard lk(lines_mutex_);
+        kept.swap(kept_);
+    }
+    for (const detail::vulkan_kept_line& k : kept)
+        detail::vulkan_impl::destroy_memory_objects(api_, handles_.device, k);
+}
+
+GPU_ASYNC_DECL std::size_t vulkan_device::kept_lines() const {
     std::lock_guard lk(lines_mutex_);
-    lines_.erase(std::remove(lines_.begin(), lines_.end(), line), lines_.end());
-    if (leaked) ++leaked_lines_;
+    return kept_.size();
 }
 
 // --- the line ------------------------------------------------------------------------------
@@ -1010,11 +1075,8 @@ GPU_ASYNC_DECL bool vulkan_line::leaked() const noexcept {
 }
 
 GPU_ASYNC_DECL std::optional<coded_error> vulkan_line::close() {
-    if (state_ == nullptr || state_->line == nullptr) return std::nullopt;
-    vulkan_device& dev = *state_->device;
-    auto failure = detail::vulkan_impl::close_line(*state_);
-    dev.remove_line(state_.get(), state_->leaked);
-    return failure;
+    if (state_ == nullptr) return std::nullopt;
+    return vulkan_device::close_line(*state_);
 }
 
 namespace detail::vulkan_impl {
