@@ -35,6 +35,7 @@
 // a device the device suite is reported as skipped, except under CI (CI=true), where it fails.
 
 using namespace gpu_async;
+using gpu_async::test::error_of;
 using gpu_async::test::run_bound;
 using gpu_async::test::run_to_completion;
 using gpu_async::test::slot;
@@ -80,7 +81,7 @@ struct rig {
 
     static vulkan_line make_line(vulkan_device& d, vulkan_line_options options = {}) {
         auto made = vulkan_line::create(d, options);
-        BOOST_TEST_REQUIRE(made.has_value(), made.error().message());
+        BOOST_TEST_REQUIRE(made.has_value(), error_of(made));
         return std::move(made).value();
     }
 
@@ -90,7 +91,7 @@ struct rig {
         auto cb = work.begin();
         work.spin(cb, iterations);
         auto stored = line.record_store(s, cb);
-        BOOST_TEST_REQUIRE(stored.has_value(), stored.error().message());
+        BOOST_TEST_REQUIRE(stored.has_value(), error_of(stored));
         if (gated)
             work.submit_gated(cb);
         else
@@ -172,7 +173,7 @@ BOOST_AUTO_TEST_CASE(a_device_of_its_own_meets_the_requirements) {
     BOOST_TEST(device->loader().version() >= vulkan::api_version_1_2);
     BOOST_TEST_MESSAGE("Vulkan device: " << device->name());
     auto line = vulkan_line::create(*device);
-    BOOST_TEST_REQUIRE(line.has_value(), line.error().message());
+    BOOST_TEST_REQUIRE(line.has_value(), error_of(line));
     BOOST_TEST(line.value().is_open());
     BOOST_TEST(line.value().generation() != 0u);
     BOOST_TEST(line_generation(line.value().line()) == line.value().generation());
@@ -199,7 +200,7 @@ BOOST_AUTO_TEST_CASE(adopting_a_device_works_with_its_handles_and_destroys_nothi
     BOOST_TEST(refused.error().message().find("queue family 1000") != std::string::npos);
     {
         auto adopted = vulkan_device::adopt(owner->loader(), handles);
-        BOOST_TEST_REQUIRE(adopted.has_value(), adopted.error().message());
+        BOOST_TEST_REQUIRE(adopted.has_value(), error_of(adopted));
         BOOST_TEST(!adopted.value()->owns_device());
         BOOST_TEST(adopted.value()->name() == owner->name());
         spin_work work(*adopted.value());
@@ -264,7 +265,7 @@ BOOST_FIXTURE_TEST_CASE(an_awaited_semaphore_completes_a_future, rig) {
     work.spin(cb, 50000);
     work.submit(cb, timeline, 1);
     auto done = line.await_semaphore(slot(1), timeline, 1);
-    BOOST_TEST_REQUIRE(done.has_value(), done.error().message());
+    BOOST_TEST_REQUIRE(done.has_value(), error_of(done));
     BOOST_TEST(done.value().target() == 1u);
     BOOST_TEST(line.submitted() == 1u);
     std::future<void> f = port.async_wait(done.value(), asio::use_future);
@@ -376,7 +377,7 @@ BOOST_FIXTURE_TEST_CASE(many_submissions_in_flight, rig) {
         work.submit(cb, timeline, static_cast<std::uint64_t>(i + 1));
         auto d = line.await_semaphore(slot(4 + static_cast<std::size_t>(i % 4)), timeline,
                                       static_cast<std::uint64_t>(i + 1));
-        BOOST_TEST_REQUIRE(d.has_value(), d.error().message());
+        BOOST_TEST_REQUIRE(d.has_value(), error_of(d));
         port.async_wait(d.value(), count);
     }
     BOOST_TEST(line.submitted() == static_cast<std::uint64_t>(awaited));
@@ -394,7 +395,7 @@ BOOST_FIXTURE_TEST_CASE(many_submissions_in_flight, rig) {
         work.signal(timeline, static_cast<std::uint64_t>(awaited + i + 1));
         auto d =
             line.await_semaphore(slot(4), timeline, static_cast<std::uint64_t>(awaited + i + 1));
-        BOOST_TEST_REQUIRE(d.has_value(), d.error().message());
+        BOOST_TEST_REQUIRE(d.has_value(), error_of(d));
         port.async_wait(d.value(), count);
     }
     ctx.restart();
@@ -506,7 +507,7 @@ BOOST_AUTO_TEST_CASE(destroying_an_adopted_device_with_waits_pending_aborts_them
     auto adopted = vulkan_device::adopt(owner->loader(),
                                         {owner->instance(), owner->physical_device(),
                                          owner->device(), owner->queue(), owner->queue_family()});
-    BOOST_TEST_REQUIRE(adopted.has_value(), adopted.error().message());
+    BOOST_TEST_REQUIRE(adopted.has_value(), error_of(adopted));
     std::unique_ptr<vulkan_device> device = std::move(adopted).value();
     vulkan_line line = rig::make_line(*device);
     asio::io_context ctx;
@@ -634,7 +635,7 @@ BOOST_FIXTURE_TEST_CASE(a_slot_keeps_one_order_of_stores, rig) {
     work.submit(cb);
     BOOST_TEST(eventually([&] { return recorded.value().is_complete(); }));
     auto now = line.await_semaphore(slot(3), timeline, 1);
-    BOOST_TEST_REQUIRE(now.has_value(), now.error().message());
+    BOOST_TEST_REQUIRE(now.has_value(), error_of(now));
     BOOST_TEST(now.value().target() == 2u);
     auto other_slot = line.await_semaphore(slot(4), timeline, 1);
     BOOST_TEST_REQUIRE(other_slot.has_value());
