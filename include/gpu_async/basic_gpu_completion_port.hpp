@@ -250,11 +250,12 @@ public:
     /// immediate executors (Asio 1.28, Boost 1.82 and later: GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR),
     /// a handler with an associated immediate executor of its own
     /// (asio::bind_immediate_executor) is dispatched to it when its descriptor is complete at
-    /// initiation, as Asio's own operations do; with asio::system_executor that is inline. A wait
-    /// that is pending at initiation completes as every other. The handler runs through its
-    /// associated executor (default: the port's), the op is allocated with its associated allocator
-    /// and freed before the upcall, and work is outstanding on both executors while the wait is
-    /// pending.
+    /// initiation, as Asio's own operations do (never counted as the context's outstanding
+    /// work, so the context is not stopped by its end); with asio::system_executor that is
+    /// inline. A wait that is pending at initiation completes as every other. The handler runs
+    /// through its associated executor (default: the port's), the op is allocated with its
+    /// associated allocator and freed before the upcall, and work is outstanding on both executors
+    /// while the wait is pending.
     ///
     /// @throws std::system_error when the reactor's watcher thread cannot be started (nothing
     ///   is registered and the handler is destroyed); std::bad_alloc from the allocator.

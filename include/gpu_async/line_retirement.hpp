@@ -67,6 +67,13 @@ namespace gpu_async {
 
 namespace detail {
 
+/// A slot's retirement, as its watchers are told of it: the generation its descriptors carried
+/// and the one it has from then on.
+struct slot_retirement {
+    std::uint64_t retired = 0;
+    std::uint64_t next = 0;
+};
+
 /// Something that reads completion lines (a reactor): told when a line is retired or one of its
 /// slots faulted.
 class line_watcher {
@@ -75,13 +82,21 @@ public:
     /// `line` again. Must not wait for a callback while holding a lock that a callback may take.
     virtual void retire_line(const completion_line& line) noexcept = 0;
 
-    /// Ends every wait on `slot` of `line` with errc::device_fault.
-    virtual void fault_slot(const completion_line& line, slot_id slot) noexcept = 0;
+    /// Ends every wait on `slot` of `line` with errc::device_fault: the slot's stream of
+    /// generation `generation` faulted. A watcher acts only if, under its own lock, the slot is
+    /// still at `generation` (slot_generation): a slot retired since has had its waits ended by
+    /// that retirement, and a later stream's waits are not this fault's.
+    virtual void fault_slot(const completion_line& line, slot_id slot,
+                            std::uint64_t generation) noexcept = 0;
 
     /// Ends every wait on `slot` of `line`: the stream storing into the slot went; the line and
     /// its other slots live on. Waits whose target the slot's word reached complete, the rest
-    /// end operation_aborted.
-    virtual void retire_slot(const completion_line& line, slot_id slot) noexcept = 0;
+    /// end operation_aborted. A watcher acts only if, under its own lock, the slot is at
+    /// `r.next` (a later retirement visits too and ends them); registrations it takes in then
+    /// whose descriptors carry `r.retired` were pending when the slot was retired: their word
+    /// is read (the slot's owner retires before a next stream stores) rather than judged stale.
+    virtual void retire_slot(const completion_line& line, slot_id slot,
+                             slot_retirement r) noexcept = 0;
 
 protected:
     line_watcher() = default;
@@ -94,10 +109,11 @@ protected:
 /// fault on another thread may call `w`'s functions: register a whole object (last in the
 /// most-derived constructor) and remove it first in its destructor.
 GPU_ASYNC_DECL void add_line_watcher(line_watcher& w);
-/// The line-life epoch: never 0, it moves (after the change) whenever a line is adopted or
-/// retired or a slot retired or faulted. A reactor that judged a descriptor (descriptor_status)
-/// after reading epoch `e` need not judge it again while the epoch is still `e`. Lock-free.
-GPU_ASYNC_DECL std::uint32_t line_life_epoch() noexcept;
+/// The line-life epoch: never 0, 64 bits (it never comes back), it moves (after the change)
+/// whenever a line is adopted or retired or a slot retired or faulted. A reactor that judged a
+/// descriptor (descriptor_status) after reading epoch `e` need not judge it again while the
+/// epoch is still `e`. Lock-free.
+GPU_ASYNC_DECL std::uint64_t line_life_epoch() noexcept;
 /// Number of registered watchers (for tests and diagnostics).
 GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept;
 /// Unregisters `w`; waits (holding no lock) until no retirement or fault is asking `w`.
@@ -112,18 +128,20 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept;
 /// generation, never 0, with no faulted slot, and every slot the same generation; stamp it into
 /// the line's descriptors (memory_descriptor's four-argument constructor), or, on a line whose
 /// slots are retired one by one (retire_slot), stamp slot_generation(). The first generation of
-/// an address is 1;
-/// after `retire_line` the next adoption of the same address gets a later one. Thread-safe;
-/// may throw std::bad_alloc (the side table grows by one entry per line address).
-GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line);
+/// an address is 1; every later one, of the line or any of its slots, is higher: generations
+/// are 64-bit counters per line that stop at max_generation, which is never live (2^56
+/// retirements of one line, far beyond any program's life, would make its descriptors stale
+/// for good rather than live again). Thread-safe; may throw std::bad_alloc (the side table
+/// grows by one entry per line address).
+GPU_ASYNC_DECL std::uint64_t adopt_line(const completion_line& line);
 
 /// The current generation of `line`: 0 for a line never adopted. Thread-safe.
-GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept;
+GPU_ASYNC_DECL std::uint64_t line_generation(const completion_line& line) noexcept;
 
 /// The current generation of `slot` of `line`, which descriptors of the slot carry: the line's
 /// generation, or a later one once the slot was retired alone (retire_slot); 0 for a line never
 /// adopted. Thread-safe.
-GPU_ASYNC_DECL std::uint32_t slot_generation(const completion_line& line, slot_id slot) noexcept;
+GPU_ASYNC_DECL std::uint64_t slot_generation(const completion_line& line, slot_id slot) noexcept;
 
 /// The status of `d` now: live for a descriptor without a generation or of its slot's current
 /// generation (slot_generation) without a fault on the slot. Reads the side table only, never
@@ -148,11 +166,26 @@ GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
 /// has). Thread-safe, as retire_line; allocates nothing.
 GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept;
 
+/// retire_slot(line, slot) only if the slot is still at `generation` (its slot_generation):
+/// what an owner that decided under its own lock to retire a stream's slot calls after letting
+/// the lock go, so that a stream made on the slot meanwhile is not retired in its place.
+/// Returns whether it retired the slot. Thread-safe, as retire_line.
+GPU_ASYNC_DECL bool retire_slot(const completion_line& line, slot_id slot,
+                                std::uint64_t generation) noexcept;
+
 /// Ends every pending wait on `slot` of `line`, in every reactor, with errc::device_fault (its
 /// stream faulted and will store nothing more). For an adopted line the fault is also recorded:
 /// later waits on the slot end so at once, without reading the line, until the line or the slot
 /// is retired, or the line adopted again. Thread-safe, as retire_line.
 GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept;
+
+/// fault_slot(line, slot) only if the slot is still at `generation` (its slot_generation): the
+/// stream of that generation faulted. An owner that learns of a fault under its own lock and
+/// reports it after letting the lock go calls this, so that a fault of a stream given back
+/// meanwhile never lands on the next stream made on the slot. Returns whether it faulted the
+/// slot. Thread-safe, as retire_line.
+GPU_ASYNC_DECL bool fault_slot(const completion_line& line, slot_id slot,
+                               std::uint64_t generation) noexcept;
 
 /// A line owner's status query for one line (see watch_line_health).
 class line_health {
@@ -202,8 +235,9 @@ namespace detail {
 /// is at least one fault backstop away from the last run's `now_ns` (on either side: a clock
 /// behind the last run by a whole backstop, such as a test's virtual time, counts as due too).
 /// Process-wide: of the callers that find them due, one runs them, the others return false at
-/// once (an atomic, no lock), and no two runs overlap. Each query is pinned and run with no
-/// registry lock held. Returns true when this call ran the queries; false at once when no line
+/// once (an atomic, no lock), and no two runs overlap. A caller that finds a run under way
+/// leaves its turn due: the first call after that run takes it. Each query is pinned and run with
+/// no registry lock held. Returns true when this call ran the queries; false at once when no line
 /// is watched or the backstop is dur_ns::max().
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept;
 

@@ -4,7 +4,7 @@
 /// <gpu_async/basic_gpu_completion_port.hpp>, which this includes): async_wait(source, plan,
 /// point, token), async_wait(source, bands, rows, point, token), prediction_ns(), points() and
 /// plan_capabilities_for(), with the machinery they run on (bands, the wait machine, park
-/// fallback, asio/plan_wait_op.hpp and its steady_timer).
+/// fallback, asio/plan_wait_op.hpp).
 ///
 /// Include it (or <gpu_async/gpu_completion_port.hpp>, which includes it) in a translation unit
 /// that calls those members; one that only waits for descriptors includes
@@ -26,10 +26,8 @@
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/async_result.hpp>
-#include <asio/compose.hpp>
 #else
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/compose.hpp>
 #endif
 
 #include <cstdint>
@@ -67,11 +65,12 @@ template <completion_source Source,
 auto basic_gpu_completion_port<Executor>::async_wait(Source& source, const wait_plan& plan,
                                                      std::string_view point,
                                                      CompletionToken&& token) {
-    return asio::async_compose<CompletionToken, void(error_code, wait_report)>(
+    return asio::async_initiate<CompletionToken, void(error_code, wait_report)>(
+        detail::initiate_plan_wait<Executor>{}, token,
         detail::plan_wait_op<Source, Executor>(source, resolve(plan, plan_capabilities_for(source)),
                                                std::string(point), state_shared(), *service_,
                                                executor_),
-        token, executor_);
+        executor_);
 }
 
 template <class Executor>

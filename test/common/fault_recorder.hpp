@@ -36,11 +36,12 @@ public:
         std::lock_guard lk(m_);
         retired_.push_back(&line);
     }
-    void retire_slot(const completion_line& line, slot_id slot) noexcept override {
+    void retire_slot(const completion_line& line, slot_id slot,
+                     detail::slot_retirement) noexcept override {
         std::lock_guard lk(m_);
         slots_retired_.push_back({&line, slot.index(), 0});
     }
-    void fault_slot(const completion_line& line, slot_id slot) noexcept override {
+    void fault_slot(const completion_line& line, slot_id slot, std::uint64_t) noexcept override {
         std::lock_guard lk(m_);
         faults_.push_back(
             {&line, slot.index(), line.words[slot.index()].load(std::memory_order_acquire)});

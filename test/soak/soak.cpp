@@ -102,6 +102,13 @@ using clock_type = std::chrono::steady_clock;
 /// How far ahead of a word a target that is never stored lies.
 constexpr std::uint64_t never_ahead = std::uint64_t{1} << 40;
 
+/// The descriptor of `target` on `s`, whatever the target: a never-stored target lies past the
+/// stream's tail, which sim_stream::descriptor_for refuses.
+memory_descriptor descriptor_at(const sim_stream& s, std::uint64_t target) {
+    const memory_descriptor tail = s.descriptor();
+    return memory_descriptor(tail.line(), tail.slot(), target, tail.generation());
+}
+
 // ---------------------------------------------------------------------------------------------
 // Options
 
@@ -728,7 +735,7 @@ private:
                 target = s.word() - pick(0, 3); // already reached: completes through post
             else
                 target = s.tail(); // the stream's last item: often a second wait on one target
-            start_wait(port, r, first + i, s.descriptor_for(target), word_check(s, target));
+            start_wait(port, r, first + i, descriptor_at(s, target), word_check(s, target));
         }
     }
 
@@ -768,7 +775,7 @@ private:
             const bool never = chance(0.1);
             const std::uint64_t d_us = uniform(0, 80);
             const std::uint64_t target = never ? s.tail() + never_ahead : s.enqueue(us(d_us));
-            start_wait(pool_port(), r, first + i, s.descriptor_for(target),
+            start_wait(pool_port(), r, first + i, descriptor_at(s, target),
                        never ? never_check(s, target) : word_check(s, target), sig);
             if (!never && !chance(0.7)) continue;
             const asio::cancellation_type type = pick_type();
@@ -848,7 +855,7 @@ private:
             const bool never = chance(0.3);
             const std::uint64_t target =
                 never ? s.tail() + never_ahead : s.enqueue(us(uniform(0, 200)));
-            start_wait(*port, r, first + i, s.descriptor_for(target),
+            start_wait(*port, r, first + i, descriptor_at(s, target),
                        never ? never_check(s, target) : word_check(s, target));
         }
         const std::uint64_t later = uniform(1, 3);
@@ -882,7 +889,7 @@ private:
             const bool never = chance(0.2);
             const std::uint64_t target =
                 never ? s.tail() + never_ahead : s.enqueue(us(uniform(0, 300)));
-            start_wait(chance(0.5) ? *h->port : *h->other, r, first + i, s.descriptor_for(target),
+            start_wait(chance(0.5) ? *h->port : *h->other, r, first + i, descriptor_at(s, target),
                        never ? never_check(s, target) : word_check(s, target));
         }
         // Moved while its waits complete on other threads: the waits move with the port.
@@ -944,7 +951,7 @@ private:
             const auto flag = static_cast<std::uint32_t>(i);
             if (chance(0.08)) {
                 const std::uint64_t target = s.tail() + never_ahead;
-                start_wait(pool_port(), r, first + i, s.descriptor_for(target),
+                start_wait(pool_port(), r, first + i, descriptor_at(s, target),
                            never_check(s, target));
             } else {
                 const std::uint64_t seq = enqueue_flagged(s, *r, flag, us(uniform(0, 100)));
@@ -1018,7 +1025,7 @@ private:
             p.items = done;
             if (teardown && issued < n) {
                 const std::uint64_t target = p.start + never_ahead;
-                start_wait(pool_port(), r, first + issued++, s.descriptor_for(target),
+                start_wait(pool_port(), r, first + issued++, descriptor_at(s, target),
                            never_check(s, target));
             }
         }
@@ -1099,7 +1106,7 @@ private:
                 const std::uint64_t target = never ? s.tail() + never_ahead : s.enqueue(us(d_us));
                 std::shared_ptr<signal_box> sig;
                 if (never || pick(0, 99) < 30) sig = std::make_shared<signal_box>();
-                start_wait(*port, r, first + i, s.descriptor_for(target),
+                start_wait(*port, r, first + i, descriptor_at(s, target),
                            never ? never_check(s, target) : word_check(s, target), sig);
                 if (!sig) continue;
                 const asio::cancellation_type type = pick_type_with(rng);

@@ -120,7 +120,7 @@ private:
     reactor_op* prev_ = nullptr;   // in the port's list (while linked)
     reactor_op* next_ = nullptr;
     completion_queue* queue_;  // where its completion is delivered from
-    std::uint32_t serial_ = 0; // with the address, the key a cancellation looks up
+    std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up (never wraps)
     op_result result_ = op_result::success;
     bool foreign_executor_ = false; // see set_foreign_executor
     bool linked_ = false;           // in its port's list (while in the table)
@@ -286,7 +286,7 @@ private:
 struct reactor_key {
     memory_descriptor descriptor;
     const reactor_op* op;
-    std::uint32_t serial;
+    std::uint64_t serial;
 };
 
 /// The per-port state the service keeps: a list of the port's pending waits, and the queue

@@ -267,18 +267,42 @@ public:
     using op_allocator = typename std::allocator_traits<decltype(op_allocator_for(
         std::declval<const Handler&>()))>::template rebind_alloc<port_wait_op>;
 
+    /// The op, holding no work yet (hold_work).
     template <class H>
-    static port_wait_op* create(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
-                                completion_queue& queue) {
+    static port_wait_op* create(H&& handler, const memory_descriptor& d, completion_queue& queue) {
         op_allocator alloc(op_allocator_for(handler));
         port_wait_op* p = std::allocator_traits<op_allocator>::allocate(alloc, 1);
         try {
-            return ::new (static_cast<void*>(p))
-                port_wait_op(std::forward<H>(handler), io_ex, d, queue);
+            return ::new (static_cast<void*>(p)) port_wait_op(std::forward<H>(handler), d, queue);
         } catch (...) {
             std::allocator_traits<op_allocator>::deallocate(alloc, p, 1);
             throw;
         }
+    }
+
+    /// Makes the op outstanding work until it goes: counted by its queue when its handler runs
+    /// in the drain (the handler's executor is the I/O executor), else held, on both executors,
+    /// by a part of its own. Called once, before the op goes to the service or its queue; never
+    /// for a wait that completes at initiation on its immediate executor, which, as Asio's own
+    /// operations, leaves the context's work alone. When it throws nothing is held.
+    void hold_work(const IoExecutor& io_ex) {
+        const handler_executor ex = asio::get_associated_executor(handler_, io_ex);
+        if (same_executor(ex, io_ex)) {
+            queue()->work_started();
+            counted_ = true;
+            return;
+        }
+        // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
+        // then stops after it (see completion_queue::run).
+        part_allocator alloc(op_allocator_for(handler_));
+        foreign_part* part = std::allocator_traits<part_allocator>::allocate(alloc, 1);
+        try {
+            part_ = ::new (static_cast<void*>(part)) foreign_part(ex, io_ex);
+        } catch (...) {
+            std::allocator_traits<part_allocator>::deallocate(alloc, part, 1);
+            throw;
+        }
+        set_foreign_executor(true);
     }
 
 private:
@@ -297,27 +321,9 @@ private:
         typename std::allocator_traits<op_allocator>::template rebind_alloc<foreign_part>;
 
     template <class H>
-    port_wait_op(H&& handler, const IoExecutor& io_ex, const memory_descriptor& d,
-                 completion_queue& queue)
+    port_wait_op(H&& handler, const memory_descriptor& d, completion_queue& queue)
         : reactor_op(d, &queue, &port_wait_op::do_func)
-        , handler_(std::forward<H>(handler)) {
-        const handler_executor ex = asio::get_associated_executor(handler_, io_ex);
-        if (same_executor(ex, io_ex)) {
-            queue.work_started();
-            return;
-        }
-        // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
-        // then stops after it (see completion_queue::run).
-        part_allocator alloc(op_allocator_for(handler_));
-        foreign_part* part = std::allocator_traits<part_allocator>::allocate(alloc, 1);
-        try {
-            part_ = ::new (static_cast<void*>(part)) foreign_part(ex, io_ex);
-        } catch (...) {
-            std::allocator_traits<part_allocator>::deallocate(alloc, part, 1);
-            throw;
-        }
-        set_foreign_executor(true);
-    }
+        , handler_(std::forward<H>(handler)) {}
 
     static bool same_executor(const handler_executor& h, const IoExecutor& io) noexcept {
         if constexpr (std::is_same_v<handler_executor, IoExecutor>)
@@ -372,7 +378,7 @@ private:
     // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
     // operations leave it: its signal may already be gone.
     static void free(port_wait_op* op) noexcept {
-        const queue_work work(op->part_ == nullptr ? op->queue() : nullptr);
+        const queue_work work(op->counted_ ? op->queue() : nullptr);
         op_allocator alloc(op_allocator_for(op->handler_));
         op->free_part(alloc);
         op->~port_wait_op();
@@ -394,7 +400,7 @@ private:
         // now from another thread runs our cancellation handler, which finds nothing to cancel.
         // (The work is declared first: as in Asio's operations, it ends after the handler is
         // destroyed.)
-        const queue_work work(part_ == nullptr ? queue() : nullptr);
+        const queue_work work(counted_ ? queue() : nullptr);
         std::optional<foreign_part> guards;
         if (part_ != nullptr) guards.emplace(std::move(*part_));
         Handler handler(std::move(handler_));
@@ -408,10 +414,10 @@ private:
 
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
 public:
-    /// Completes a wait that finished at initiation (its result set, never registered) through
-    /// the handler's associated immediate executor, as Asio's own operations do: the op is
-    /// freed, then the handler is dispatched there with its code (inline when that executor
-    /// allows).
+    /// Completes a wait that finished at initiation (its result set, never registered, holding
+    /// no work: hold_work was not called) through the handler's associated immediate executor,
+    /// as Asio's own operations do: the op is freed, then the handler is dispatched there with
+    /// its code (inline when that executor allows).
     static void complete_immediately(port_wait_op* op, const IoExecutor& io_ex) {
         Handler handler(std::move(op->handler_));
         const error_code result = op->ec();
@@ -423,8 +429,10 @@ public:
 private:
 #endif
 
+    // Declared first: it takes the reactor op's tail padding, not a word of its own.
+    bool counted_ = false; // its work is counted by its queue (hold_work)
     Handler handler_;
-    foreign_part* part_ = nullptr; // a handler with an executor of its own
+    foreign_part* part_ = nullptr; // a handler with an executor of its own (hold_work)
 };
 
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
@@ -442,11 +450,11 @@ inline constexpr bool has_own_immediate_executor =
                     asio::associated_immediate_executor_t<plain_handler, IoExecutor>>;
 #endif
 
-/// Starts one reactor wait for `handler`: allocates the op, installs the cancellation handler
-/// (the slot is read before the handler moves), registers it. Never invokes the handler inline,
-/// unless it finished at once and the handler's own immediate executor runs it inline.
-/// When this throws, the op (and the handler moved into it) has been destroyed exactly once and
-/// the slot cleared.
+/// Starts one reactor wait for `handler`: allocates the op, makes it outstanding work, installs
+/// the cancellation handler (the slot is read before the handler moves), registers it. Never
+/// invokes the handler inline, unless it finished at once and the handler's own immediate
+/// executor runs it inline; such a wait never counts as outstanding work. When this throws, the
+/// op (and the handler moved into it) has been destroyed exactly once and the slot cleared.
 template <class IoExecutor, class Handler>
 void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
                         Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
@@ -454,9 +462,26 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
     using handler_type = std::decay_t<Handler>;
     using op_type = port_wait_op<handler_type, IoExecutor>;
     auto slot = asio::get_associated_cancellation_slot(handler);
-    op_type* op = op_type::create(std::forward<Handler>(handler), io_ex, desc, *port.queue.get());
+    op_type* op = op_type::create(std::forward<Handler>(handler), desc, *port.queue.get());
+#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
+    // A handler with an immediate executor of its own asks for an immediate completion there
+    // when the wait finishes at once. Looked at before the op takes any work: taken and let go
+    // here, outside run(), the context's count of outstanding work could drop to zero, which
+    // stops an io_context. No cancellation handler is installed for it.
+    if constexpr (has_own_immediate_executor<handler_type, IoExecutor>) {
+        if (const std::optional<reactor_service::start_result> ended =
+                svc.ends_before_start(*op, deadline)) {
+            if (*ended == reactor_service::start_result::dropped) {
+                op->destroy(); // the context has shut down: destroyed, never invoked
+                return;
+            }
+            return op_type::complete_immediately(op, io_ex);
+        }
+    }
+#endif
     reactor_service::start_result started{};
     try {
+        op->hold_work(io_ex);
         // Installed before the op is registered: once registered it may complete at once on
         // another thread and its handler may release the slot's signal. (emplace allocates: it
         // may throw.)
@@ -477,12 +502,9 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
         op->destroy(); // the context has shut down: destroyed, never invoked
         return;
     }
-#if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
-    // A handler with an immediate executor of its own asked for an immediate completion there.
-    if constexpr (has_own_immediate_executor<handler_type, IoExecutor>)
-        return op_type::complete_immediately(op, io_ex);
-#endif
-    svc.deliver(op); // through the port's queue: never inline
+    // Through the port's queue, never inline: also a wait with an immediate executor that
+    // finished between the look above and start() (it holds work now).
+    svc.deliver(op);
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END

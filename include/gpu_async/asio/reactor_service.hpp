@@ -45,7 +45,9 @@
 //   another thread is harmless.
 // - Line retirement: the service is a line watcher (<gpu_async/line_retirement.hpp>); a line
 //   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
-// - shutdown() destroys pending waits without invoking their handlers.
+// - shutdown() first leaves the line watchers (after a retirement asking the service has
+//   delivered: nothing posts into the context or reaches the service from a retirement after
+//   it), then destroys pending waits without invoking their handlers.
 // - The waits live in a scan engine (<gpu_async/core/scan_engine.hpp>); the watcher's steps are
 //   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then incoming_mutex_, in
 //   the hierarchy written at the top of <gpu_async/line_retirement.hpp>.

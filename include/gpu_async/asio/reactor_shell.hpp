@@ -56,13 +56,27 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// How a wait on `d` ends before it is registered: stale_descriptor for a retired line's
-/// descriptor (its line is not read), device_fault for a faulted slot whose word has not reached
-/// the target (what the stream stored before its fault still completes); none when it may wait.
-inline std::optional<op_result> unwatched_result(const memory_descriptor& d) noexcept {
-    const line_status st = descriptor_status(d);
-    if (!ends_unwatched(st, d)) return std::nullopt;
-    return st == line_status::stale ? op_result::stale_descriptor : op_result::device_fault;
+/// How a wait on `d` ends before it is registered, by one checked read of its word
+/// (read_checked: judged, read, judged again): success when complete while its line's life
+/// stood still; stale_descriptor for a retired line's descriptor (its line is not read);
+/// operation_aborted when the line's life moved across the read (a retirement found it
+/// pending: what was read does not count); device_fault for a faulted slot whose word has not
+/// reached the target (what the stream stored before its fault still completes); none when it
+/// may wait.
+inline std::optional<op_result> result_at_start(const memory_descriptor& d) noexcept {
+    switch (read_checked(d, &descriptor_status)) {
+    case line_read::pending:
+        return std::nullopt;
+    case line_read::reached:
+        return op_result::success;
+    case line_read::faulted:
+        return op_result::device_fault;
+    case line_read::stale:
+        return op_result::stale_descriptor;
+    case line_read::retired:
+        break;
+    }
+    return op_result::aborted;
 }
 
 /// The locked shell over the scan engine; see the header comment. The reactor service derives
@@ -119,6 +133,14 @@ public:
     /// whose drain completes it on the port's executor (never inline).
     GPU_ASYNC_DECL void deliver(reactor_op* op) noexcept;
 
+    /// What start() would return for `op` without registering it: `finished` (its result set)
+    /// or `dropped`; none when it would register it (call start(), which looks again). For a
+    /// caller that completes a finished op itself and makes an op outstanding work only when
+    /// it goes to the service (an immediate completion leaves the context's work alone).
+    [[nodiscard]] GPU_ASYNC_DECL std::optional<start_result>
+    ends_before_start(reactor_op& op,
+                      std::optional<std::chrono::steady_clock::time_point> deadline) noexcept;
+
     /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
     /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
     /// nothing happens and nothing is dereferenced. Returns whether this call cancelled it.
@@ -132,15 +154,20 @@ public:
     /// process-wide gpu_async::retire_line(), which calls this on every service.
     GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept override;
 
-    /// Ends every wait on `slot` of `line` with errc::device_fault (the slot's stream faulted);
-    /// line owners call the process-wide gpu_async::fault_slot(). Later waits on the slot are
-    /// ended by the status check at their start.
-    GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept override;
+    /// Ends every wait on `slot` of `line` with errc::device_fault (the slot's stream of
+    /// `generation` faulted), if the slot is still at that generation; line owners call the
+    /// process-wide gpu_async::fault_slot(). Later waits on the slot are ended by the status
+    /// check at their start.
+    GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot,
+                                   std::uint64_t generation) noexcept override;
 
     /// Ends every wait on `slot` of `line`, through their executors: the slot's stream went (the
     /// process-wide gpu_async::retire_slot()); those it stored complete, the rest end
-    /// operation_aborted; the line stays watched.
-    GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept override;
+    /// operation_aborted; the line stays watched. Registrations not yet taken in whose
+    /// descriptors carry `r.retired` are among them (read, not judged stale). Nothing is ended
+    /// when the slot has moved past `r.next` meanwhile: the later retirement ends them.
+    GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot,
+                                    slot_retirement r) noexcept override;
 
 protected:
     GPU_ASYNC_DECL reactor_shell();
@@ -151,8 +178,9 @@ protected:
     /// last in its constructor: a retirement calls a virtual function on another thread, which
     /// must not run while a derived constructor still sets the object's dynamic type.
     void start_watching_lines() { add_line_watcher(*this); }
-    /// No retirement or fault reaches this shell once it returns (the derived service calls it
-    /// first in its destructor; idempotent).
+    /// No retirement or fault reaches this shell once it returns, and none is still asking it
+    /// (one in progress has delivered what it ended); call with none of the shell's locks held.
+    /// The derived service calls it first in its shutdown and in its destructor (idempotent).
     void stop_watching_lines() noexcept { remove_line_watcher(*this); }
 
     // --- the waiter's side, which the derived service provides (under the lock) -------------
@@ -252,7 +280,7 @@ protected:
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
     std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest FILL driver's park bound (0: none)
-    std::atomic<std::uint32_t> next_serial_{1};
+    std::atomic<std::uint64_t> next_serial_{1};
     mutable std::mutex mutex_;
     scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
     bool stop_ = false;          // the watcher is being stopped (under mutex_)

@@ -56,6 +56,7 @@ public:
     friend constexpr auto operator<=>(slot_id, slot_id) noexcept = default;
 
 private:
+    friend class memory_descriptor;
     constexpr explicit slot_id(std::uint8_t i) noexcept
         : index_(i) {}
     std::uint8_t index_;
@@ -73,6 +74,20 @@ inline bool reached(const completion_line& line, slot_id slot, std::uint64_t tar
     return sequence_reached(line.words[slot.index()].load(std::memory_order_acquire), target);
 }
 
+/// The largest generation a descriptor can carry: 2^56 - 1. A line's generations only move
+/// forward and stop there (<gpu_async/line_retirement.hpp>): a generation never comes back.
+inline constexpr std::uint64_t max_generation = (std::uint64_t{1} << 56) - 1;
+
+namespace detail {
+/// The generation a line owner issues after `issued` (its last): one more, up to
+/// max_generation, where it stays. max_generation is never live (descriptor_status finds it
+/// stale), so a line or slot that ran out of generations has only stale descriptors: no
+/// descriptor ever becomes live again, at any rate of retirements.
+constexpr std::uint64_t next_generation(std::uint64_t issued) noexcept {
+    return issued >= max_generation ? max_generation : issued + 1;
+}
+} // namespace detail
+
 /// Names one completion: the word `slot` of `line` reaching `target`.
 ///
 /// A descriptor does not own its line: the line must outlive every descriptor and every wait
@@ -88,40 +103,40 @@ public:
                                 std::uint64_t target) noexcept
         : line_(&line)
         , target_(target)
-        , slot_(slot) {}
+        , tag_(slot.index()) {}
 
-    /// A descriptor of a line the library handed out, at the line's generation `generation`.
+    /// A descriptor of a line the library handed out, at the line's generation `generation`
+    /// (at most max_generation: the bits above it are dropped).
     constexpr memory_descriptor(const completion_line& line, slot_id slot, std::uint64_t target,
-                                std::uint32_t generation) noexcept
+                                std::uint64_t generation) noexcept
         : line_(&line)
         , target_(target)
-        , generation_(generation)
-        , slot_(slot) {}
+        , tag_(((generation & max_generation) << 8) | slot.index()) {}
 
     constexpr const completion_line& line() const noexcept { return *line_; }
-    constexpr slot_id slot() const noexcept { return slot_; }
+    constexpr slot_id slot() const noexcept {
+        return slot_id(static_cast<std::uint8_t>(tag_ & 0xff));
+    }
     constexpr std::uint64_t target() const noexcept { return target_; }
     /// The line's generation when the descriptor was made; 0 for a line the library does not
     /// own (then never checked).
-    constexpr std::uint32_t generation() const noexcept { return generation_; }
+    constexpr std::uint64_t generation() const noexcept { return tag_ >> 8; }
 
     /// The word this descriptor watches.
-    const std::atomic<std::uint64_t>& word() const noexcept { return line_->words[slot_.index()]; }
+    const std::atomic<std::uint64_t>& word() const noexcept { return line_->words[slot().index()]; }
 
     /// Acquire load of the word, tested in wrapping order against the target.
-    bool is_complete() const noexcept { return reached(*line_, slot_, target_); }
+    bool is_complete() const noexcept { return reached(*line_, slot(), target_); }
 
     friend constexpr bool operator==(const memory_descriptor& a,
                                      const memory_descriptor& b) noexcept {
-        return a.line_ == b.line_ && a.slot_ == b.slot_ && a.target_ == b.target_ &&
-               a.generation_ == b.generation_;
+        return a.line_ == b.line_ && a.target_ == b.target_ && a.tag_ == b.tag_;
     }
 
 private:
     const completion_line* line_;
     std::uint64_t target_;
-    std::uint32_t generation_ = 0; // beside the slot: the descriptor stays 24 bytes
-    slot_id slot_;
+    std::uint64_t tag_; // the generation above the slot's index (low byte): 24 bytes in all
 };
 
 static_assert(sizeof(memory_descriptor) == 24, "a descriptor is a pointer, a target and a slot");
@@ -139,6 +154,41 @@ enum class line_status : std::uint8_t {
 /// before its fault still completes; reads the word only then).
 inline bool ends_unwatched(line_status st, const memory_descriptor& d) noexcept {
     return st == line_status::stale || (st == line_status::faulted && !d.is_complete());
+}
+
+/// What a checked read of a descriptor's word found (read_checked).
+enum class line_read : std::uint8_t {
+    pending, ///< live, its word below the target
+    reached, ///< its word reached the target while its line's life stood still
+    faulted, ///< its slot's stream faulted before storing the target
+    stale,   ///< stale before anything was read: the line was not read
+    retired, ///< live when first judged, stale after the read: what was read does not count
+};
+
+/// Reads `d`'s word as a seqlock reader does: judges its status (`status`, the line owner's
+/// descriptor_status), reads the word, and judges again; the read counts only if the status
+/// did not move across it. A slot retired and reused between a judgement and a read (a new
+/// stream storing numbers an old descriptor waits for) thus never completes an old descriptor.
+/// A fault seen after the read reads the word again (what the stream stored before its fault
+/// still completes). With no status function every descriptor is live. Reads the line only
+/// after a judgement that found it not stale; at most three reads (live, faulted, stale is the
+/// only way a slot's status moves for one generation).
+inline line_read read_checked(const memory_descriptor& d,
+                              line_status (*status)(const memory_descriptor&) noexcept) noexcept {
+    if (status == nullptr || d.generation() == 0)
+        return d.is_complete() ? line_read::reached : line_read::pending;
+    line_status st = status(d);
+    if (st == line_status::stale) return line_read::stale;
+    for (;;) {
+        const bool done = d.is_complete();
+        const line_status again = status(d);
+        if (again == line_status::stale) return line_read::retired;
+        if (again == st) {
+            if (done) return line_read::reached;
+            return st == line_status::faulted ? line_read::faulted : line_read::pending;
+        }
+        st = again; // live -> faulted: read once more, after the fault was seen
+    }
 }
 
 } // namespace gpu_async

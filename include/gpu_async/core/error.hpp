@@ -60,6 +60,8 @@ enum class errc : int {
     device_fault = 14,     ///< work on a device stream failed
     shut_down = 15,        ///< the reactor stopped before the wait ended
     stale_descriptor = 16, ///< a descriptor of a line that was retired (its stream or device gone)
+    device_gone = 17,      ///< a call through a stream handle whose device was destroyed
+    invalid_target = 18,   ///< a descriptor was asked for a number its stream was never given
 };
 
 } // namespace gpu_async
@@ -80,7 +82,7 @@ struct errc_info {
     bool warning;             ///< true for codes that report a fallback, not a failure
 };
 
-inline constexpr std::array<errc_info, 16> errc_registry{{
+inline constexpr std::array<errc_info, 18> errc_registry{{
     {errc::invalid_plan, "invalid_plan", "invalid wait plan", "invalid plan '{0}': {1}", 2, false},
     {errc::park_fallback, "park_fallback", "park fallback",
      "park fallback: plan '{0}' needs {1} ({2}); running '{3}'", 4, true},
@@ -108,6 +110,10 @@ inline constexpr std::array<errc_info, 16> errc_registry{{
      "reactor shut down: {0} stopped with the wait pending", 1, false},
     {errc::stale_descriptor, "stale_descriptor", "stale descriptor",
      "stale descriptor: {0} was retired before the wait began", 1, false},
+    {errc::device_gone, "device_gone", "device gone", "device gone: {0} outlived its device", 1,
+     false},
+    {errc::invalid_target, "invalid_target", "invalid target",
+     "invalid target {0}: {1} was never given it", 2, false},
 }};
 
 /// The registry row of `e`, or nullptr for a number the registry does not hold.

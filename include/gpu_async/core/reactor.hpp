@@ -192,23 +192,36 @@ public:
         std::vector<registration> early;
         early.swap(reached_);
         room(reached_, early.size() + engine_.size());
-        room(ended_, ended_.size() + engine_.size());
+        room(ended_, ended_.size() + engine_.size() + early.size());
         engine_list found;
         // No retirement or fault reaches this reactor: it judges its waits again when a line's
-        // life moved, before the scan reads their lines.
+        // life moved, before the scan reads their lines; and what its reads found counts only
+        // if the life did not move across them (the epoch is read before the first).
+        const std::uint64_t before = engine_.life_epoch();
         engine_.judge_pending(found);
         engine_.scan(now, no_fetch, no_link, found);
         reached(found);
         for (const registration id : early) {
             watched& w = descriptors_.at(id);
-            // Judged before the word is read: a retired line's memory may be gone or reused.
-            if (engine_.status_of(w.descriptor()) == line_status::stale)
-                ended_.emplace_back(id, wait_end::aborted);
-            else if (w.descriptor().is_complete())
+            // Judged before the word is read (a retired line's memory may be gone or reused),
+            // and again after it.
+            switch (engine_.read_checked(w.descriptor())) {
+            case line_read::reached:
                 reached_.push_back(id);
-            else
+                break;
+            case line_read::pending:
                 take_in(w);
+                break;
+            case line_read::faulted:
+                ended_.emplace_back(id, wait_end::faulted);
+                break;
+            case line_read::stale:
+            case line_read::retired:
+                ended_.emplace_back(id, wait_end::aborted);
+                break;
+            }
         }
+        if (engine_.life_epoch() != before) recheck_reached();
         for (const registration id : reached_)
             fired_descriptors.emplace_back(id, wait_end::reached);
         reached_.clear();
@@ -353,6 +366,18 @@ private:
                 ended_.emplace_back(id, e->end());
         }
     }
+    // A line's life moved while this fire read lines: a wait whose line was retired meanwhile
+    // ends aborted, whatever its read found (the word may be a later stream's). Room in ended_
+    // was reserved by fire().
+    void recheck_reached() {
+        const auto stale = [&](registration id) {
+            if (engine_.status_of(descriptors_.at(id).descriptor()) != line_status::stale)
+                return false;
+            ended_.emplace_back(id, wait_end::aborted);
+            return true;
+        };
+        reached_.erase(std::remove_if(reached_.begin(), reached_.end(), stale), reached_.end());
+    }
     // Room for `n` in `v`, growing geometrically (reserving exactly `n` each time would copy the
     // vector at every registration).
     template <class T>
@@ -434,7 +459,7 @@ public:
         if (id_) reactor_->cancel(*id_);
     }
 
-    bool await_ready() const noexcept { return installed_live(desc_) && desc_.is_complete(); }
+    bool await_ready() const noexcept { return installed_read(desc_) == line_read::reached; }
     void await_suspend(std::coroutine_handle<> h) {
         waiter_.handle = h;
         id_ = reactor_->watch(desc_, until_, waiter_);

@@ -99,7 +99,7 @@ public:
     /// The host judged the descriptor live (its status function) after reading this epoch (the
     /// engine's epoch function); while the epoch has not moved, a take-in does not judge it
     /// again. 0: not judged.
-    std::uint32_t judged_at = 0;
+    std::uint64_t judged_at = 0;
     /// With deadline_ns: the wait has a deadline.
     bool has_deadline = false;
 
@@ -166,12 +166,12 @@ struct engine_batch {
 /// judgement may have changed: `descriptor_status` and `line_life_epoch` of the hosts' layer.
 struct line_life_functions {
     line_status (*status)(const memory_descriptor&) noexcept = nullptr;
-    std::uint32_t (*epoch)() noexcept = nullptr;
+    std::uint64_t (*epoch)() noexcept = nullptr;
 };
 
 namespace detail {
 inline std::atomic<line_status (*)(const memory_descriptor&) noexcept> installed_status{nullptr};
-inline std::atomic<std::uint32_t (*)() noexcept> installed_epoch{nullptr};
+inline std::atomic<std::uint64_t (*)() noexcept> installed_epoch{nullptr};
 } // namespace detail
 
 /// Installs the functions a scan engine built without its own uses: the hosts' layer installs
@@ -188,6 +188,12 @@ inline bool installed_live(const memory_descriptor& d) noexcept {
     return status == nullptr || !ends_unwatched(status(d), d);
 }
 
+/// read_checked(d) by the installed line life (none: a plain read): what a host with no status
+/// function of its own reads a descriptor with before it counts a completion.
+inline line_read installed_read(const memory_descriptor& d) noexcept {
+    return read_checked(d, detail::installed_status.load(std::memory_order_acquire));
+}
+
 /// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
 /// Sinks: the `registered(engine_wait&)` a take-in calls for each wait it keeps in the table
 /// (noexcept; the host links it into its own lists there), and `fetch(engine_batch&)`, which
@@ -200,7 +206,7 @@ public:
     using status_fn = line_status (*)(const memory_descriptor&) noexcept;
     /// A counter that moves whenever a status may have changed (line_life_epoch, from the hosts'
     /// layer); none with a status function: every take-in judges every wait.
-    using epoch_fn = std::uint32_t (*)() noexcept;
+    using epoch_fn = std::uint64_t (*)() noexcept;
 
     /// Room for this many registrations between two take-ins at first; the batch grows to twice
     /// the most one take-in took.
@@ -267,6 +273,38 @@ public:
         if (out.count - before > found) order(out);
     }
 
+    /// take_in_settled() by the host's retirement of `slot` of `line` (a slot_retirement whose
+    /// descriptors carried `retired`), under the host's lock, before it ends the slot's waits:
+    /// a registration on that slot whose descriptor carries `retired` was pending when the slot
+    /// was retired (its status is stale now only because of this retirement), so its word is
+    /// read rather than its status believed: the slot's owner retires before a next stream
+    /// stores, and the host's lock keeps any later retirement (and so any next stream) out
+    /// until the host is done. What the stream stored before it went completes; the rest is
+    /// then the slot's to end.
+    template <class Fetch, class OnRegistered>
+    void take_in_retiring(Fetch&& fetch, OnRegistered&& registered, engine_list& out,
+                          const completion_line& line, slot_id slot, std::uint64_t retired) {
+        retiring_line_ = &line;
+        retiring_slot_ = slot.index();
+        retiring_generation_ = retired;
+        try {
+            take_in_settled(fetch, registered, out);
+        } catch (...) {
+            retiring_line_ = nullptr;
+            throw;
+        }
+        retiring_line_ = nullptr;
+    }
+
+    /// The line-life epoch now (the engine's epoch function, or the installed one); 0 when there
+    /// is none. A host with no lock that retirements take (the FILL executor's reactor) reads it
+    /// before and after reading lines: when it moved, what the reads found counts only after the
+    /// waits are judged again (status_of).
+    std::uint64_t life_epoch() const noexcept {
+        const epoch_fn f = life().epoch;
+        return f != nullptr ? f() : 0;
+    }
+
     /// One scan: hands out every wait whose word reached its target, what came in meanwhile
     /// (taken in twice more, see the header comment), and the waits whose deadline is at or
     /// before `now`. `out` holds only what the caller's take_in() of this pass put there: the
@@ -329,7 +367,7 @@ public:
         const status_fn status = life_now.status;
         const epoch_fn epoch = life_now.epoch;
         if (status == nullptr || epoch == nullptr || table_.empty()) return;
-        const std::uint32_t now = epoch(); // before judging: a later move is seen next time
+        const std::uint64_t now = epoch(); // before judging: a later move is seen next time
         if (now == judged_pending_at_) return;
         try {
             ending_.clear();
@@ -353,6 +391,12 @@ public:
     line_status status_of(const memory_descriptor& d) const noexcept {
         const status_fn f = life().status;
         return f != nullptr ? f(d) : line_status::live;
+    }
+
+    /// A checked read of `d`'s word by the engine's status function (or the installed one):
+    /// judged, read, judged again (read_checked).
+    line_read read_checked(const memory_descriptor& d) const noexcept {
+        return gpu_async::read_checked(d, life().status);
     }
 
     /// `base`, shortened to the tightest bound of a registered wait and to the earliest deadline.
@@ -511,7 +555,7 @@ private:
         const memory_descriptor& d = w.descriptor();
         if (status_now_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
             const line_status st = status_now_(d);
-            if (ends_unwatched(st, d)) {
+            if (ends_unwatched(st, d) && !retired_here(d, st)) {
                 left_unregistered(w,
                                   st == line_status::stale ? wait_end::stale : wait_end::faulted);
                 out.push(&w);
@@ -549,6 +593,13 @@ private:
             left_unregistered(w, wait_end::no_memory);
             out.push(&w);
         }
+    }
+
+    // A stale registration on the slot whose retirement is taking it in, of the generation
+    // that retirement ended: pending when retired, so read, not judged (take_in_retiring).
+    bool retired_here(const memory_descriptor& d, line_status st) const noexcept {
+        return st == line_status::stale && retiring_line_ == &d.line() &&
+               retiring_slot_ == d.slot().index() && retiring_generation_ == d.generation();
     }
 
     void left_unregistered(engine_wait& w, wait_end why) noexcept {
@@ -659,8 +710,12 @@ private:
     leave_fn leave_ = nullptr;
     void* leave_host_ = nullptr;
     status_fn status_now_ = nullptr;      // the status function of the take-in under way
-    std::uint32_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
-    std::uint32_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
+    std::uint64_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
+    std::uint64_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
+    // The slot whose retirement is taking registrations in (take_in_retiring), if any.
+    const completion_line* retiring_line_ = nullptr;
+    std::size_t retiring_slot_ = 0;
+    std::uint64_t retiring_generation_ = 0;
     std::vector<std::pair<engine_wait*, line_status>> ending_; // judge_pending()'s scratch
     table_type table_;
     std::map<std::uint64_t, std::size_t> bounds_; // registered waits' own bounds, counted

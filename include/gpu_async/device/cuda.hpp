@@ -28,7 +28,7 @@
 /// fault thus reaches the plain descriptor waits on the line within one fault backstop plus the
 /// reactor's park bound, while a reactor with pending waits runs, even when the faulted stream is
 /// gone. close() unregisters the query before it retires the line and destroys the stream after
-/// the synchronize.
+/// the synchronize (with the context pushed; as it is when the push fails, so it never stays).
 ///
 /// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
 /// (cuMemHostRegister, PORTABLE | DEVICEMAP: write-back heap memory, pinned and mapped, not

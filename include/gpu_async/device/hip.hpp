@@ -25,7 +25,8 @@
 /// error) faults every slot of the line, once. A device fault thus reaches the plain descriptor
 /// waits on the line within one fault backstop plus the reactor's park bound, while a reactor with
 /// pending waits runs, even when the faulted stream is gone. close() unregisters the query before
-/// it retires the line and destroys the stream after the synchronize.
+/// it retires the line and destroys the stream after the synchronize (with no device switch: a
+/// stream carries its device, so nothing can keep it alive).
 ///
 /// Doorbell stores: `line.attach_doorbell(port.shared_bell())` registers the doorbell's line
 /// (hipHostRegister, Mapped | Portable; ordinary write-back heap memory) and takes its device

@@ -165,7 +165,9 @@ struct line_driver {
     /// null, `status` its answer) when it answered anything else: the domain faulted; a failure
     /// naming another call (`call` set: switching the domain in or out) when nothing is known.
     driver_status (*query_probe)(void* self, void* domain, void* probe) = nullptr;
-    /// Destroys the probe with the domain current.
+    /// Destroys the probe, with the domain current where the backend needs it. The line forgets
+    /// its probe at close whatever this returns, so it destroys the probe even when making the
+    /// domain current fails (reported as that call's failure, `done` when the probe is gone).
     driver_status (*drop_probe)(void* self, void* domain, void* probe) = nullptr;
     /// The vendor's name of a status (never null; "unknown" when the vendor has none).
     const char* (*status_name)(void* self, int status) = nullptr;
@@ -220,7 +222,7 @@ public:
     /// The line the host watches. Valid until the line is closed or destroyed.
     const completion_line& line() const noexcept { return *line_; }
     /// The line's generation (see <gpu_async/line_retirement.hpp>): stamped into its descriptors.
-    std::uint32_t generation() const noexcept { return generation_; }
+    std::uint64_t generation() const noexcept { return generation_; }
 
     /// The device the line belongs to.
     int device() const noexcept { return device_; }
@@ -315,7 +317,7 @@ private:
     detail::mapped_line_health* health_ = nullptr;  ///< owned: the probe and the health query
     std::uint64_t bell_address_ = 0;
     completion_line* line_ = nullptr;
-    std::uint32_t generation_ = 0; ///< the line's, stamped into its descriptors
+    std::uint64_t generation_ = 0; ///< the line's, stamped into its descriptors
     void* page_ = nullptr;
     void* domain_ = nullptr;
     std::uint64_t device_address_ = 0;

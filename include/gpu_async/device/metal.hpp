@@ -379,7 +379,7 @@ private:
     const metal_runtime* runtime_;
     metal::object_t event_;
     std::unique_ptr<completion_line> mirror_; // heap: descriptors keep its address across moves
-    std::uint32_t generation_ = 0;            // the mirror's (retired with it)
+    std::uint64_t generation_ = 0;            // the mirror's (retired with it)
     // Owned (null only when moved from): the watched command buffers, under its lock, and the
     // mirror's health query, which reads them from a reactor's thread.
     detail::metal_health* health_ = nullptr;

@@ -57,8 +57,9 @@
 /// Do not drop a handle while another thread still uses its stream (block(), park(), step()), nor
 /// while a wait given the stream itself (`port.async_wait(*h, plan, ...)`, wait_blocking) is
 /// pending: such a wait reads the stream object, not only its word. A handle may outlive its
-/// device: dropping it then does nothing (the device freed the stream already); the stream itself
-/// must not be used after the device is gone.
+/// device: it is then false, a call through it throws errc::device_gone, and dropping it does
+/// nothing (the device freed the stream already); a reference to the stream taken earlier must
+/// not be used after the device is gone.
 ///
 /// Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
 /// reactor ends its waits on them with operation_aborted), then stops the device (below); the
@@ -132,15 +133,24 @@ enum class sim_signal : std::uint8_t {
 
 namespace detail {
 
-/// Shared between a device and its handles: the device while it lives, else null.
+/// Shared between a device and its handles: the device while it lives, else null (from the
+/// start of its destructor on). Atomic so that a handle's checks read it without the lock.
 struct sim_life {
     std::mutex mutex;
     std::condition_variable idle;
-    sim_device* device = nullptr;
+    std::atomic<sim_device*> device{nullptr};
     std::size_t giving_back = 0; // handles in reset(), counted rather than locked: a give-back
                                  // retires a line, which may wait for a callback that gives
                                  // back another stream
 };
+
+/// Throws the std::system_error of errc::device_gone: a call through a handle whose device is
+/// gone.
+[[noreturn]] GPU_ASYNC_DECL void throw_device_gone();
+
+/// Throws the std::system_error of errc::invalid_target: descriptor_for(`seq`) on a stream
+/// whose tail is `tail`.
+[[noreturn]] GPU_ASYNC_DECL void throw_invalid_target(std::uint64_t seq, std::uint64_t tail);
 
 /// A type-erased work item body (move-only callables allowed).
 struct sim_work {
@@ -263,8 +273,13 @@ public:
     std::uint64_t word() const noexcept {
         return line_->words[slot_.index()].load(std::memory_order_acquire);
     }
-    /// The descriptor of item `seq`.
-    memory_descriptor descriptor_for(std::uint64_t seq) const noexcept {
+    /// The descriptor of item `seq`: a number enqueue() returned, or the stream's start (every
+    /// number up to the tail, in wrapping order). A number past the tail was never given to the
+    /// stream and would never complete (a wait on it would hang unnoticed): it throws a
+    /// std::system_error with errc::invalid_target.
+    memory_descriptor descriptor_for(std::uint64_t seq) const {
+        const std::uint64_t t = tail();
+        if (!sequence_reached(t, seq)) detail::throw_invalid_target(seq, t);
         return memory_descriptor(*line_, slot_, seq, generation_);
     }
     /// The error the stream failed with (empty while it has not).
@@ -282,7 +297,9 @@ public:
     /// stream's error once it failed.
     GPU_ASYNC_DECL std::error_code arm();
     /// (line, slot, tail).
-    memory_descriptor descriptor() const noexcept { return descriptor_for(tail()); }
+    memory_descriptor descriptor() const noexcept {
+        return memory_descriptor(*line_, slot_, tail(), generation_);
+    }
     /// Parks on the word (the doorbell's futex when one is set) until the tail is stored, the
     /// stream fails, or `bound` passes; true when the word reached the tail.
     GPU_ASYNC_DECL bool park(dur_ns bound) const;
@@ -316,7 +333,7 @@ private:
     slot_id slot_;
     // Its slot's generation when the stream was made (0 for a line never adopted): its
     // descriptors carry it, so they go stale when the stream is given back.
-    std::uint32_t generation_ = 0;
+    std::uint64_t generation_ = 0;
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};
@@ -328,6 +345,7 @@ private:
     bool scheduled_ = false; // an item is in the worker's heap or running
     bool running_ = false;   // a worker runs its item now
     bool released_ = false;  // given back: the worker frees it when it is done with it
+    bool retiring_ = false;  // given back, its slot being retired: the giver frees it after
     bool refused_ = false;   // work refused during a shutdown: drop_queued() retires the slot
     std::error_code error_{};
     // Guarded by device_->mutex_:
@@ -340,6 +358,13 @@ static_assert(completion_source<sim_stream>);
 
 /// The owner of a `sim_stream` (from `sim_device::make_stream`): move-only; dropping it gives
 /// the stream back to its device (see the header comment).
+///
+/// A handle may outlive its device, whose destructor frees the stream: from the moment that
+/// destructor begins the handle is false, get() is null, and `*h` and `h->` throw a
+/// std::system_error with errc::device_gone rather than reach the freed stream. (A reference or
+/// pointer to the stream taken earlier is not tracked: do not use it once the device is gone,
+/// nor destroy the device while another thread uses its streams.) On an empty handle (default
+/// made, moved from or reset) `*h` and `h->` are undefined, as for std::unique_ptr.
 class sim_stream_handle {
 public:
     sim_stream_handle() noexcept = default;
@@ -358,10 +383,14 @@ public:
     sim_stream_handle& operator=(const sim_stream_handle&) = delete;
     ~sim_stream_handle() { reset(); }
 
-    sim_stream& operator*() const noexcept { return *stream_; }
-    sim_stream* operator->() const noexcept { return stream_; }
-    sim_stream* get() const noexcept { return stream_; }
-    explicit operator bool() const noexcept { return stream_ != nullptr; }
+    /// The stream. Throws errc::device_gone once its device is gone.
+    sim_stream& operator*() const { return *checked(); }
+    /// The stream. Throws errc::device_gone once its device is gone.
+    sim_stream* operator->() const { return checked(); }
+    /// The stream, or null when the handle is empty or its device is gone.
+    sim_stream* get() const noexcept { return alive() ? stream_ : nullptr; }
+    /// True while the handle owns a stream whose device lives.
+    explicit operator bool() const noexcept { return alive(); }
 
     /// Gives the stream back now (nothing when empty, or when the device is gone).
     GPU_ASYNC_DECL void reset() noexcept;
@@ -371,6 +400,16 @@ private:
     sim_stream_handle(std::shared_ptr<detail::sim_life> life, sim_stream* s) noexcept
         : life_(std::move(life))
         , stream_(s) {}
+
+    // A handle with a stream always has the life it came with.
+    bool alive() const noexcept {
+        return stream_ != nullptr && life_->device.load(std::memory_order_acquire) != nullptr;
+    }
+    sim_stream* checked() const {
+        if (stream_ != nullptr && life_->device.load(std::memory_order_acquire) == nullptr)
+            detail::throw_device_gone();
+        return stream_;
+    }
 
     std::shared_ptr<detail::sim_life> life_;
     sim_stream* stream_ = nullptr;
@@ -430,7 +469,13 @@ private:
     GPU_ASYNC_DECL void dispose(sim_stream& s) noexcept;
     // After the workers stopped: drops every queued item; returns the device lines' slots whose
     // work it dropped (as many as it has room for), to retire with no lock held.
-    GPU_ASYNC_DECL std::vector<std::pair<const completion_line*, slot_id>> drop_queued() noexcept;
+    /// A slot whose work was dropped, at the generation of the stream that had it.
+    struct dropped_slot {
+        const completion_line* line;
+        slot_id slot;
+        std::uint64_t generation;
+    };
+    GPU_ASYNC_DECL std::vector<dropped_slot> drop_queued() noexcept;
     GPU_ASYNC_DECL void worker_loop(detail::sim_worker& w);
     // Under w's lock: put `s`'s front item into the heap, due `d` from now.
     GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);

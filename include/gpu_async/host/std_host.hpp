@@ -130,7 +130,7 @@ public:
     /// and a line's life moved meanwhile (else the park goes on: a zero backstop runs them at
     /// every park, which must not turn the park into a spin).
     static bool query_health() noexcept {
-        const std::uint32_t before = detail::line_life_epoch();
+        const std::uint64_t before = detail::line_life_epoch();
         return detail::query_line_health() && detail::line_life_epoch() != before;
     }
 
@@ -586,14 +586,23 @@ private:
         end_waits([&](engine_list& out) { engine_.retire_line(line, out); });
     }
 
-    // What the stream stored before its fault completes as usual; the rest fault.
-    void fault_slot(const completion_line& line, slot_id slot) noexcept override {
-        end_waits([&](engine_list& out) { engine_.fault_slot(line, slot, out); });
+    // What the stream stored before its fault completes as usual; the rest fault. Only while
+    // the slot is at the faulted generation (under m_, where every registration is taken in: no
+    // later stream's waits are in the table then); a slot retired since had its waits ended.
+    void fault_slot(const completion_line& line, slot_id slot,
+                    std::uint64_t generation) noexcept override {
+        end_waits([&](engine_list& out) {
+            if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
+        });
     }
 
-    // The slot's stream went: its registrations end as a retired line's do.
-    void retire_slot(const completion_line& line, slot_id slot) noexcept override {
-        end_waits([&](engine_list& out) { engine_.retire_slot(line, slot, out); });
+    // The slot's stream went: what it stored completes, the rest end as a retired line's do.
+    // Only while the slot is at the retirement's generation: a later one visits too.
+    void retire_slot(const completion_line& line, slot_id slot,
+                     detail::slot_retirement r) noexcept override {
+        end_waits([&](engine_list& out) {
+            if (slot_generation(line, slot) == r.next) engine_.retire_slot(line, slot, out);
+        });
     }
 
     // Under the lock, `end(out)` takes waits out of the engine; they are settled there and the

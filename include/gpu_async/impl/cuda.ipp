@@ -162,17 +162,33 @@ inline driver_status query_probe(void* self, void* domain, void* probe) noexcept
     if (status_t st = a.ctx_push_current(static_cast<context_t>(domain)); st != success)
         return driver_status{st, "cuCtxPushCurrent"};
     const status_t st = a.stream_query(static_cast<stream_t>(probe));
+    // One pop for the push, whatever the query answered. A refused pop is never tried again: it
+    // may have popped or not, and a second could take the caller's own context off its stack.
     context_t popped = nullptr;
     const status_t pop = a.ctx_pop_current(&popped);
+    // A fault outranks a failed pop: the fault is what the health query must tell.
     if (st != success && st != error_not_ready) return driver_status{st}; // the context faulted
     if (pop != success) return driver_status{pop, "cuCtxPopCurrent", true};
     return driver_status{};
 }
 
+// With the line's context pushed. When the push fails the stream is destroyed as it is (it
+// names its context, and nothing was ever enqueued on it), as cuda_event_waiter::close does once
+// its line is closed: the line forgets its probe at close, so a probe kept here would never go.
+// The push's failure is still the one reported (`done` when the stream is gone).
 inline driver_status drop_probe(void* self, void* domain, void* probe) noexcept {
-    const cuda_driver& d = drv(self);
-    return with_context(d, static_cast<context_t>(domain), "cuStreamDestroy",
-                        [&] { return d.api().stream_destroy(static_cast<stream_t>(probe)); });
+    const auto& a = drv(self).api();
+    const auto stream = static_cast<stream_t>(probe);
+    if (status_t pushed = a.ctx_push_current(static_cast<context_t>(domain)); pushed != success) {
+        const bool destroyed = a.stream_destroy(stream) == success;
+        return driver_status{pushed, "cuCtxPushCurrent", destroyed};
+    }
+    const status_t st = a.stream_destroy(stream);
+    context_t popped = nullptr;
+    const status_t pop = a.ctx_pop_current(&popped);
+    if (st != success) return driver_status{st, "cuStreamDestroy"};
+    if (pop != success) return driver_status{pop, "cuCtxPopCurrent", true};
+    return driver_status{};
 }
 
 inline const char* status_name(void* self, int status) noexcept {

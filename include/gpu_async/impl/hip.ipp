@@ -155,10 +155,11 @@ inline driver_status query_probe(void* self, void* domain, void* probe) noexcept
     return driver_status{};
 }
 
-inline driver_status drop_probe(void* self, void* domain, void* probe) noexcept {
-    const hip_driver& d = drv(self);
-    return with_device(d, device_of(domain), "hipStreamDestroy",
-                       [&] { return d.api().stream_destroy(static_cast<stream_t>(probe)); });
+// No switch to the line's device: a HIP stream carries its device, and hipStreamDestroy takes
+// it from any device (as hip_event_waiter::close destroys its stream). A switch could only fail
+// and leave the probe alive.
+inline driver_status drop_probe(void* self, void*, void* probe) noexcept {
+    return driver_status{drv(self).api().stream_destroy(static_cast<stream_t>(probe))};
 }
 
 inline const char* status_name(void* self, int status) noexcept {

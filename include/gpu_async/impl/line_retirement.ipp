@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -44,9 +45,9 @@ struct line_watcher_registry {
     // generation (shifted left by one) with the slot's fault in the low bit. Each slot is one
     // atomic so that a status reads a consistent pair.
     struct line_state {
-        std::atomic<std::uint32_t> generation{0};
+        std::atomic<std::uint64_t> generation{0};
         std::array<std::atomic<std::uint64_t>, line_words> slots{};
-        std::uint32_t issued = 0; // the last generation given to the line or a slot (`mutex`)
+        std::uint64_t issued = 0; // the last generation given to the line or a slot (`mutex`)
     };
     struct shard {
         std::mutex mutex;
@@ -58,11 +59,9 @@ struct line_watcher_registry {
     std::array<shard, shards> table;
     // Bumped after any generation or fault bit changes (line_life_epoch): a reactor that judged
     // a descriptor at one epoch need not judge it again while the epoch has not moved.
-    std::atomic<std::uint32_t> epoch{1};
-    void bump() noexcept {
-        if (epoch.fetch_add(1, std::memory_order_acq_rel) + 1 == 0) // 0 means "not judged"
-            epoch.fetch_add(1, std::memory_order_acq_rel);
-    }
+    // 64 bits: it never comes back to a value a reactor judged at (0 means "not judged").
+    std::atomic<std::uint64_t> epoch{1};
+    void bump() noexcept { epoch.fetch_add(1, std::memory_order_acq_rel); }
 
     // The health queries (watch_line_health), under `mutex`. Shared: a run holds the entries it
     // is about to ask, so unwatching never frees one a run still reads; `running` (under `mutex`)
@@ -100,7 +99,7 @@ GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
     r.watchers.push_back(std::move(e));
 }
 
-GPU_ASYNC_DECL std::uint32_t line_life_epoch() noexcept {
+GPU_ASYNC_DECL std::uint64_t line_life_epoch() noexcept {
     return line_watchers().epoch.load(std::memory_order_acquire);
 }
 
@@ -159,24 +158,26 @@ void ask_line_watchers(Ask&& ask) noexcept {
 
 using line_state = line_watcher_registry::line_state;
 
-// A slot's state word: its generation shifted left by one, its fault in the low bit.
-constexpr std::uint64_t slot_word(std::uint32_t generation) noexcept {
-    return std::uint64_t{generation} << 1;
+// A slot's state word: its generation (below 2^56) shifted left by one, its fault in the low
+// bit.
+constexpr std::uint64_t slot_word(std::uint64_t generation) noexcept {
+    return generation << 1;
 }
-constexpr std::uint32_t generation_of(std::uint64_t word) noexcept {
-    return static_cast<std::uint32_t>(word >> 1);
+constexpr std::uint64_t generation_of(std::uint64_t word) noexcept {
+    return word >> 1;
 }
 
 // The next generation of `st`'s line (its shard's lock held): never 0, and later than any the
-// line or a slot was given, so no slot ever takes back a generation its descriptors carried.
-inline std::uint32_t next_generation(line_state& st) noexcept {
-    if (++st.issued == 0) st.issued = 1;
+// line or a slot was given, so no slot ever takes back a generation its descriptors carried
+// (the counter stops at max_generation, which is never live).
+inline std::uint64_t issue_generation(line_state& st) noexcept {
+    st.issued = next_generation(st.issued);
     return st.issued;
 }
 
 // Gives the line and each slot of `st` a new generation with no fault (its shard's lock held).
-inline std::uint32_t renew_line(line_state& st) noexcept {
-    const std::uint32_t g = next_generation(st);
+inline std::uint64_t renew_line(line_state& st) noexcept {
+    const std::uint64_t g = issue_generation(st);
     st.generation.store(g, std::memory_order_release);
     for (auto& slot : st.slots)
         slot.store(slot_word(g), std::memory_order_release);
@@ -214,14 +215,14 @@ inline const line_state* state_of(const completion_line& line) noexcept {
 
 } // namespace detail
 
-GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
+GPU_ASYNC_DECL std::uint64_t adopt_line(const completion_line& line) {
     // From now on a descriptor may go stale: scan engines without a status function of their
     // own (the FILL executor's reactor) judge with this layer's.
     static const bool installed =
         (install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
     (void)installed;
     auto& sh = detail::line_watchers().shard_of(&line);
-    std::uint32_t g = 0;
+    std::uint64_t g = 0;
     {
         std::lock_guard lk(sh.mutex);
         g = detail::renew_line(sh.states[&line]); // new: generation 1
@@ -230,12 +231,12 @@ GPU_ASYNC_DECL std::uint32_t adopt_line(const completion_line& line) {
     return g;
 }
 
-GPU_ASYNC_DECL std::uint32_t line_generation(const completion_line& line) noexcept {
+GPU_ASYNC_DECL std::uint64_t line_generation(const completion_line& line) noexcept {
     const detail::line_state* st = detail::state_of(line);
     return st == nullptr ? 0 : st->generation.load(std::memory_order_acquire);
 }
 
-GPU_ASYNC_DECL std::uint32_t slot_generation(const completion_line& line, slot_id slot) noexcept {
+GPU_ASYNC_DECL std::uint64_t slot_generation(const completion_line& line, slot_id slot) noexcept {
     const detail::line_state* st = detail::state_of(line);
     return st == nullptr
                ? 0
@@ -247,7 +248,9 @@ GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcep
     const detail::line_state* st = detail::state_of(d.line());
     if (st == nullptr) return line_status::stale; // never adopted: not a line of ours now
     const std::uint64_t v = st->slots[d.slot().index()].load(std::memory_order_acquire);
-    if (detail::generation_of(v) != d.generation()) return line_status::stale;
+    // max_generation is where a line that ran out of generations stays: never live.
+    if (detail::generation_of(v) != d.generation() || d.generation() == max_generation)
+        return line_status::stale;
     if ((v & 1) != 0) return line_status::faulted;
     return line_status::live;
 }
@@ -260,21 +263,75 @@ GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
 }
 
+namespace detail {
+
+// Retires `slot` of `line` in the side table, if it is at `expected` (none: whatever it is at),
+// then asks every watcher. Returns whether it did.
+inline bool retire_slot_at(const completion_line& line, slot_id slot,
+                           std::optional<std::uint64_t> expected) noexcept {
+    slot_retirement r;
+    bool adopted = false;
+    {
+        auto& sh = line_watchers().shard_of(&line);
+        std::lock_guard lk(sh.mutex);
+        const auto it = sh.states.find(&line);
+        if (it != sh.states.end()) {
+            adopted = true;
+            auto& word = it->second.slots[slot.index()];
+            r.retired = generation_of(word.load(std::memory_order_relaxed));
+            if (expected && *expected != r.retired) return false;
+            r.next = issue_generation(it->second);
+            word.store(slot_word(r.next), std::memory_order_release);
+        }
+    }
+    if (!adopted && expected && *expected != 0) return false;
+    line_watchers().bump();
+    ask_line_watchers([&](line_watcher& w) { w.retire_slot(line, slot, r); });
+    return true;
+}
+
+// Records a fault of `slot` of `line` at `expected` (none: whatever generation it is at), then
+// asks every watcher. Returns whether it did.
+inline bool fault_slot_at(const completion_line& line, slot_id slot,
+                          std::optional<std::uint64_t> expected) noexcept {
+    std::uint64_t g = 0;
+    bool adopted = false;
+    {
+        auto& sh = line_watchers().shard_of(&line);
+        std::lock_guard lk(sh.mutex);
+        const auto it = sh.states.find(&line);
+        if (it != sh.states.end()) {
+            adopted = true;
+            auto& word = it->second.slots[slot.index()];
+            g = generation_of(word.load(std::memory_order_relaxed));
+            if (expected && *expected != g) return false;
+            word.fetch_or(1, std::memory_order_release);
+        }
+    }
+    if (!adopted && expected && *expected != 0) return false;
+    line_watchers().bump();
+    ask_line_watchers([&](line_watcher& w) { w.fault_slot(line, slot, g); });
+    return true;
+}
+
+} // namespace detail
+
 GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot) noexcept {
-    detail::update_state(line, [&](detail::line_state& st) {
-        st.slots[slot.index()].store(detail::slot_word(detail::next_generation(st)),
-                                     std::memory_order_release);
-    });
-    detail::line_watchers().bump();
-    detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_slot(line, slot); });
+    detail::retire_slot_at(line, slot, std::nullopt);
+}
+
+GPU_ASYNC_DECL bool retire_slot(const completion_line& line, slot_id slot,
+                                std::uint64_t generation) noexcept {
+    return detail::retire_slot_at(line, slot, generation);
 }
 
 GPU_ASYNC_DECL void fault_slot(const completion_line& line, slot_id slot) noexcept {
-    detail::update_state(line, [&](detail::line_state& st) {
-        st.slots[slot.index()].fetch_or(1, std::memory_order_release);
-    });
-    detail::line_watchers().bump();
-    detail::ask_line_watchers([&](detail::line_watcher& w) { w.fault_slot(line, slot); });
+    detail::fault_slot_at(line, slot, std::nullopt);
+}
+
+GPU_ASYNC_DECL bool fault_slot(const completion_line& line, slot_id slot,
+                               std::uint64_t generation) noexcept {
+    return detail::fault_slot_at(line, slot, generation);
 }
 
 GPU_ASYNC_DECL void watch_line_health(const completion_line& line, line_health& h) {
@@ -334,14 +391,24 @@ GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
     if (r.health_watched.load(std::memory_order_acquire) == 0) return false;
     const std::uint64_t backstop = r.health_backstop.load(std::memory_order_relaxed);
     if (backstop == dur_ns::max().ns) return false;
-    // Due: no run yet, or one backstop away from the last run (either side). One caller takes
-    // the turn (the exchange); the others see it taken and return.
-    std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
-    if (last != 0 && (now_ns > last ? now_ns - last : last - now_ns) < backstop) return false;
-    if (!r.health_last.compare_exchange_strong(
-            last, now_ns != 0 ? now_ns : 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+    // Due: no run yet, or one backstop away from the last run (either side).
+    const auto due = [&] {
+        const std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
+        return last == 0 || (now_ns > last ? now_ns - last : last - now_ns) >= backstop;
+    };
+    if (!due()) return false;
+    // One run at a time, and only the caller that holds the run claims the turn (health_last is
+    // written under health_running alone): one that finds a run under way leaves the turn due
+    // for the first call after that run. (Claiming it and then skipping it put the next run a
+    // whole backstop later.)
+    if (r.health_running.load(std::memory_order_relaxed) ||
+        r.health_running.exchange(true, std::memory_order_acquire))
         return false;
-    if (r.health_running.exchange(true, std::memory_order_acquire)) return false; // one at a time
+    if (!due()) { // a run took the turn between the look and the exchange
+        r.health_running.store(false, std::memory_order_release);
+        return false;
+    }
+    r.health_last.store(now_ns != 0 ? now_ns : 1, std::memory_order_relaxed);
     std::vector<std::shared_ptr<line_watcher_registry::health_entry>> asked;
     {
         std::lock_guard lk(r.mutex);

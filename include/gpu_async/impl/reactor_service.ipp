@@ -21,8 +21,8 @@ GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
 }
 
 GPU_ASYNC_DECL reactor_service::~reactor_service() {
-    // shutdown() has run (the execution context calls it before destroying services); this only
-    // guards against a service destroyed some other way.
+    // shutdown() has run (the execution context calls it before destroying services) and did
+    // both; this only guards against a service destroyed some other way.
     stop_watching_lines();
     stop_thread();
 }
@@ -144,6 +144,12 @@ reactor_service::park_between_scans(std::uint64_t seen, dur_ns bound,
 }
 
 GPU_ASYNC_DECL void reactor_service::shutdown() {
+    // First, with no lock held: from here on no retirement, fault or slot retirement reaches
+    // the service, and one asking it now has finished its delivery (its drain posted, or kept
+    // for a retry) before this goes on. The scheduler, shut down after this service, then
+    // destroys such a drain while the service lives; one posted later would sit in a shut-down
+    // scheduler until its destructor, and report itself dropped to a freed service.
+    stop_watching_lines();
     stop_thread();
     ready_list list;
     completion_queue* retries = nullptr;

@@ -190,18 +190,13 @@ reactor_shell::ends_at_start(reactor_op& op,
         op.set_result(op_result::timed_out);
         return true;
     }
-    // A descriptor of a retired line, or of a faulted slot, ends before its line is read. The
-    // epoch is read first: the take-in judges it again only if a line's life moved since.
-    const memory_descriptor& d = op.descriptor();
+    // A descriptor of a retired line, or of a faulted slot, ends before its line is read; a
+    // read counts only if the line's life did not move across it (read_checked). The epoch is
+    // read first: the take-in judges it again only if a line's life moved since. (The take-in
+    // reads the word again; a store between the two reads only makes the wait complete there.)
     op.judged_at = line_life_epoch();
-    if (const std::optional<op_result> r = unwatched_result(d)) {
+    if (const std::optional<op_result> r = result_at_start(op.descriptor())) {
         op.set_result(*r);
-        return true;
-    }
-    // Complete already? (The take-in reads the word again; a store between the two reads only
-    // makes the wait complete at that take-in.)
-    if (d.is_complete()) {
-        op.set_result(op_result::success);
         return true;
     }
     return false;
@@ -300,12 +295,38 @@ GPU_ASYNC_DECL void reactor_shell::retire_line(const completion_line& line) noex
     });
 }
 
-GPU_ASYNC_DECL void reactor_shell::fault_slot(const completion_line& line, slot_id slot) noexcept {
-    end_waits([&](engine_list& out) { engine_.fault_slot(line, slot, out); });
+// A slot's fault or retirement acts only if the slot is, under mutex_, at the generation it
+// produced: a take-in under mutex_ has seen every generation before (the side table changes
+// before anyone is asked), so no wait of a later stream on the slot is in the table then; a
+// slot that moved on was, or will be, ended by the later change, which visits every reactor.
+GPU_ASYNC_DECL void reactor_shell::fault_slot(const completion_line& line, slot_id slot,
+                                              std::uint64_t generation) noexcept {
+    end_waits([&](engine_list& out) {
+        if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
+    });
 }
 
-GPU_ASYNC_DECL void reactor_shell::retire_slot(const completion_line& line, slot_id slot) noexcept {
-    end_waits([&](engine_list& out) { engine_.retire_slot(line, slot, out); });
+GPU_ASYNC_DECL void reactor_shell::retire_slot(const completion_line& line, slot_id slot,
+                                               slot_retirement r) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        if (slot_generation(line, slot) == r.next) {
+            // Still this retirement's slot: no later stream has stored into it (its stream is
+            // made after a later retirement, which waits for mutex_), so the waits registered
+            // before the retirement and not yet taken in have their word read.
+            try {
+                engine_.take_in_retiring(fetch(), registered(), out, line, slot, r.retired);
+            } catch (...) {
+            }
+            engine_.retire_slot(line, slot, out);
+        } else {
+            take_in_settled_locked(out);
+        }
+        sched = settle_locked(out);
+    }
+    schedule(sched);
 }
 
 GPU_ASYNC_DECL void reactor_shell::scan_after_drain() noexcept {
@@ -407,6 +428,16 @@ GPU_ASYNC_DECL void reactor_shell::deliver(reactor_op* op) noexcept {
         q->next_schedule_ = nullptr;
         schedule(q);
     }
+}
+
+GPU_ASYNC_DECL std::optional<reactor_shell::start_result> reactor_shell::ends_before_start(
+    reactor_op& op, std::optional<std::chrono::steady_clock::time_point> deadline) noexcept {
+    // start()'s looks before it registers, in its order.
+    if (shut_down_.load(std::memory_order_acquire)) return start_result::dropped;
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (ends_at_start(op, deadline, now)) return start_result::finished;
+    return std::nullopt;
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END

@@ -100,7 +100,9 @@ GPU_ASYNC_DECL std::uint64_t sim_stream::push(dur_ns d, std::unique_ptr<detail::
         }
         fail_locked(detail::sim_cancelled());
     }
-    if (retire) retire_slot(*line_, slot_); // no lock of ours held
+    // No lock of ours held; only at the generation decided on under it: a stream given back and
+    // a new one made on the slot meanwhile is not retired in this one's place.
+    if (retire) retire_slot(*line_, slot_, generation_);
     return seq;
 }
 
@@ -134,8 +136,9 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
         }
         // The slot's stream will store nothing more: descriptor waits on it end with
         // device_fault now, and later ones at their start (no lock of ours held: the reactors
-        // take theirs).
-        if (!given_back) fault_slot(*line_, slot_);
+        // take theirs). Only at this stream's generation: if it is given back and a stream made
+        // on the slot after the decision above, the fault is not the new stream's.
+        if (!given_back) fault_slot(*line_, slot_, generation_);
     }
     ring();
 }
@@ -175,6 +178,18 @@ GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
 
 // ---------------------------------------------------------------------------------------------
 // sim_stream_handle
+
+GPU_ASYNC_DECL void detail::throw_device_gone() {
+    const coded_error e(errc::device_gone, {"a sim_stream_handle"});
+    throw std::system_error(e.code(), e.message());
+}
+
+GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t tail) {
+    const coded_error e(errc::invalid_target,
+                        {std::to_string(seq), "the simulated stream (its last enqueued number is " +
+                                                  std::to_string(tail) + ")"});
+    throw std::system_error(e.code(), e.message());
+}
 
 GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
     sim_stream* s = std::exchange(stream_, nullptr);
@@ -300,11 +315,16 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     // Read before the stream is marked released: a worker running its item frees it after.
     completion_line* const line = s.shared_slot_ ? s.line_ : nullptr;
     const slot_id slot = s.slot_;
+    const std::uint64_t generation = s.generation_;
+    detail::sim_worker& w = *s.worker_;
     {
-        detail::sim_worker& w = *s.worker_;
         std::lock_guard<std::mutex> lk(w.mutex);
         s.released_ = true;
-        if (!s.queue_.empty()) s.fail_locked(detail::sim_cancelled()); // wakes block()
+        // Its tail will never be stored: wakes block(). A device line's item still running
+        // stores nothing once the stream is released, so it counts as well: a plan-driven wait
+        // blocked on this stream is thus woken before the retirement below waits for it.
+        if (!s.queue_.empty() || (s.running_ && s.shared_slot_))
+            s.fail_locked(detail::sim_cancelled());
         dropped.swap(s.queue_);
         if (s.scheduled_ && !s.running_) {
             // Waiting in the heap: take it out, so the worker never sees it again.
@@ -313,12 +333,21 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
             --w.active;
         }
         worker_has_it = s.running_;
+        s.retiring_ = line != nullptr;
         w.done_cv.notify_all();
     }
     dropped.clear();
-    // A slot of a device line: retired now, not when the stream is freed (a worker may still
-    // run its item), so that a stream made on the slot next starts after the retirement.
-    if (line != nullptr) retire_slot(*line, slot);
+    if (line != nullptr) {
+        // A slot of a device line: retired now, not when the stream is freed (a worker may still
+        // run its item), so that a stream made on the slot next starts after the retirement.
+        // The retirement waits for callers still inside the stream (a plan-driven wait's
+        // block()), so the stream is freed only after it returns: a worker that lets go of it
+        // meanwhile leaves the freeing to this thread.
+        retire_slot(*line, slot, generation);
+        std::lock_guard<std::mutex> lk(w.mutex);
+        s.retiring_ = false;
+        worker_has_it = s.running_;
+    }
     if (!worker_has_it) dispose(s); // else the worker disposes of it once it lets go
 }
 
@@ -395,8 +424,10 @@ GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
         s.scheduled_ = false;
         --w.active;
         if (s.released_) {
-            // Given back while the worker held it: the worker frees it now.
+            // Given back while the worker held it: the worker frees it now, unless the thread
+            // giving it back is still retiring its slot (that thread frees it then).
             w.done_cv.notify_all();
+            if (s.retiring_) continue;
             lk.unlock();
             dispose(s);
             lk.lock();
@@ -477,18 +508,19 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
         if (w->thread.joinable()) w->thread.join();
     // The device's slots whose work was dropped are retired once no lock of ours is held: their
     // waits could never complete (a cancellation is not a fault: they end operation_aborted).
-    for (const auto& [line, slot] : drop_queued())
-        retire_slot(*line, slot);
+    // Each at the generation found under the locks: a slot given back and made anew meanwhile
+    // is not retired in its old stream's place.
+    for (const dropped_slot& d : drop_queued())
+        retire_slot(*d.line, d.slot, d.generation);
 }
 
-GPU_ASYNC_DECL std::vector<std::pair<const completion_line*, slot_id>>
-sim_device::drop_queued() noexcept {
+GPU_ASYNC_DECL std::vector<sim_device::dropped_slot> sim_device::drop_queued() noexcept {
     // No worker runs any more: drop what is left; its numbers are never stored. A stream given
     // back is not ours to free: exactly one thread disposes of it, the one that gave it back or
     // the worker that held it (joined by shutdown), and the former may still be inside dispose()
     // now (an explicit shutdown takes no life lock), so it stays listed until that dispose
     // erases it.
-    std::vector<std::pair<const completion_line*, slot_id>> dropped;
+    std::vector<dropped_slot> dropped;
     std::lock_guard<std::mutex> lk(mutex_);
     try {
         dropped.reserve(streams_.size());
@@ -503,7 +535,7 @@ sim_device::drop_queued() noexcept {
             s->refused_ = false;
             if ((s->own_line_ || s->shared_slot_) && !s->released_ &&
                 dropped.size() < dropped.capacity())
-                dropped.emplace_back(s->line_, s->slot_);
+                dropped.push_back({s->line_, s->slot_, s->generation_});
         }
         s->scheduled_ = false;
     }

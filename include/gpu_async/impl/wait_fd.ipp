@@ -194,10 +194,10 @@ public:
 
     // line_watcher: the std_watcher ends the slot's registrations itself (errc::device_fault
     // through on_end, on its thread), and ended() records them.
-    void fault_slot(const completion_line&, slot_id) noexcept override {}
+    void fault_slot(const completion_line&, slot_id, std::uint64_t) noexcept override {}
     // Likewise for a slot whose stream went (operation_canceled through on_end); the line stays,
     // so the watcher may go on reading it.
-    void retire_slot(const completion_line&, slot_id) noexcept override {}
+    void retire_slot(const completion_line&, slot_id, slot_retirement) noexcept override {}
 
 private:
     // The watcher thread: the wait ended (reached, or errc::shut_down).

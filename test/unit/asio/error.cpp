@@ -39,6 +39,8 @@ BOOST_AUTO_TEST_CASE(reference_numbers_are_fixed) {
     static_assert(static_cast<int>(errc::device_fault) == 14);
     static_assert(static_cast<int>(errc::shut_down) == 15);
     static_assert(static_cast<int>(errc::stale_descriptor) == 16);
+    static_assert(static_cast<int>(errc::device_gone) == 17);
+    static_assert(static_cast<int>(errc::invalid_target) == 18);
     BOOST_TEST(std::string(gpu_async_category().name()) == "gpu_async");
 }
 

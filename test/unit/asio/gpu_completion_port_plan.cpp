@@ -17,9 +17,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <future>
 #include <optional>
 #include <random>
+#include <string_view>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -417,6 +421,61 @@ BOOST_AUTO_TEST_CASE(terminal_cancellation_while_parked) {
     run_to_completion(ctx);
     BOOST_REQUIRE(q.ec.has_value());
     BOOST_TEST(!*q.ec);
+}
+
+// Cancellation signals may come from any thread, also while the wait completes on another
+// (README). A plan-driven wait installed a handler in its cancellation slot at each park (and
+// cleared it at each step) while another thread emitted the signal: a data race, and a call
+// through a handler being replaced. Here three threads run the context, the wait parks (flag
+// plan), polls, or sleeps its prediction (learnt from the rounds before) then polls, its work
+// completes at a varying moment on the device's thread, and another thread emits terminal
+// cancellation at a varying moment: the wait ends exactly once, aborted or with success.
+BOOST_AUTO_TEST_CASE(terminal_cancellation_from_another_thread_ends_the_wait_exactly_once) {
+    constexpr int rounds = 300;
+    constexpr int runners = 3;
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    sim_device dev; // threaded: the work completes on its own thread
+    auto s_handle = dev.make_stream();
+    auto& s = *s_handle;
+    s.set_doorbell(port.shared_bell());
+    const wait_plan plans[] = {
+        plan("flag:park_us=100,backstop_us=500"), plan("poll"),
+        plan("poll+predict:margin_us=0,min_sleep_us=20,max_sleep_us=2000,window=4")};
+    const std::string_view points[] = {"flag", "poll", "sleep"};
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> us(0, 1500);
+    int aborted = 0;
+    for (int i = 0; i < rounds; ++i) {
+        ctx.restart();
+        s.enqueue(gpu_async::dur_ns::from_us(static_cast<std::uint64_t>(us(rng))));
+        asio::cancellation_signal sig;
+        std::atomic<int> calls{0};
+        error_code ended;
+        port.async_wait(s, plans[i % 3], points[i % 3],
+                        asio::bind_cancellation_slot(sig.slot(), [&](error_code ec, wait_report) {
+                            ended = ec;
+                            calls.fetch_add(1);
+                        }));
+        // Started after the wait: the emit varies from before its first step to after its end.
+        const auto emit_at = std::chrono::steady_clock::now() + std::chrono::microseconds(us(rng));
+        std::thread emitter([&] {
+            while (std::chrono::steady_clock::now() < emit_at)
+                std::this_thread::yield();
+            sig.emit(asio::cancellation_type::terminal);
+        });
+        std::vector<std::thread> threads;
+        for (int r = 0; r < runners; ++r)
+            threads.emplace_back([&] { ctx.run_for(gpu_async::test::run_bound); });
+        emitter.join();
+        for (std::thread& t : threads)
+            t.join();
+        BOOST_TEST_REQUIRE(ctx.stopped(), "round " << i << ": the wait did not end in the bound");
+        BOOST_TEST_REQUIRE(calls.load() == 1, "round " << i);
+        BOOST_TEST((!ended || ended == asio::error::operation_aborted), "round " << i);
+        aborted += ended == asio::error::operation_aborted ? 1 : 0;
+    }
+    BOOST_TEST_MESSAGE(aborted << " of " << rounds << " waits ended aborted");
 }
 
 BOOST_AUTO_TEST_CASE(terminal_cancellation_while_sleeping) {

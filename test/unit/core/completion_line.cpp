@@ -15,7 +15,39 @@ using namespace gpu_async;
 
 namespace {
 constexpr std::uint64_t max64 = std::numeric_limits<std::uint64_t>::max();
+
+// A line owner in miniature for read_checked: its slot is at `generation`, and the status
+// function, when `retire_on_judge` is set, retires and reuses the slot right after it judged
+// (between a reader's judgement and its read): a new stream stores `store` into the word.
+struct racing_owner {
+    std::uint64_t generation = 1;
+    bool faulted = false;
+    int judgements = 0;
+    bool retire_on_judge = false;
+    bool fault_on_judge = false;
+    completion_line* line = nullptr;
+    std::uint64_t store = 0;
+};
+racing_owner owner;
+
+line_status owner_status(const memory_descriptor& d) noexcept {
+    ++owner.judgements;
+    const line_status st = d.generation() != owner.generation ? line_status::stale
+                           : owner.faulted                    ? line_status::faulted
+                                                              : line_status::live;
+    if (owner.retire_on_judge) {
+        owner.retire_on_judge = false;
+        owner.generation += 2; // given back, and a stream made on the slot
+        owner.line->words[0].store(owner.store, std::memory_order_release);
+    }
+    if (owner.fault_on_judge) {
+        owner.fault_on_judge = false;
+        owner.line->words[0].store(owner.store, std::memory_order_release); // its last store
+        owner.faulted = true;
+    }
+    return st;
 }
+} // namespace
 
 BOOST_AUTO_TEST_SUITE(completion_line_suite)
 
@@ -149,6 +181,64 @@ BOOST_AUTO_TEST_CASE(acquire_makes_payload_visible) {
     }
     consumer.join();
     BOOST_TEST(bad.load() == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_read_across_a_slots_reuse_never_counts) {
+    // Judged live, then the slot is given back and a new stream stores the old descriptor's
+    // target before the word is read: the read must not complete the old descriptor.
+    completion_line line;
+    owner = racing_owner{};
+    owner.line = &line;
+    owner.store = 7;
+    owner.retire_on_judge = true;
+    const memory_descriptor old(line, *slot_id::at(0), 7, 1);
+    BOOST_TEST((read_checked(old, &owner_status) == line_read::retired));
+    BOOST_TEST(old.is_complete()); // the word is there: only the judgement after the read knew
+    // Stale before the read: the line is not read at all.
+    owner.judgements = 0;
+    BOOST_TEST((read_checked(old, &owner_status) == line_read::stale));
+    BOOST_TEST(owner.judgements == 1);
+    // The new stream's own descriptor completes.
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 7, 3), &owner_status) ==
+                line_read::reached));
+}
+
+BOOST_AUTO_TEST_CASE(a_fault_seen_across_a_read_still_completes_what_was_stored) {
+    // The stream stores the target and then faults between the judgement and the read of a
+    // reader that read too early: what it stored before the fault completes.
+    completion_line line;
+    owner = racing_owner{};
+    owner.line = &line;
+    owner.store = 4;
+    const memory_descriptor d(line, *slot_id::at(0), 4, 1);
+    owner.fault_on_judge = true;
+    BOOST_TEST((read_checked(d, &owner_status) == line_read::reached));
+    const memory_descriptor later(line, *slot_id::at(0), 5, 1);
+    BOOST_TEST((read_checked(later, &owner_status) == line_read::faulted));
+    // Without a status function, or a generation, every descriptor is live.
+    BOOST_TEST((read_checked(later, nullptr) == line_read::pending));
+    BOOST_TEST((read_checked(memory_descriptor(line, *slot_id::at(0), 4), &owner_status) ==
+                line_read::reached));
+}
+
+BOOST_AUTO_TEST_CASE(generations_never_come_back) {
+    // A descriptor keeps a generation far past 32 bits; a line owner's counter stops at
+    // max_generation, which is never handed out live, rather than wrap to an old generation.
+    completion_line line;
+    const std::uint64_t past32 = (std::uint64_t{1} << 32) + 5;
+    const memory_descriptor d(line, *slot_id::at(7), 9, past32);
+    BOOST_TEST(d.generation() == past32);
+    BOOST_TEST(d.slot().index() == 7u);
+    BOOST_TEST(d.target() == 9u);
+    BOOST_TEST(memory_descriptor(line, *slot_id::at(3), 1, max_generation).generation() ==
+               max_generation);
+    BOOST_TEST(detail::next_generation(0) == 1u);
+    BOOST_TEST(detail::next_generation(0xffffffffu) == std::uint64_t{1} << 32);
+    BOOST_TEST(detail::next_generation(max_generation - 1) == max_generation);
+    BOOST_TEST(detail::next_generation(max_generation) == max_generation);
+    static_assert(max_generation >= (std::uint64_t{1} << 55));
+    BOOST_TEST(!(memory_descriptor(line, *slot_id::at(0), 1, past32) ==
+                 memory_descriptor(line, *slot_id::at(0), 1, 5)));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

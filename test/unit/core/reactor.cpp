@@ -22,6 +22,47 @@ namespace {
 
 static_assert(reactor_idle<scripted_idle>);
 
+// An installed line life whose slot 0 is retired and reused right after it judged a wait of
+// generation 1 (when `retire_next` is set): the judgement says live, then the slot moves to
+// generation 3, the epoch moves, and the new stream stores `store`. The FILL reactor hears of
+// no retirement; it must not complete the old wait with the new stream's number.
+struct reused_slot {
+    std::uint64_t generation = 1;
+    std::uint64_t epoch = 1;
+    bool retire_next = false;
+    completion_line* line = nullptr;
+    std::uint64_t store = 0;
+};
+reused_slot life;
+
+line_status reused_status(const memory_descriptor& d) noexcept {
+    const line_status st =
+        d.generation() == life.generation ? line_status::live : line_status::stale;
+    if (life.retire_next && d.generation() == 1) {
+        life.retire_next = false;
+        life.generation = 3;
+        ++life.epoch;
+        life.line->words[0].store(life.store, std::memory_order_release);
+    }
+    return st;
+}
+std::uint64_t reused_epoch() noexcept {
+    return life.epoch;
+}
+
+/// Installs reused_status for one test, and takes it out again.
+struct installed_life {
+    explicit installed_life(completion_line& line, std::uint64_t store) {
+        life = reused_slot{};
+        life.line = &line;
+        life.store = store;
+        install_line_life({&reused_status, &reused_epoch});
+    }
+    ~installed_life() { install_line_life({}); }
+    installed_life(const installed_life&) = delete;
+    installed_life& operator=(const installed_life&) = delete;
+};
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(reactor_suite)
@@ -349,6 +390,56 @@ BOOST_AUTO_TEST_CASE(nothing_registered_with_tasks_left_is_a_stall) {
     const auto none = r.turn(idle, us(100), 0);
     BOOST_REQUIRE(none.has_value());
     BOOST_TEST((none.value().idled == idle_kind::none));
+}
+
+BOOST_AUTO_TEST_CASE(ready_is_not_complete_when_its_slot_is_reused_across_the_read) {
+    completion_line line;
+    installed_life installed(line, 5);
+    reactor r;
+    life.retire_next = true; // between ready()'s judgement and its read
+    auto awaiter = r.ready(memory_descriptor(line, *slot_id::at(0), 5, 1));
+    BOOST_TEST(!awaiter.await_ready());
+    BOOST_TEST(line.words[0].load() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(fire_does_not_complete_a_wait_whose_slot_was_reused_while_it_scanned) {
+    completion_line line;
+    installed_life installed(line, 5);
+    reactor r;
+    reactor_waiter old_w;
+    r.watch(memory_descriptor(line, *slot_id::at(0), 5, 1), std::nullopt, old_w);
+    BOOST_TEST(r.fire(at_us(1)) == 0u);
+    // Another line's life moves, so the next fire judges its waits again: the judgement says
+    // live, then the slot is reused and its new stream stores the old wait's target before the
+    // scan reads it.
+    ++life.epoch;
+    life.retire_next = true;
+    BOOST_TEST(r.fire(at_us(2)) == 1u);
+    BOOST_TEST(r.pop_fired() == &old_w);
+    BOOST_TEST(!old_w.completed);
+    BOOST_TEST((old_w.end == wait_end::aborted));
+    // A wait of the new stream completes.
+    reactor_waiter new_w;
+    r.watch(memory_descriptor(line, *slot_id::at(0), 5, 3), std::nullopt, new_w);
+    BOOST_TEST(r.fire(at_us(3)) == 1u);
+    BOOST_TEST(r.pop_fired() == &new_w);
+    BOOST_TEST(new_w.completed);
+}
+
+BOOST_AUTO_TEST_CASE(fire_does_not_complete_an_early_wait_whose_slot_was_reused) {
+    // Found complete when registered, then judged and read again at fire(): the slot is reused
+    // between that judgement and that read.
+    completion_line line;
+    line.words[0].store(5);
+    installed_life installed(line, 6);
+    reactor r;
+    reactor_waiter early_w;
+    r.watch(memory_descriptor(line, *slot_id::at(0), 5, 1), std::nullopt, early_w);
+    life.retire_next = true;
+    BOOST_TEST(r.fire(at_us(1)) == 1u);
+    BOOST_TEST(r.pop_fired() == &early_w);
+    BOOST_TEST(!early_w.completed);
+    BOOST_TEST((early_w.end == wait_end::aborted));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -16,7 +16,7 @@ namespace {
 constexpr std::uint64_t half = std::uint64_t{1} << 63;
 
 memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint64_t target,
-                       std::uint32_t generation = 0) {
+                       std::uint64_t generation = 0) {
     return memory_descriptor(line, *slot_id::at(slot), target, generation);
 }
 
@@ -79,9 +79,16 @@ line_status status_of_generation_3(const memory_descriptor& d) noexcept {
     return d.slot().index() == 5 ? line_status::faulted : line_status::live;
 }
 
-std::uint32_t test_epoch = 7;
+// Slot 0 retired from generation 3 to 5 (slot 1 too); other slots at 3.
+line_status status_of_generation_5(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    const std::uint64_t now = d.slot().index() <= 1 ? 5 : 3;
+    return d.generation() == now ? line_status::live : line_status::stale;
+}
+
+std::uint64_t test_epoch = 7;
 int judged = 0;
-std::uint32_t epoch_now() noexcept {
+std::uint64_t epoch_now() noexcept {
     return test_epoch;
 }
 line_status counting_status(const memory_descriptor& d) noexcept {
@@ -352,6 +359,43 @@ BOOST_AUTO_TEST_CASE(clear_aborts_every_wait_once) {
     line.words[0].store(1);
     h.scan();
     BOOST_TEST(h.ended.size() == 5u);
+}
+
+BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in) {
+    // Registrations queued before slot 0's retirement (generation 3 -> 5) and taken in by it:
+    // their word is read, not their status believed (stale only because of this retirement),
+    // so what the stream stored before it went completes and the rest are the slot's to end.
+    // Other slots' and older generations' stale registrations still end unread.
+    completion_line line;
+    line.words[0].store(4);
+    line.words[1].store(9);
+    host h(&status_of_generation_5);
+    h.queue(desc(line, 0, 4, 3)); // stored before the stream went
+    h.queue(desc(line, 0, 6, 3)); // never stored
+    h.queue(desc(line, 0, 2, 1)); // an older stream's: ends unread
+    h.queue(desc(line, 1, 9, 3)); // another slot's, stale there too: ends unread
+    engine_list out;
+    h.engine.take_in_retiring(h.fetch(), h.registered(), out, line, *slot_id::at(0), 3);
+    h.record(out);
+    BOOST_TEST(h.kept == (std::vector<int>{1}));
+    BOOST_REQUIRE(h.ended.size() == 3u);
+    BOOST_TEST(h.ended[0].first == 2);
+    BOOST_TEST((h.ended[0].second == wait_end::stale));
+    BOOST_TEST(h.ended[1].first == 3);
+    BOOST_TEST((h.ended[1].second == wait_end::stale));
+    BOOST_TEST(h.ended[2].first == 0);
+    BOOST_TEST((h.ended[2].second == wait_end::reached));
+    // The retirement then ends the slot's pending wait; later take-ins judge as before.
+    engine_list rest;
+    h.engine.retire_slot(line, *slot_id::at(0), rest);
+    h.record(rest);
+    BOOST_REQUIRE(h.ended.size() == 4u);
+    BOOST_TEST(h.ended[3].first == 1);
+    BOOST_TEST((h.ended[3].second == wait_end::aborted));
+    h.queue(desc(line, 0, 4, 3));
+    h.take_in();
+    BOOST_REQUIRE(h.ended.size() == 5u);
+    BOOST_TEST((h.ended[4].second == wait_end::stale));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -94,13 +94,54 @@ BOOST_FIXTURE_TEST_CASE(a_failed_push_at_close_keeps_the_stream_for_a_second_clo
     BOOST_TEST(state.live_streams == probe);
 }
 
+// Each cuCtxPushCurrent of a line's close fails in turn: the line's probe stream is destroyed
+// all the same. It used to be destroyed only with the line's context pushed, so a failed push
+// there left it alive (and the sweep below did not count it).
+BOOST_AUTO_TEST_CASE(a_close_meeting_a_failed_push_destroys_the_probe) {
+    std::vector<int> pushes; // the call numbers of a clean close's pushes
+    {
+        fixture f;
+        auto d = f.driver();
+        f.state.current = 0;
+        auto line = cuda_line::create_on(*d, 0);
+        BOOST_TEST_REQUIRE(line.has_value());
+        f.state.calls.clear();
+        f.state.call_count = 0;
+        BOOST_TEST_REQUIRE(!line.value().close());
+        for (std::size_t i = 0; i < f.state.calls.size(); ++i)
+            if (f.state.calls[i].rfind("cuCtxPushCurrent", 0) == 0)
+                pushes.push_back(static_cast<int>(i + 1));
+    }
+    BOOST_TEST_REQUIRE(pushes.size() >= 2u); // the settle's and the free's, at least
+    for (const int n : pushes) {
+        fixture f;
+        auto d = f.driver();
+        f.state.current = 0;
+        auto line = cuda_line::create_on(*d, 0);
+        BOOST_TEST_REQUIRE(line.has_value());
+        BOOST_TEST_REQUIRE(f.state.live_streams == 1); // the probe
+        f.state.call_count = 0;
+        f.state.fail_at = n;
+        const auto e = line.value().close();
+        BOOST_TEST_CONTEXT("call " << n << " of the close") {
+            BOOST_TEST(f.state.failed_call == "cuCtxPushCurrent");
+            BOOST_TEST_REQUIRE(e.has_value());
+            BOOST_TEST(names(e->message(), "cuCtxPushCurrent"));
+            BOOST_TEST(f.state.live_streams == 0);
+            BOOST_TEST(f.state.pushed.empty());
+            BOOST_TEST(!detail::line_health_watched());
+        }
+    }
+}
+
 // Every call of the scenario fails in turn. After each run: what failed is named by the error;
-// nothing the driver holds is left behind (pages, context references, registrations, streams),
-// except where the failing call is a settle, a free, an unregistration or a stream's destruction,
-// which leak by design rather than free what a device may still use, or the release of a context
-// reference itself; the caller's context is
-// current again and the stack empty (unless the failing call is that restore); every wait that
-// started ended exactly once.
+// nothing the driver holds is left behind (pages, context references, registrations), except
+// where the failing call is a settle, a free or an unregistration, which leak by design rather
+// than free what a device may still use, or the release of a context reference itself; every
+// stream the library made (the line's probe, the waiter's) is destroyed whatever failed, but for
+// one whose cuStreamDestroy itself failed (never tried twice: the handle may be gone); the
+// caller's context is current again and the stack empty (unless the failing call is that
+// restore); every wait that started ended exactly once.
 BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
     std::vector<std::string> clean;
     {
@@ -130,18 +171,18 @@ BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
             call == "cuCtxPushCurrent" && static_cast<std::size_t>(n) < clean.size()
                 ? clean[static_cast<std::size_t>(n)]
                 : failed;
-        const bool may_leak =
-            meant.rfind("cuCtxSynchronize", 0) == 0 || meant.rfind("cuMemFreeHost", 0) == 0 ||
-            meant.rfind("cuMemHostUnregister", 0) == 0 || meant.rfind("cuStreamDestroy", 0) == 0 ||
-            meant.rfind("cuDevicePrimaryCtxRelease", 0) == 0;
+        const bool may_leak = meant.rfind("cuCtxSynchronize", 0) == 0 ||
+                              meant.rfind("cuMemFreeHost", 0) == 0 ||
+                              meant.rfind("cuMemHostUnregister", 0) == 0 ||
+                              meant.rfind("cuDevicePrimaryCtxRelease", 0) == 0;
         BOOST_TEST_CONTEXT("call " << n << ": " << failed << " (for " << meant << ")") {
             BOOST_TEST(names(r.error, call), "error: " << r.error);
             if (!may_leak) {
                 BOOST_TEST(f.state.pages.empty());
                 BOOST_TEST(f.state.refs[0] == 0);
                 BOOST_TEST(f.state.registered.empty());
-                BOOST_TEST(f.state.live_streams == 0);
             }
+            BOOST_TEST(f.state.live_streams == (call == "cuStreamDestroy" ? 1 : 0));
             if (call != "cuCtxPopCurrent") {
                 BOOST_TEST(f.state.current == 0);
                 BOOST_TEST(f.state.pushed.empty());

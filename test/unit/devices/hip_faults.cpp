@@ -80,12 +80,50 @@ BOOST_FIXTURE_TEST_CASE(a_failed_switch_back_after_the_waiters_stream_is_made_de
     BOOST_TEST(state.live_streams == probe);
 }
 
+// Each hipGetDevice of a line's close fails in turn: the line's probe stream is destroyed all
+// the same. It used to be destroyed with the line's device switched in, so a failed
+// hipGetDevice there left it alive (and the sweep below did not count it).
+BOOST_AUTO_TEST_CASE(a_close_meeting_a_failed_get_device_destroys_the_probe) {
+    std::vector<int> gets; // the call numbers of a clean close's hipGetDevice calls
+    {
+        fixture f;
+        auto d = f.driver();
+        auto line = hip_line::create_on(*d, 1);
+        BOOST_TEST_REQUIRE(line.has_value());
+        f.state.calls.clear();
+        f.state.call_count = 0;
+        BOOST_TEST_REQUIRE(!line.value().close());
+        for (std::size_t i = 0; i < f.state.calls.size(); ++i)
+            if (f.state.calls[i] == "hipGetDevice") gets.push_back(static_cast<int>(i + 1));
+    }
+    BOOST_TEST_REQUIRE(gets.size() >= 2u); // the settle's and the free's, at least
+    for (const int n : gets) {
+        fixture f;
+        auto d = f.driver();
+        auto line = hip_line::create_on(*d, 1);
+        BOOST_TEST_REQUIRE(line.has_value());
+        BOOST_TEST_REQUIRE(f.state.live_streams == 1); // the probe
+        f.state.call_count = 0;
+        f.state.fail_at = n;
+        const auto e = line.value().close();
+        BOOST_TEST_CONTEXT("call " << n << " of the close") {
+            BOOST_TEST(f.state.failed_call == "hipGetDevice");
+            BOOST_TEST_REQUIRE(e.has_value());
+            BOOST_TEST(names(e->message(), "hipGetDevice"));
+            BOOST_TEST(f.state.live_streams == 0);
+            BOOST_TEST(!detail::line_health_watched());
+        }
+    }
+}
+
 // Every call of the scenario fails in turn. After each run: what failed is named by the error;
-// nothing the runtime holds is left behind (pages, context references, registrations, streams),
-// except where the failing call is a settle, a free, an unregistration or a stream's destruction,
-// which leak by design rather than free what a device may still use, or the release of a context
-// reference itself; the caller's device is current again (unless the failing call is that
-// switch back); every wait that started ended exactly once.
+// nothing the runtime holds is left behind (pages, context references, registrations), except
+// where the failing call is a settle, a free or an unregistration, which leak by design rather
+// than free what a device may still use, or the release of a context reference itself; every
+// stream the library made (the line's probe, the waiter's) is destroyed whatever failed, but for
+// one whose hipStreamDestroy itself failed (never tried twice: the handle may be gone); the
+// caller's device is current again (unless the failing call is that switch back); every wait
+// that started ended exactly once.
 BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
     std::vector<std::string> clean;
     {
@@ -117,18 +155,18 @@ BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
                     meant = clean[i];
                     break;
                 }
-        const bool may_leak =
-            meant.rfind("hipDeviceSynchronize", 0) == 0 || meant.rfind("hipHostFree", 0) == 0 ||
-            meant.rfind("hipHostUnregister", 0) == 0 || meant.rfind("hipStreamDestroy", 0) == 0 ||
-            meant.rfind("hipDevicePrimaryCtxRelease", 0) == 0;
+        const bool may_leak = meant.rfind("hipDeviceSynchronize", 0) == 0 ||
+                              meant.rfind("hipHostFree", 0) == 0 ||
+                              meant.rfind("hipHostUnregister", 0) == 0 ||
+                              meant.rfind("hipDevicePrimaryCtxRelease", 0) == 0;
         BOOST_TEST_CONTEXT("call " << n << ": " << failed << " (for " << meant << ")") {
             BOOST_TEST(names(r.error, call), "error: " << r.error);
             if (!may_leak) {
                 BOOST_TEST(f.state.pages.empty());
                 BOOST_TEST(f.state.refs[1] == 0);
                 BOOST_TEST(f.state.registered.empty());
-                BOOST_TEST(f.state.live_streams == 0);
             }
+            BOOST_TEST(f.state.live_streams == (call == "hipStreamDestroy" ? 1 : 0));
             if (failed != "hipSetDevice 0") BOOST_TEST(f.state.current == 0);
             for (int ends : r.ends)
                 BOOST_TEST(ends == 1);

@@ -145,6 +145,47 @@ BOOST_FIXTURE_TEST_CASE(a_healthy_or_busy_context_faults_nothing, fixture) {
     BOOST_TEST((descriptor_status(line.value().mapped().last(slot(0))) == line_status::live));
 }
 
+// Each call of the probe query fails in turn (the push, the query, the pop), on a healthy and
+// on a faulted context. Every push that succeeded is popped exactly once, on every path: after a
+// query that found a fault too (never a second pop: one that the driver refused may have left
+// the context pushed or not, and a second could take the caller's own context off its stack);
+// the fault is told whenever the query answered it, even when the pop after it failed; a failed
+// push or pop says nothing of the context.
+BOOST_AUTO_TEST_CASE(the_probe_querys_push_and_pop_balance_on_every_path) {
+    for (const int sticky : {0, cuda::error_launch_failed}) {
+        for (int n = 1; n <= 3; ++n) {
+            fixture f;
+            auto d = f.driver();
+            fault_recorder reactor;
+            auto line = cuda_line::create_on(*d, 0);
+            BOOST_TEST_REQUIRE(line.has_value());
+            f.state.sticky = sticky;
+            f.state.calls.clear();
+            f.state.call_count = 0;
+            f.state.fail_at = n;
+            f.state.fail_status = cuda::error_invalid_context;
+            BOOST_TEST(run_queries());
+            const std::string failed = f.state.failed_call;
+            BOOST_TEST_CONTEXT("sticky " << sticky << ", " << failed << " failed") {
+                BOOST_TEST(!failed.empty());
+                // (A failed call is logged by its name alone.)
+                if (failed == "cuCtxPushCurrent")
+                    BOOST_TEST((f.state.calls == calls_t{"cuCtxPushCurrent"}));
+                else
+                    BOOST_TEST(f.state.count_prefix("cuCtxPopCurrent") == 1u);
+                BOOST_TEST(f.state.calls.size() == (failed == "cuCtxPushCurrent" ? 1u : 3u));
+                // Only a refused pop leaves the push behind.
+                BOOST_TEST(f.state.pushed.size() == (failed == "cuCtxPopCurrent" ? 1u : 0u));
+                // The query's own failure is the context's answer: a fault.
+                const bool told =
+                    failed == "cuStreamQuery" || (sticky != 0 && failed != "cuCtxPushCurrent");
+                BOOST_TEST(reactor.faults_of(line.value().line()).size() ==
+                           (told ? line_words : 0u));
+            }
+        }
+    }
+}
+
 BOOST_FIXTURE_TEST_CASE(queries_run_at_most_once_per_backstop, fixture) {
     auto d = driver();
     backstop_scope b(dur_ns::from_ms(10));

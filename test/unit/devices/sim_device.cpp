@@ -610,12 +610,70 @@ BOOST_AUTO_TEST_CASE(handle_outliving_its_device) {
         busy = dev.make_stream();
         busy->enqueue(dur_ns::from_ms(60000));
     } // the device frees its streams
-    BOOST_TEST(static_cast<bool>(idle));
+    BOOST_TEST(!idle);
     idle.reset(); // the device is gone: nothing to give back, no crash
     BOOST_TEST(!idle);
     sim_stream_handle moved = std::move(busy);
     moved = sim_stream_handle{};
     BOOST_TEST(!moved);
+}
+
+// The port declared before the device, as a new user may write it, so the device goes first:
+// its handles then say so. operator bool is false, get() is null, and a call through -> or *
+// throws errc::device_gone instead of reaching the stream the device freed (it used to test
+// true, and enqueue was a heap-use-after-free in sim_stream::push: a crash in a release build).
+BOOST_AUTO_TEST_CASE(a_handle_whose_device_is_gone_says_so) {
+    const auto gone = [](const std::system_error& e) { return e.code() == errc::device_gone; };
+    for (const bool manual : {true, false}) {
+        sim_stream_handle h;
+        {
+            sim_device dev({1, manual});
+            h = dev.make_stream();
+            BOOST_TEST_REQUIRE(static_cast<bool>(h));
+            BOOST_TEST(h->enqueue(dur_ns::from_us(1)) == 1u);
+        }
+        BOOST_TEST(!h);
+        BOOST_TEST(h.get() == nullptr);
+        BOOST_CHECK_EXCEPTION(h->enqueue(dur_ns::from_us(1)), std::system_error, gone);
+        BOOST_CHECK_EXCEPTION(static_cast<void>((*h).tail()), std::system_error, gone);
+        sim_stream_handle moved = std::move(h);
+        BOOST_TEST(!moved);
+        BOOST_CHECK_EXCEPTION(static_cast<void>(moved->word()), std::system_error, gone);
+        moved.reset(); // nothing to give back
+        BOOST_TEST(!moved);
+    }
+}
+
+// A descriptor for a number the stream was never given would never complete, and a wait on it
+// would hang unnoticed: descriptor_for refuses it with errc::invalid_target (it used to give
+// it). Every number up to the tail, in wrapping order, is given.
+BOOST_AUTO_TEST_CASE(descriptor_for_a_number_past_the_tail_is_refused) {
+    const auto invalid = [](const std::system_error& e) {
+        return e.code() == errc::invalid_target;
+    };
+    sim_device dev({1, true});
+    auto s = dev.make_stream();
+    BOOST_TEST(s->descriptor_for(0).is_complete()); // nothing enqueued: the start is reached
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(1), std::system_error, invalid);
+    const std::uint64_t seq = s->enqueue(dur_ns{});
+    BOOST_TEST(s->descriptor_for(seq).target() == seq);
+    BOOST_TEST(!s->descriptor_for(seq).is_complete());
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(seq + 1), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(seq + 1000), std::system_error, invalid);
+    BOOST_TEST(dev.step_all() == 1u);
+    BOOST_TEST(s->descriptor_for(seq).is_complete());
+    BOOST_TEST(s->descriptor().target() == seq); // descriptor() names the tail: never refused
+
+    // Across the wrap: a caller's line whose word starts two short of 2^64.
+    completion_line line;
+    line.words[3].store(~std::uint64_t{0} - 1, std::memory_order_relaxed);
+    sim_device wrapping({1, true});
+    auto w = wrapping.make_stream(line, *slot_id::at(3));
+    BOOST_TEST(w->enqueue(dur_ns{}) == ~std::uint64_t{0});
+    BOOST_TEST(w->enqueue(dur_ns{}) == 0u);
+    BOOST_TEST(w->descriptor_for(~std::uint64_t{0}).target() == ~std::uint64_t{0});
+    BOOST_TEST(w->descriptor_for(0).target() == 0u);
+    BOOST_CHECK_EXCEPTION(w->descriptor_for(1), std::system_error, invalid);
 }
 
 BOOST_AUTO_TEST_CASE(std_chrono_durations) {

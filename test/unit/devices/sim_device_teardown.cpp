@@ -63,8 +63,8 @@ public:
         entered.open();
         (void)release.wait();
     }
-    void fault_slot(const completion_line&, slot_id) noexcept override {}
-    void retire_slot(const completion_line&, slot_id) noexcept override {}
+    void fault_slot(const completion_line&, slot_id, std::uint64_t) noexcept override {}
+    void retire_slot(const completion_line&, slot_id, detail::slot_retirement) noexcept override {}
 
     std::atomic<int> retired{0};
     gate entered;

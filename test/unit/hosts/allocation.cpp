@@ -83,7 +83,7 @@ BOOST_AUTO_TEST_CASE(retirement_and_faults_allocate_nothing) {
     std_watcher first; // reactors with threads of their own, asked like every other
     std_watcher second;
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     const auto at = [&](std::uint64_t t) {
         return memory_descriptor(line, *slot_id::at(t % 3), t, g);
     };

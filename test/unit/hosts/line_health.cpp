@@ -232,11 +232,66 @@ BOOST_AUTO_TEST_CASE(runs_do_not_overlap) {
     BOOST_TEST(h.runs == 1);
 }
 
+// A turn that comes due while a run is under way is not lost. Here a second caller (a reactor
+// whose backstop came due during a slow query) calls in from inside the run, at virtual time
+// t + 10 ms: it may not run then (runs never overlap), and the first call after the run takes
+// the turn. The caller used to claim the turn (the last run's time moved to t + 10 ms) and then
+// skip it, so nothing ran until t + 20 ms: a fault after the run's query was seen only after
+// two backstops.
+BOOST_AUTO_TEST_CASE(a_turn_due_while_a_run_is_under_way_is_not_lost) {
+    backstop_scope b(dur_ns::from_ms(10));
+    completion_line line;
+    counting_health h;
+    const std::uint64_t t = fresh_health_now();
+    bool inner_ran = true;
+    h.then = [&](const completion_line&) {
+        if (h.runs == 1) inner_ran = detail::query_line_health(t + 10 * ms);
+    };
+    watch_scope w(line, h);
+    BOOST_TEST(detail::query_line_health(t));
+    BOOST_TEST(!inner_ran); // no overlap
+    BOOST_TEST(h.runs == 1);
+    // Due since t + 10 ms: the next call runs it.
+    BOOST_TEST(detail::query_line_health(t + 11 * ms));
+    BOOST_TEST(h.runs == 2);
+    // That run is the last one now: the next turn is a backstop after it.
+    BOOST_TEST(!detail::query_line_health(t + 20 * ms));
+    BOOST_TEST(detail::query_line_health(t + 21 * ms));
+    BOOST_TEST(h.runs == 3);
+}
+
+// The same with two threads: a caller that finds the run under way (blocked inside its query)
+// returns false at once, and the turn it found due runs at the first call after the run.
+BOOST_AUTO_TEST_CASE(a_caller_finding_a_run_under_way_leaves_its_turn_due) {
+    backstop_scope b(dur_ns::from_ms(10));
+    completion_line line;
+    counting_health h;
+    std::atomic<bool> entered{false};
+    std::atomic<bool> release{false};
+    h.then = [&](const completion_line&) {
+        if (h.runs > 1) return;
+        entered = true;
+        while (!release)
+            std::this_thread::yield();
+    };
+    watch_scope w(line, h);
+    const std::uint64_t t = fresh_health_now();
+    std::thread runner([&] { detail::query_line_health(t); });
+    BOOST_TEST_REQUIRE(eventually([&] { return entered.load(); }));
+    const bool ran_during = detail::query_line_health(t + 10 * ms);
+    release = true;
+    runner.join();
+    BOOST_TEST(!ran_during);
+    BOOST_TEST(h.runs == 1);
+    BOOST_TEST(detail::query_line_health(t + 11 * ms));
+    BOOST_TEST(h.runs == 2);
+}
+
 BOOST_AUTO_TEST_CASE(a_querys_fault_reaches_every_reactor_and_the_side_table) {
     backstop_scope b(dur_ns::zero());
     fault_recorder reactor;
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h;
     h.then = [](const completion_line& l) { fault_slot(l, *slot_id::at(3)); };
     watch_scope w(line, h);
@@ -256,7 +311,7 @@ BOOST_AUTO_TEST_CASE(a_querys_fault_reaches_every_reactor_and_the_side_table) {
 BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_faulted) {
     backstop_scope b(dur_ns::zero());
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h;
     h.then = [](const completion_line& l) { fault_slot(l, *slot_id::at(2)); };
     watch_scope w(line, h);
@@ -280,7 +335,7 @@ BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_runs_the_queries_and_its_waits_end_f
 BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_still_parks_when_the_queries_find_nothing) {
     backstop_scope b(dur_ns::zero());
     completion_line line;
-    const std::uint32_t g = adopt_line(line);
+    const std::uint64_t g = adopt_line(line);
     counting_health h; // finds nothing
     watch_scope w(line, h);
     reactor r;

@@ -318,4 +318,52 @@ BOOST_AUTO_TEST_CASE(the_fd_notifier_reports_stale_descriptors_and_faults) {
 
 #endif
 
+// An owner that decided under its own lock to fault or retire a stream's slot, and acts after
+// letting the lock go, names the generation it decided on: a slot given back and made anew
+// meanwhile is not faulted or retired in its old stream's place.
+BOOST_AUTO_TEST_CASE(a_fault_or_retirement_of_an_old_generation_leaves_the_new_stream_alone) {
+    completion_line line;
+    const slot_id slot = *slot_id::at(4);
+    const std::uint64_t first = adopt_line(line);
+    BOOST_TEST(slot_generation(line, slot) == first);
+    retire_slot(line, slot); // the old stream given back, a new one made
+    const std::uint64_t next = slot_generation(line, slot);
+    BOOST_TEST(next > first);
+    const memory_descriptor fresh(line, slot, 1, next);
+    BOOST_TEST(!fault_slot(line, slot, first)); // the old stream's late fault
+    BOOST_TEST((descriptor_status(fresh) == line_status::live));
+    BOOST_TEST(!retire_slot(line, slot, first)); // the old stream's late retirement
+    BOOST_TEST(slot_generation(line, slot) == next);
+    BOOST_TEST((descriptor_status(fresh) == line_status::live));
+    // At the slot's own generation they act.
+    BOOST_TEST(fault_slot(line, slot, next));
+    BOOST_TEST((descriptor_status(fresh) == line_status::faulted));
+    BOOST_TEST(retire_slot(line, slot, next));
+    BOOST_TEST((descriptor_status(fresh) == line_status::stale));
+    // A line never adopted is at generation 0.
+    completion_line yours;
+    BOOST_TEST(!retire_slot(yours, slot, 1));
+    BOOST_TEST(retire_slot(yours, slot, 0));
+    retire_line(line);
+}
+
+// Generations only move forward, past 32 bits too (the counter is 64-bit per line and stops at
+// max_generation, which is never live), so an old descriptor never becomes live again.
+BOOST_AUTO_TEST_CASE(generations_only_move_forward) {
+    completion_line line;
+    std::uint64_t last = adopt_line(line);
+    const memory_descriptor oldest(line, *slot_id::at(0), 1, last);
+    for (int i = 0; i < 1000; ++i) {
+        retire_slot(line, *slot_id::at(i % 8));
+        retire_line(line);
+        const std::uint64_t g = adopt_line(line);
+        BOOST_TEST_REQUIRE(g > last);
+        last = g;
+    }
+    BOOST_TEST((descriptor_status(oldest) == line_status::stale));
+    BOOST_TEST((descriptor_status(memory_descriptor(line, *slot_id::at(0), 1, max_generation)) ==
+                line_status::stale));
+    retire_line(line);
+}
+
 BOOST_AUTO_TEST_SUITE_END()

@@ -50,7 +50,7 @@ public:
     /// The line the host watches.
     const completion_line& line() const noexcept { return mapped_.line(); }
     /// The line's generation, stamped into its descriptors (<gpu_async/line_retirement.hpp>).
-    std::uint32_t generation() const noexcept { return mapped_.generation(); }
+    std::uint64_t generation() const noexcept { return mapped_.generation(); }
 
     /// The mapped line underneath (ownership, sequences, device addresses).
     mapped_line& mapped() noexcept { return mapped_; }
