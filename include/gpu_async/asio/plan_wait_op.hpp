@@ -524,10 +524,11 @@ private:
         const std::shared_ptr<plan_cancel_link> link = m.link;
         reactor_service& svc = *m.svc;
         const Executor ex = m.ex;
-        op_type* op = op_type::create(std::move(self), ex, desc, *keep->reactor.queue.get());
+        op_type* op = op_type::create(std::move(self), desc, *keep->reactor.queue.get());
         const reactor_key key = svc.make_key(*op);
         reactor_service::start_result started{};
         try {
+            op->hold_work(ex);
             if (link) link->waiting_on(key);
             started = svc.start(keep->reactor, op, bound, steady_at(end));
         } catch (...) {
