@@ -26,7 +26,7 @@ fi
 # GLSL source | checked-in header | namespace | array name
 shaders=(
     "include/gpu_async/device/detail/vulkan_line_store.comp|include/gpu_async/device/detail/vulkan_line_store_spirv.hpp|gpu_async::detail|vulkan_line_store_spirv"
-    "test/common/vulkan_spin.comp|test/common/vulkan_spin_spirv.hpp|gpu_async::test|vulkan_spin_spirv"
+    "bench/common/vulkan_spin.comp|bench/common/vulkan_spin_spirv.hpp|gpu_async::bench|vulkan_spin_spirv"
 )
 
 tmp=$(mktemp -d)
@@ -37,7 +37,7 @@ echo "shaders.sh: $(glslangValidator --version | head -1)"
 header() {
     local glsl=$1 out=$2 ns=$3 name=$4 words=$5
     local guard
-    guard=$(echo "$out" | sed 's|^include/||; s|^test/|gpu_async_test/|' | tr 'a-z/.' 'A-Z__')
+    guard=$(echo "$out" | sed 's|^include/||; s|^test/|gpu_async_test/|; s|^bench/|gpu_async_bench/|' | tr 'a-z/.' 'A-Z__')
     cat <<EOF
 // SPDX-License-Identifier: BSL-1.0
 //

@@ -2,16 +2,16 @@
 //
 // test/common/vulkan_work.hpp: real Vulkan device work for the Vulkan tests (test/unit/devices/
 // vulkan.cpp): whether a device is here, a device of the tests' own, and the spin shader
-// (vulkan_spin.comp) as work that runs for a number of iterations, optionally held back until
-// the test opens a gate. Everything goes through the backend's own entry points: no Vulkan
-// header is needed.
+// (bench/common/vulkan_spin.comp) as work that runs for a number of iterations, optionally held
+// back until the test opens a gate. Everything goes through the backend's own entry points: no
+// Vulkan header is needed.
 //
 #ifndef GPU_ASYNC_TEST_COMMON_VULKAN_WORK_HPP
 #define GPU_ASYNC_TEST_COMMON_VULKAN_WORK_HPP
 
 #include <gpu_async/device/vulkan.hpp>
 
-#include "common/vulkan_spin_spirv.hpp"
+#include "../../bench/common/vulkan_spin_spirv.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -357,8 +357,8 @@ private:
                   "vkCreatePipelineLayout"))
             return;
         vulkan::shader_module_create_info shader_info{};
-        shader_info.code_size = sizeof(vulkan_spin_spirv);
-        shader_info.code = vulkan_spin_spirv;
+        shader_info.code_size = sizeof(bench::vulkan_spin_spirv);
+        shader_info.code = bench::vulkan_spin_spirv;
         if (!made(a.create_shader_module(dev_, &shader_info, nullptr, &shader_),
                   "vkCreateShaderModule"))
             return;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSL-1.0
-// The Vulkan tests' device work (test/unit/devices/vulkan.cpp): one invocation adds 1 to
+// Real device work for the Vulkan tests, the demo and the benchmark (test/common/vulkan_work.hpp,
+// bench/common/vulkan_spin.hpp): one invocation adds 1 to
 // `spins` the requested number of times, then counts its run. Each add is an atomic, so the
 // compiler cannot fold the loop. Keep the iterations below 65536: llvmpipe (lavapipe) ends any
-// shader loop after 65535 iterations. Work is held back by a semaphore its submission waits
-// for (test/common/vulkan_work.hpp), not by a loop.
+// shader loop after 65535 iterations: longer work is several dispatches. Work is held back by
+// a semaphore its submission waits for (test/common/vulkan_work.hpp), not by a loop.
 //
 // scripts/ci/shaders.sh compiles it into the words of vulkan_spin_spirv.hpp.
 #version 460

@@ -4,12 +4,12 @@
 // (glslangValidator -V --target-env vulkan1.2). Do not edit: change the GLSL and run
 // scripts/ci/shaders.sh --update; CI checks that these words are what the GLSL compiles to.
 //
-#ifndef GPU_ASYNC_TEST_COMMON_VULKAN_SPIN_SPIRV_HPP
-#define GPU_ASYNC_TEST_COMMON_VULKAN_SPIN_SPIRV_HPP
+#ifndef GPU_ASYNC_BENCH_COMMON_VULKAN_SPIN_SPIRV_HPP
+#define GPU_ASYNC_BENCH_COMMON_VULKAN_SPIN_SPIRV_HPP
 
 #include <cstdint>
 
-namespace gpu_async::test {
+namespace gpu_async::bench {
 
 // clang-format off
 inline constexpr std::uint32_t vulkan_spin_spirv[] = {
@@ -51,6 +51,6 @@ inline constexpr std::uint32_t vulkan_spin_spirv[] = {
 };
 // clang-format on
 
-} // namespace gpu_async::test
+} // namespace gpu_async::bench
 
-#endif // GPU_ASYNC_TEST_COMMON_VULKAN_SPIN_SPIRV_HPP
+#endif // GPU_ASYNC_BENCH_COMMON_VULKAN_SPIN_SPIRV_HPP
