@@ -3,6 +3,8 @@
 
 #include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/std_host.hpp>
+#include <gpu_async/host/wait_fd.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/plan_wait.hpp>
 #include <gpu_async/run_fill.hpp>
@@ -15,6 +17,9 @@
 #include "common/asio.hpp"
 #include <boost/test/unit_test.hpp>
 
+#include <poll.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -312,13 +317,13 @@ asio::awaitable<void> steps(gpu_completion_port& port, spin_work& work, vulkan_l
     }
 }
 
-/// Three coroutines, each with its own work and line on one device, run by `run`.
+/// Four coroutines, each with its own work and line on one device, run by `run`.
 template <class Run>
-void three_coroutines(Run run) {
+void four_coroutines(Run run) {
     auto device = gpu_async::test::make_vulkan_device();
     asio::io_context ctx;
     gpu_completion_port port(ctx);
-    constexpr int coroutines = 3, each = 6;
+    constexpr int coroutines = 4, each = 6;
     std::vector<std::unique_ptr<spin_work>> works;
     std::vector<vulkan_line> lines;
     int done[coroutines] = {};
@@ -343,10 +348,10 @@ void three_coroutines(Run run) {
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(use_awaitable_under_run_on_three_threads) {
-    three_coroutines([](asio::io_context& ctx) {
+BOOST_AUTO_TEST_CASE(use_awaitable_under_run_on_four_threads) {
+    four_coroutines([](asio::io_context& ctx) {
         std::vector<std::thread> threads;
-        for (int t = 0; t < 3; ++t)
+        for (int t = 0; t < 4; ++t)
             threads.emplace_back([&] { ctx.run_for(run_bound); });
         for (auto& t : threads)
             t.join();
@@ -355,7 +360,56 @@ BOOST_AUTO_TEST_CASE(use_awaitable_under_run_on_three_threads) {
 }
 
 BOOST_AUTO_TEST_CASE(use_awaitable_under_run_fill) {
-    three_coroutines([](asio::io_context& ctx) { gpu_async::test::run_fill_bounded(ctx); });
+    four_coroutines([](asio::io_context& ctx) { gpu_async::test::run_fill_bounded(ctx); });
+}
+
+// Real work awaited through an fd_notifier (a program with no io_context): each wait's entry
+// arrives once, with success, and the fd is readable until they are drained.
+BOOST_FIXTURE_TEST_CASE(waits_through_an_fd_notifier, rig) {
+    std_watcher watcher;
+    fd_notifier notifier(watcher);
+    constexpr std::uint64_t waits = 4;
+    for (std::uint64_t i = 0; i < waits; ++i)
+        notifier.watch(spin_then_record(slot(static_cast<std::size_t>(i)), 20000), i);
+    std::vector<fd_notifier::entry> got;
+    const auto end = std::chrono::steady_clock::now() + run_bound;
+    while (got.size() < waits && std::chrono::steady_clock::now() < end) {
+        pollfd p{notifier.fd(), POLLIN, 0};
+        if (::poll(&p, 1, 1000) == 1) notifier.drain(got);
+    }
+    BOOST_TEST_REQUIRE(got.size() == waits);
+    std::sort(got.begin(), got.end(),
+              [](const auto& a, const auto& b) { return a.cookie < b.cookie; });
+    for (std::uint64_t i = 0; i < waits; ++i) {
+        BOOST_TEST(got[i].cookie == i);
+        BOOST_TEST(!got[i].error, got[i].error.message());
+    }
+    BOOST_TEST(work.runs() == static_cast<std::uint32_t>(waits));
+    BOOST_TEST(notifier.drain().empty());
+}
+
+// Submissions in flight on several queues at once, all awaited on one port: a device each
+// (lavapipe offers one queue a device), each with its own work and line.
+BOOST_AUTO_TEST_CASE(many_submissions_on_several_queues) {
+    constexpr int queues = 3, each = 24;
+    std::vector<std::unique_ptr<rig>> rigs;
+    for (int q = 0; q < queues; ++q)
+        rigs.push_back(std::make_unique<rig>());
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    int ok = 0, calls = 0;
+    for (int i = 0; i < each; ++i)
+        for (auto& r : rigs)
+            port.async_wait(r->spin_then_record(slot(static_cast<std::size_t>(i % 8)), 2000),
+                            [&](gpu_async::error_code ec) {
+                                ++calls;
+                                if (!ec) ++ok;
+                            });
+    run_to_completion(ctx);
+    BOOST_TEST(calls == queues * each);
+    BOOST_TEST(ok == queues * each);
+    for (auto& r : rigs)
+        BOOST_TEST(r->work.runs() == static_cast<std::uint32_t>(each));
 }
 
 // Many stores in flight at once, both ways: each wait completes once, with success.
