@@ -97,11 +97,14 @@ public:
     vulkan::device_t dev() const { return device_->device(); }
     vulkan::semaphore_t semaphore() const { return sem_; }
 
+    /// Waits until the last submission has signalled (its command buffer may be pending a
+    /// little after its store landed): before a round's clock starts.
+    void settle() const { check(wait(value_, ~std::uint64_t{0}), "vkWaitSemaphores"); }
+
     /// Submits `work_us` of spin work with the line's store behind it, signalling the semaphore
-    /// at the returned value; `desc` is the store's descriptor. The last submission has run.
+    /// at the returned value; `desc` is the store's descriptor. Call settle() first.
     std::uint64_t submit(unsigned work_us, std::optional<memory_descriptor>& desc) {
         const auto& a = device_->api();
-        check(wait(value_, ~std::uint64_t{0}), "vkWaitSemaphores");
         check(a.reset_command_buffer(cb_, 0), "vkResetCommandBuffer");
         vulkan::command_buffer_begin_info begin{};
         begin.flags = vulkan::command_buffer_usage_one_time_submit_bit;
@@ -217,6 +220,7 @@ inline std::vector<vulkan_row> vulkan_rows(int rounds, unsigned work_us, std::st
         std::uint64_t waited = 0, cpu = 0;
         for (int i = -3; i < rounds; ++i) {
             std::optional<memory_descriptor> desc;
+            rig.settle();
             const std::uint64_t cpu0 = process_cpu_ns();
             const std::uint64_t t0 = now_ns();
             const std::uint64_t value = rig.submit(work_us, desc);
