@@ -401,11 +401,12 @@ END {
     if (!nvk) fail("no Vulkan rows")
     if (!("ours-service" in vki) || !("wait-thread-post" in vki) || !("busy-poll" in vki)) fail("the Vulkan cell lacks a row")
     {
-        printf "Real compute work on %s: one submission at a time of the spin shader for %d us, the\n", vk_dev, vk_w
-        print "line's store recorded behind it, awaited each way; latency from just before `vkQueueSubmit` to"
-        print "the handler, so the work itself is in every row and the rows differ by the wake. CPU is the"
-        print "process's per waited second, including the device's threads (on lavapipe the work runs on the"
-        print "CPU: about one core)."
+        printf "Real compute work on the Vulkan device `%s`: one submission at a time of the spin\n", vk_dev
+        printf "shader for %d us with the line's store recorded behind it, awaited each way; latency from\n", vk_w
+        print "just before `vkQueueSubmit` to the handler, so the work itself is in every row and the rows"
+        print "differ by the wake. CPU is the process's per waited second, including the device's threads"
+        print "(on lavapipe the work runs on the CPU: about one core). Measured by the same run, after the"
+        print "sections above (`--sections vulkan` runs it alone)."
         print ""
         print "| strategy | samples | p50 us | p99 us | max us | CPU s/s | note |"
         print "|---|---:|---:|---:|---:|---:|---|"
