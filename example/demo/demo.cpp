@@ -14,7 +14,7 @@
 // work on the connection's stream, awaits it as the executor and --wait say, and answers 200 with
 // JSON: the version, the request's number, work_us, device, executor, wait, and times_ns since
 // the request was read (received 0, launched: when the launch call returned, completed: the
-// device's store, null on cuda; handler: when the server's code resumed), and
+// device's store, null on cuda and vulkan; handler: when the server's code resumed), and
 // completion_to_handler_ns. Other paths answer 404, other methods 405, a bad N 400, each with
 // {"error": ...}. With --server-only it serves until SIGINT or SIGTERM (unless --duration says
 // otherwise) for curl, ab or wrk, printing its URL first; the summary counts the HTTP responses,
