@@ -1184,9 +1184,9 @@ int main(int argc, char** argv) {
         const std::string load_end = load_average();
         std::printf("\nload average at the end: %s\n", load_end.c_str());
         std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
-                    "%s-executors.csv)\n",
+                    "%s-executors.csv, Vulkan: %s-vulkan.csv)\n",
                     csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str(),
-                    stem.string().c_str());
+                    stem.string().c_str(), stem.string().c_str());
 
         if (cfg.plot != "none") {
             const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;
