@@ -35,7 +35,7 @@
 
 // The Vulkan backend on a real driver: Mesa's lavapipe on CI (a CPU device, no GPU needed),
 // whatever device a developer's machine has elsewhere. The device work is the spin shader
-// (test/common/vulkan_spin.comp): it runs for a number of iterations, and a gated submission
+// (bench/common/vulkan_spin.comp): it runs for a number of iterations, and a gated submission
 // waits until the test opens its gate, so a wait is certainly pending while the test looks. Without
 // a device the device suite is reported as skipped, except under CI (CI=true), where it fails.
 
