@@ -55,6 +55,7 @@
 //
 #include "common/executor_waits.hpp"
 #include "common/stats.hpp"
+#include "common/vulkan_waits.hpp"
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/wait_plan.hpp>
@@ -902,11 +903,33 @@ struct config {
     std::string plot;
     double seconds = 0;
     std::string only;
-    std::string sections = "latency,throughput,executors";
+    std::string sections = "latency,throughput,executors,vulkan";
     std::string cells;        // work_us:pending,... (default: the standard cells)
     unsigned jitter_pct = 25; // of every cell's work
     bool section(const char* name) const { return sections.find(name) != std::string::npos; }
 };
+
+/// The Vulkan cell's table (stdout) and CSV (`path`).
+void print_vulkan(const std::string& path, const std::string& device,
+                  const std::vector<gpu_async::bench::vulkan_row>& rows, int rounds,
+                  unsigned work_us) {
+    std::ofstream vk(path);
+    vk << "device,strategy,work_us,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note\n";
+    std::printf("\n### Vulkan: real compute work on %s, submit to handler, one submission at a "
+                "time (%d of %u us)\n\n",
+                device.c_str(), rounds, work_us);
+    std::printf("| strategy | p50 us | p99 us | max us | CPU s/s | note |\n"
+                "|---|---:|---:|---:|---:|---|\n");
+    for (const auto& r : rows) {
+        std::printf("| %s | %s | %s | %s | %.3f | %s |\n", r.name.c_str(), us(r.lat.p50).c_str(),
+                    us(r.lat.p99).c_str(), us(r.lat.max).c_str(), r.cpu_per_s, r.note.c_str());
+        vk << '"' << device << "\"," << r.name << ',' << work_us << ',' << r.lat.count << ','
+           << r.lat.p50 << ',' << r.lat.p99 << ',' << r.lat.max << ',' << r.cpu_per_s << ",\""
+           << r.note << "\"\n";
+    }
+    std::printf("\nCPU: the process's CPU seconds per waited second, the device's (lavapipe's "
+                "worker threads running the work) included.\n");
+}
 
 /// "work_us:pending,..." as cells; throws po::error on a malformed or empty list.
 std::vector<cell> parse_cells(const std::string& text) {
@@ -953,7 +976,8 @@ int main(int argc, char** argv) {
                                        "'none' to skip; drawn with gnuplot when installed")
         ("only", po::value(&cfg.only), "run only the strategies whose name contains this text")
         ("sections", po::value(&cfg.sections), "which tables to measure, comma-separated: latency, "
-                                               "throughput, executors (default: all three)")
+                                               "throughput, executors, vulkan (real compute work "
+                                               "on a Vulkan device; default: all four)")
         ("cells", po::value(&cfg.cells), "the latency cells, as work_us:pending,... (default "
                                          "10:64,100:64,1000:64,10000:64,1000:4096,1000:65536)")
         ("jitter", po::value(&cfg.jitter_pct), "each item's work varies uniformly by this many "
@@ -1141,12 +1165,28 @@ int main(int argc, char** argv) {
                             "each enqueue to the waiter's return).\n");
         }
 
+        if (cfg.section("vulkan")) {
+            const int rounds = cfg.quick ? 40 : 400;
+            const unsigned work_us = cfg.quick ? 200 : 1000;
+            std::string device;
+            std::vector<gpu_async::bench::vulkan_row> rows;
+            try {
+                rows = gpu_async::bench::vulkan_rows(rounds, work_us, device);
+            } catch (const std::exception& e) {
+                // No CSV: scripts/perf-report.sh then refuses the run rather than drop the cell.
+                std::printf("\n### Vulkan: skipped (%s; Debian: apt-get install "
+                            "mesa-vulkan-drivers)\n",
+                            e.what());
+            }
+            if (!rows.empty())
+                print_vulkan(stem.string() + "-vulkan.csv", device, rows, rounds, work_us);
+        }
         const std::string load_end = load_average();
         std::printf("\nload average at the end: %s\n", load_end.c_str());
         std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
-                    "%s-executors.csv)\n",
+                    "%s-executors.csv, Vulkan: %s-vulkan.csv)\n",
                     csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str(),
-                    stem.string().c_str());
+                    stem.string().c_str(), stem.string().c_str());
 
         if (cfg.plot != "none") {
             const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;

@@ -61,8 +61,8 @@ fi
 
 args=$(cat "$run/args.txt")
 for f in gpu-async-bench.md gpu-async-bench.csv gpu-async-bench-cdf.csv \
-    gpu-async-bench-throughput.csv gpu-async-bench-executors.csv gpu-async-bench.png \
-    wait-memory.md; do
+    gpu-async-bench-throughput.csv gpu-async-bench-executors.csv gpu-async-bench-vulkan.csv \
+    gpu-async-bench.png wait-memory.md; do
     [ -s "$run/$f" ] || die "missing or empty: $run/$f (gnuplot draws the .png: apt-get install gnuplot-nox)"
 done
 check_header() {
@@ -75,6 +75,7 @@ check_header gpu-async-bench.csv "work_us,pending,strategy,samples,p50_ns,p90_ns
 check_header gpu-async-bench-cdf.csv "work_us,pending,strategy,fraction,latency_us"
 check_header gpu-async-bench-throughput.csv "pending,mode,completions_per_s,cpu_s_per_s,fraction_of_post_loop"
 check_header gpu-async-bench-executors.csv "executor,doorbell,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note"
+check_header gpu-async-bench-vulkan.csv "device,strategy,work_us,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note"
 for key in '^kernel: ' '^Model name:' '^CPU\(s\):' '^word wait path: ' '^work jitter: ' \
     '^load average at start: ' '^load average at the end: '; do
     grep -Eq "$key" "$run/gpu-async-bench.md" || die "$run/gpu-async-bench.md: no line matching '$key'"
@@ -147,6 +148,18 @@ FILENAME ~ /-executors\.csv$/ {
     gsub(/^"|"$/, "", line)
     nex++; ex_n[nex] = e[1]; ex_d[nex] = e[2]; ex_s[nex] = e[3] + 0; ex_50[nex] = e[4] + 0
     ex_99[nex] = e[5] + 0; ex_mx[nex] = e[6] + 0; ex_c[nex] = e[7] + 0; ex_note[nex] = line
+    next
+}
+FILENAME ~ /-vulkan\.csv$/ {
+    if (FNR == 1) next
+    # "device",strategy,work_us,samples,p50,p99,max,cpu,"note"
+    line = $0
+    p = index(substr(line, 2), "\""); vk_dev = substr(line, 2, p - 1); line = substr(line, p + 3)
+    for (i = 1; i <= 7; i++) { p = index(line, ","); e[i] = substr(line, 1, p - 1); line = substr(line, p + 1) }
+    gsub(/^"|"$/, "", line)
+    nvk++; vk_n[nvk] = e[1]; vk_w = e[2] + 0; vk_s[nvk] = e[3] + 0; vk_50[nvk] = e[4] + 0
+    vk_99[nvk] = e[5] + 0; vk_mx[nvk] = e[6] + 0; vk_c[nvk] = e[7] + 0; vk_note[nvk] = line
+    vki[e[1]] = nvk
     next
 }
 END {
@@ -381,11 +394,36 @@ END {
         for (k = 1; k <= nex; k++)
             printf "| %s | %s | %s | %s | %s | %.3f | %s |\n", ex_n[k], ex_d[k], us(ex_50[k]), us(ex_99[k]), us(ex_mx[k]), ex_c[k], ex_note[k]
     }
+
+    print ""
+    print "## Vulkan on a real driver"
+    print ""
+    if (!nvk) fail("no Vulkan rows")
+    if (!("ours-service" in vki) || !("wait-thread-post" in vki) || !("busy-poll" in vki)) fail("the Vulkan cell lacks a row")
+    {
+        printf "Real compute work on the Vulkan device `%s`: one submission at a time of the spin\n", vk_dev
+        printf "shader for %d us with the line's store recorded behind it, awaited each way; latency from\n", vk_w
+        print "just before `vkQueueSubmit` to the handler, so the work itself is in every row and the rows"
+        print "differ by the wake. CPU is the process's per waited second, including the device's threads"
+        print "(on lavapipe the work runs on the CPU: about one core). Measured by the same run, after the"
+        print "sections above (`--sections vulkan` runs it alone)."
+        print ""
+        print "| strategy | samples | p50 us | p99 us | max us | CPU s/s | note |"
+        print "|---|---:|---:|---:|---:|---:|---|"
+        for (k = 1; k <= nvk; k++)
+            printf "| %s | %d | %s | %s | %s | %.3f | %s |\n", vk_n[k], vk_s[k], us(vk_50[k]), us(vk_99[k]), us(vk_mx[k]), vk_c[k], vk_note[k]
+        o = vki["ours-service"]; t = vki["wait-thread-post"]; b = vki["busy-poll"]
+        print ""
+        printf "- The port under `run()` (ours-service) answered at %s us at the median and %s us at p99\n", us(vk_50[o]), us(vk_99[o])
+        printf "  against %s / %s us for a thread in `vkWaitSemaphores` posting to the io_context, and\n", us(vk_50[t]), us(vk_99[t])
+        printf "  %s / %s us for a busy poll of the counter, which took %.3f CPU s/s to the port's %.3f.\n", us(vk_50[b]), us(vk_99[b]), vk_c[b], vk_c[o]
+    }
 }
 AWK
 )
 awk -v run="$run" -v args="$args" "$prog" "$run/gpu-async-bench.md" "$run/gpu-async-bench.csv" \
-    "$run/gpu-async-bench-throughput.csv" "$run/gpu-async-bench-executors.csv" >"$tmp"
+    "$run/gpu-async-bench-throughput.csv" "$run/gpu-async-bench-executors.csv" \
+    "$run/gpu-async-bench-vulkan.csv" >"$tmp"
 [ -s "$tmp" ] || die "the report came out empty"
 grep -q '^| pending | port: heap bytes per wait |' "$run/wait-memory.md" ||
     die "$run/wait-memory.md: not the table wait-memory-bench writes"

@@ -14,7 +14,7 @@
 // work on the connection's stream, awaits it as the executor and --wait say, and answers 200 with
 // JSON: the version, the request's number, work_us, device, executor, wait, and times_ns since
 // the request was read (received 0, launched: when the launch call returned, completed: the
-// device's store, null on cuda; handler: when the server's code resumed), and
+// device's store, null on cuda and vulkan; handler: when the server's code resumed), and
 // completion_to_handler_ns. Other paths answer 404, other methods 405, a bad N 400, each with
 // {"error": ...}. With --server-only it serves until SIGINT or SIGTERM (unless --duration says
 // otherwise) for curl, ab or wrk, printing its URL first; the summary counts the HTTP responses,
@@ -32,6 +32,13 @@
 //         stream. Without a driver, device or capability the demo prints one coded error
 //         ("error [10]: libcuda.so.1 is unavailable: ...") and exits 1. Completion-to-handler
 //         latency is not measured there: the host cannot see when the device stored.
+//   vulkan a real Vulkan device of the demo's own (<gpu_async/device/vulkan.hpp>, the loader
+//         found at run time; Mesa's lavapipe where there is no GPU): each request is a compute
+//         submission of the spin shader (bench/common/vulkan_spin.comp) looping for --work-us
+//         (calibrated at start) that signals the connection's timeline semaphore, then a
+//         vulkan_line's store behind that value (await_semaphore), or, for plan-driven waits, a
+//         vulkan_source over the semaphore. Without a loader or a capable device: one coded
+//         error, exit 1. Completion-to-handler latency is not measured, as on cuda.
 //
 // Executors (--executor, resolved at start-up through gpu_async::resolve() along io-uring ->
 // gpu-reactor -> naive; a fallback prints its coded warning, --strict refuses instead):
@@ -58,6 +65,7 @@
 // naming it, then a hint to --help).
 //
 #include "../../bench/common/stats.hpp"
+#include "../../bench/common/vulkan_spin.hpp"
 #include "../common/executor_select.hpp"
 
 #include <gpu_async/core/estimator.hpp>
@@ -66,6 +74,7 @@
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/device/vulkan.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
@@ -152,6 +161,7 @@ struct options {
     std::string connect;
     asio::ip::address connect_address;
     std::string device = "sim";
+    std::string device_name; // a real device's own name, once opened
     bool json = false;
     bool http = false;
     bool until_signal = false; // --duration 0 (server-only): serve until SIGINT or SIGTERM
@@ -203,7 +213,7 @@ po::options_description describe(options& o) {
          "client connections, 1..1024")
         ("work-us", po::value(&o.work_us)->default_value(100),
          "device work per request, in microseconds, 0..1000000 (cuda: a memset of 1 MiB per "
-         "microsecond, at most 1 GiB)")
+         "microsecond, at most 1 GiB; vulkan: a shader loop calibrated to it)")
         ("executor", po::value(&o.executor)->default_value("gpu-reactor"),
          "how the server awaits the device, resolved at start along io-uring -> gpu-reactor -> "
          "naive (a fallback prints a coded warning): gpu-reactor (Asio sockets; the "
@@ -227,8 +237,9 @@ po::options_description describe(options& o) {
          "run only the load generator against --connect")
         ("connect", po::value(&o.connect), "host:port of the server (loopback only) for --client-only")
         ("device", po::value(&o.device)->default_value("sim"),
-         "device: sim (the simulated device) or cuda (CUDA device 0; exits 1 with a coded error "
-         "where no driver or device exists)")
+         "device: sim (the simulated device), cuda (CUDA device 0) or vulkan (a Vulkan device, "
+         "lavapipe where there is no GPU: each request a compute submission); cuda and vulkan "
+         "exit 1 with a coded error where no driver or device exists")
         ("json", po::bool_switch(&o.json),
          "print the results as JSON (progress goes to stderr): times in integer nanoseconds, "
          "with the library version")
@@ -257,8 +268,8 @@ void validate(options& o, bool wait_given, bool duration_given) {
     if (o.port > 65535) throw usage_error{"--port must be at most 65535"};
     if (o.server_only && o.client_only)
         throw usage_error{"--server-only and --client-only exclude each other"};
-    if (o.device != "sim" && o.device != "cuda")
-        throw usage_error{"--device must be sim or cuda, not '" + o.device + "'"};
+    if (o.device != "sim" && o.device != "cuda" && o.device != "vulkan")
+        throw usage_error{"--device must be sim, cuda or vulkan, not '" + o.device + "'"};
     const auto kind = gpu_async::parse_executor_kind(o.executor);
     if (!kind.has_value())
         throw usage_error{"--executor: error [" + std::to_string(kind.error().code().value()) +
@@ -352,7 +363,9 @@ std::string wait_words(const options& o) {
 std::string run_description(const options& o) {
     const std::string server =
         std::string(o.http ? "an HTTP/1.1 server" : "a TCP server") + " on one thread";
-    const std::string gpu = o.device == "cuda" ? "CUDA GPU 0" : "a simulated GPU";
+    const std::string gpu = o.device == "cuda"     ? "CUDA GPU 0"
+                            : o.device == "vulkan" ? "the Vulkan device " + o.device_name
+                                                   : "a simulated GPU";
     const std::string many = server + " answers many requests at once; each runs work on " + gpu;
     std::string what;
     if (o.runs == executor_kind::naive)
@@ -619,14 +632,198 @@ private:
     std::optional<gpu_async::cuda_source> source_;
 };
 
+// A Vulkan device of the demo's own, the spin shader calibrated on it, one command pool, and the
+// lines whose slots the connections store into (eight per line, slots reused). Each connection
+// takes a slot, a timeline semaphore and a command buffer, and gives them back when it ends; the
+// semaphores and command buffers are destroyed only with the environment, after the device went
+// idle, since a line's batch may still wait on a semaphore after its connection is gone. Used on
+// the server thread only (and the main thread once the server has stopped).
+class vulkan_env {
+public:
+    // What a connection holds: its slot, its semaphore (signalled at `value` by its last
+    // submission) and its command buffer.
+    struct lane_objects {
+        unsigned slot = 0;
+        gpu_async::vulkan::semaphore_t semaphore{};
+        std::uint64_t value = 0;
+        gpu_async::vulkan::command_buffer_t command_buffer{};
+    };
+
+    static gpu_async::result<std::unique_ptr<vulkan_env>> open() {
+        namespace vk = gpu_async::vulkan;
+        auto loader = gpu_async::vulkan_loader::load();
+        if (!loader.has_value()) return loader.error();
+        auto device = gpu_async::vulkan_device::create(*loader.value());
+        if (!device.has_value()) return device.error();
+        std::unique_ptr<vulkan_env> env(new vulkan_env(std::move(device).value()));
+        env->spin_.emplace(*env->device_);
+        if (auto e = env->spin_->open()) return *e;
+        vk::command_pool_create_info info{};
+        info.flags = vk::command_pool_create_reset_command_buffer_bit;
+        info.queue_family_index = env->device_->queue_family();
+        if (const auto r = env->api().create_command_pool(env->dev(), &info, nullptr, &env->pool_);
+            r != vk::success)
+            return env->device_->error("vkCreateCommandPool", r);
+        return env;
+    }
+
+    vulkan_env(const vulkan_env&) = delete;
+    vulkan_env& operator=(const vulkan_env&) = delete;
+
+    ~vulkan_env() {
+        lines_.clear(); // each retires its waits and awaits its stores before its memory goes
+        static_cast<void>(api().device_wait_idle(dev()));
+        for (const lane_objects& l : free_) {
+            api().destroy_semaphore(dev(), l.semaphore, nullptr);
+            api().free_command_buffers(dev(), pool_, 1, &l.command_buffer);
+        }
+        if (pool_ != gpu_async::vulkan::command_pool_t{})
+            api().destroy_command_pool(dev(), pool_, nullptr);
+        spin_.reset();
+    }
+
+    gpu_async::vulkan_device& device() { return *device_; }
+    const gpu_async::bench::vulkan_spin& spin() const { return *spin_; }
+    const gpu_async::vulkan::device_api& api() const { return device_->api(); }
+    gpu_async::vulkan::device_t dev() const { return device_->device(); }
+
+    // A connection's objects: given back ones, once their last submission has run (its command
+    // buffer is then no longer pending), or new ones (a new line when every slot is taken).
+    gpu_async::result<lane_objects> take() {
+        namespace vk = gpu_async::vulkan;
+        if (!free_.empty()) {
+            lane_objects l = free_.back();
+            vk::semaphore_wait_info wait{};
+            wait.semaphore_count = 1;
+            wait.semaphores = &l.semaphore;
+            wait.values = &l.value;
+            if (const auto r = api().wait_semaphores(dev(), &wait, 10'000'000'000ull);
+                r != vk::success)
+                return device_->error("vkWaitSemaphores", r);
+            free_.pop_back();
+            return l;
+        }
+        lane_objects l;
+        l.slot = next_;
+        if (l.slot / gpu_async::line_words >= lines_.size()) {
+            auto line = gpu_async::vulkan_line::create(*device_);
+            if (!line.has_value()) return line.error();
+            lines_.push_back(std::make_unique<gpu_async::vulkan_line>(std::move(line).value()));
+        }
+        vk::semaphore_type_create_info type{};
+        type.semaphore_type = vk::semaphore_type_timeline;
+        vk::semaphore_create_info sem_info{};
+        sem_info.next = &type;
+        if (const auto r = api().create_semaphore(dev(), &sem_info, nullptr, &l.semaphore);
+            r != vk::success)
+            return device_->error("vkCreateSemaphore", r);
+        vk::command_buffer_allocate_info alloc{};
+        alloc.command_pool = pool_;
+        alloc.command_buffer_count = 1;
+        if (const auto r = api().allocate_command_buffers(dev(), &alloc, &l.command_buffer);
+            r != vk::success) {
+            api().destroy_semaphore(dev(), l.semaphore, nullptr);
+            return device_->error("vkAllocateCommandBuffers", r);
+        }
+        ++next_;
+        return l;
+    }
+    void give_back(const lane_objects& l) { free_.push_back(l); }
+
+    gpu_async::vulkan_line& line_of(unsigned n) { return *lines_[n / gpu_async::line_words]; }
+    static gpu_async::slot_id slot_of(unsigned n) {
+        return *gpu_async::slot_id::at(n % gpu_async::line_words);
+    }
+
+private:
+    explicit vulkan_env(std::unique_ptr<gpu_async::vulkan_device> device)
+        : device_(std::move(device)) {}
+
+    std::unique_ptr<gpu_async::vulkan_device> device_; // before all that uses it
+    std::optional<gpu_async::bench::vulkan_spin> spin_;
+    gpu_async::vulkan::command_pool_t pool_{};
+    std::vector<std::unique_ptr<gpu_async::vulkan_line>> lines_;
+    std::vector<lane_objects> free_;
+    unsigned next_ = 0;
+};
+
+// A connection's Vulkan lane: each request is one submission of the spin shader that signals the
+// lane's timeline semaphore at its next value; the store is the line's batch that awaits it.
+class vulkan_lane {
+public:
+    static gpu_async::result<std::unique_ptr<vulkan_lane>> make(vulkan_env& env) {
+        auto objects = env.take();
+        if (!objects.has_value()) return objects.error();
+        std::unique_ptr<vulkan_lane> lane(new vulkan_lane(env, objects.value()));
+        auto source = gpu_async::vulkan_source::create(
+            env.line_of(lane->o_.slot), vulkan_env::slot_of(lane->o_.slot), lane->o_.semaphore);
+        if (!source.has_value()) return source.error();
+        lane->source_.emplace(std::move(source).value());
+        lane->source_->set_target(lane->o_.value);
+        return lane;
+    }
+
+    vulkan_lane(const vulkan_lane&) = delete;
+    vulkan_lane& operator=(const vulkan_lane&) = delete;
+    ~vulkan_lane() { env_->give_back(o_); }
+
+    // The spin shader for `work_us`, recorded afresh (the lane's last submission has run: it
+    // was awaited) and submitted signalling the semaphore at the next value.
+    std::optional<gpu_async::coded_error> launch(unsigned work_us) {
+        namespace vk = gpu_async::vulkan;
+        const auto& a = env_->api();
+        const vk::command_buffer_t cb = o_.command_buffer;
+        if (const auto r = a.reset_command_buffer(cb, 0); r != vk::success)
+            return env_->device().error("vkResetCommandBuffer", r);
+        vk::command_buffer_begin_info begin{};
+        begin.flags = vk::command_buffer_usage_one_time_submit_bit;
+        if (const auto r = a.begin_command_buffer(cb, &begin); r != vk::success)
+            return env_->device().error("vkBeginCommandBuffer", r);
+        env_->spin().record(cb, work_us);
+        if (const auto r = a.end_command_buffer(cb); r != vk::success)
+            return env_->device().error("vkEndCommandBuffer", r);
+        const std::uint64_t value = o_.value + 1;
+        vk::timeline_semaphore_submit_info timeline{};
+        timeline.signal_semaphore_value_count = 1;
+        timeline.signal_semaphore_values = &value;
+        vk::submit_info info{};
+        info.next = &timeline;
+        info.command_buffer_count = 1;
+        info.command_buffers = &cb;
+        info.signal_semaphore_count = 1;
+        info.signal_semaphores = &o_.semaphore;
+        if (const auto r = env_->device().submit(1, &info); r != vk::success)
+            return env_->device().error("vkQueueSubmit", r);
+        o_.value = value;
+        source_->set_target(value);
+        return std::nullopt;
+    }
+    gpu_async::result<gpu_async::memory_descriptor> mark() {
+        return env_->line_of(o_.slot).await_semaphore(vulkan_env::slot_of(o_.slot), o_.semaphore,
+                                                      o_.value);
+    }
+    gpu_async::vulkan_source& source() { return *source_; }
+    std::uint64_t stored_at() const { return 0; }
+
+private:
+    vulkan_lane(vulkan_env& env, const vulkan_env::lane_objects& o)
+        : env_(&env)
+        , o_(o) {}
+
+    vulkan_env* env_;
+    vulkan_env::lane_objects o_;
+    std::optional<gpu_async::vulkan_source> source_;
+};
+
 // ---------------------------------------------------------------------------------------------
 // Servers: the common part (what run() reads) and one class per way of serving.
 
 class server {
 public:
-    server(const options& o, cuda_env* cuda)
+    server(const options& o, cuda_env* cuda, vulkan_env* vulkan)
         : opts_(o)
-        , cuda_(cuda) {}
+        , cuda_(cuda)
+        , vulkan_(vulkan) {}
     virtual ~server() = default;
 
     virtual unsigned short port() const = 0;
@@ -667,6 +864,7 @@ protected:
 
     const options& opts_;
     cuda_env* cuda_;
+    vulkan_env* vulkan_;
     gpu_async::bench::thread_cpu_set device_threads_;
     gpu_async::point_table<int> table_; // server thread only
     std::vector<std::uint64_t> c2h_;    // server thread only, until stop()
@@ -681,8 +879,8 @@ protected:
 // gpu-reactor and naive: Asio sockets on one io_context.
 class asio_server final : public server {
 public:
-    asio_server(const options& o, cuda_env* cuda)
-        : server(o, cuda)
+    asio_server(const options& o, cuda_env* cuda, vulkan_env* vulkan)
+        : server(o, cuda, vulkan)
         , device_(gpu_async::sim_device::options{1, false})
         , acceptor_(ctx_, tcp::endpoint(asio::ip::address_v4::loopback(),
                                         static_cast<unsigned short>(o.port))) {
@@ -734,6 +932,13 @@ private:
         socket.set_option(tcp::no_delay(true), opt_ec);
         if (cuda_ != nullptr) {
             auto lane = cuda_lane::make(*cuda_);
+            if (!lane.has_value()) {
+                fail(lane.error().message());
+                co_return;
+            }
+            co_await serve_either(socket, *lane.value());
+        } else if (vulkan_ != nullptr) {
+            auto lane = vulkan_lane::make(*vulkan_);
             if (!lane.has_value()) {
                 fail(lane.error().message());
                 co_return;
@@ -890,8 +1095,8 @@ private:
 // io-uring: one thread, one ring for the sockets and the device waits (FILL on uring_idle).
 class ring_server final : public server {
 public:
-    ring_server(const options& o, cuda_env* cuda, gpu_async::uring_idle idle)
-        : server(o, cuda)
+    ring_server(const options& o, cuda_env* cuda, vulkan_env* vulkan, gpu_async::uring_idle idle)
+        : server(o, cuda, vulkan)
         , device_(gpu_async::sim_device::options{1, false})
         , idle_(std::move(idle)) {
         listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -1013,6 +1218,12 @@ private:
                 fail(lane.error().message());
             else
                 co_await serve(fd, *lane.value());
+        } else if (vulkan_ != nullptr) {
+            auto lane = vulkan_lane::make(*vulkan_);
+            if (!lane.has_value())
+                fail(lane.error().message());
+            else
+                co_await serve(fd, *lane.value());
         } else {
             auto stream_handle = device_.make_stream();
             gpu_async::sim_stream& stream = *stream_handle;
@@ -1084,16 +1295,16 @@ private:
 #endif // GPU_ASYNC_HAS_LIBURING
 
 // The server the options ask for (after resolution).
-std::unique_ptr<server> make_server(const options& o, cuda_env* cuda) {
+std::unique_ptr<server> make_server(const options& o, cuda_env* cuda, vulkan_env* vulkan) {
 #if GPU_ASYNC_HAS_LIBURING
     if (o.runs == executor_kind::io_uring) {
         auto idle = gpu_async::examples::make_ring(o.fail_ring);
         // Resolved a moment ago; a second ring may still be refused.
         if (!idle.has_value()) throw std::runtime_error(idle.error().message());
-        return std::make_unique<ring_server>(o, cuda, std::move(idle).value());
+        return std::make_unique<ring_server>(o, cuda, vulkan, std::move(idle).value());
     }
 #endif
-    return std::make_unique<asio_server>(o, cuda);
+    return std::make_unique<asio_server>(o, cuda, vulkan);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1293,7 +1504,9 @@ void print_table(const options& o, const results& r, unsigned short port) {
         std::snprintf(text, sizeof text, "%.1f %% of one core", 100 * s_per_s);
         row(what, text);
     };
-    const std::string gpu = o.device == "cuda" ? "CUDA GPU 0" : "simulated GPU";
+    const std::string gpu = o.device == "cuda"     ? "CUDA GPU 0"
+                            : o.device == "vulkan" ? "Vulkan device " + o.device_name
+                                                   : "simulated GPU";
     std::printf("\ngpu-async-demo summary: %s on 127.0.0.1:%u, %s\n", mode_words(o).c_str(),
                 static_cast<unsigned>(port), gpu.c_str());
     if (!o.client_only)
@@ -1346,9 +1559,9 @@ void print_table(const options& o, const results& r, unsigned short port) {
             std::to_string(r.failed_connections) + " (" + r.first_error + ")");
     std::printf("\n  CPU: how busy each part kept one core over the run (200 %% would be two whole "
                 "cores).\n");
-    if (o.device == "cuda")
-        std::printf("  Completion-to-handler latency is not measured on a CUDA GPU: the computer "
-                    "cannot see\n  when the GPU wrote its completion word.\n");
+    if (o.device != "sim")
+        std::printf("  Completion-to-handler latency is not measured on a real device: the "
+                    "computer cannot see\n  when the device wrote its completion word.\n");
     else
         std::printf("  Completion-to-handler latency: from the GPU work finishing (the simulated "
                     "GPU notes the\n  time just before it writes its completion word) to the "
@@ -1435,7 +1648,7 @@ void progress(const options& o, std::uint64_t start_ns, std::uint64_t end_ns, Co
     if (tty) std::fputc('\n', out);
 }
 
-int run(const options& o, cuda_env* cuda) {
+int run(const options& o, cuda_env* cuda, vulkan_env* vulkan) {
     results r;
     // SIGINT and SIGTERM end the run early; the progress loop polls for them.
     asio::io_context signal_ctx(1);
@@ -1455,7 +1668,7 @@ int run(const options& o, cuda_env* cuda) {
     std::unique_ptr<client> cli;
     unsigned short port = static_cast<unsigned short>(o.port);
     if (!o.client_only) {
-        srv = make_server(o, cuda);
+        srv = make_server(o, cuda, vulkan);
         port = srv->port();
         srv->start();
         if (o.server_only) {
@@ -1593,6 +1806,7 @@ int main(int argc, char** argv) {
     // device or capability: one coded line, exit 1. A strict executor the host cannot run: the
     // coded refusal, exit 1. A fallback: the coded warning, then the kind that runs.
     std::unique_ptr<cuda_env> cuda;
+    std::unique_ptr<vulkan_env> vulkan;
     if (!o.client_only) {
         FILE* info = o.json ? stderr : stdout;
         if (o.device == "cuda") {
@@ -1603,6 +1817,15 @@ int main(int argc, char** argv) {
             }
             cuda = std::move(env).value();
         }
+        if (o.device == "vulkan") {
+            auto env = vulkan_env::open();
+            if (!env.has_value()) {
+                gpu_async::examples::print_coded(stderr, "gpu-async-demo: ", "error", env.error());
+                return 1;
+            }
+            vulkan = std::move(env).value();
+            o.device_name = "'" + vulkan->device().name() + "'";
+        }
         const auto resolved = gpu_async::examples::select_executor(
             o.requested, o.strict, o.fail_ring, info, "gpu-async-demo: ");
         if (!resolved.has_value()) return 1;
@@ -1611,7 +1834,7 @@ int main(int argc, char** argv) {
         std::fflush(info);
     }
     try {
-        return run(o, cuda.get());
+        return run(o, cuda.get(), vulkan.get());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpu-async-demo: %s\n", e.what());
         return 1;

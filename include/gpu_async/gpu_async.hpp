@@ -23,6 +23,7 @@
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/device/metal.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/device/vulkan.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>

@@ -28,6 +28,7 @@
 #include <gpu_async/impl/reactor_shell.ipp>
 #include <gpu_async/impl/run_fill.ipp>
 #include <gpu_async/impl/sim_device.ipp>
+#include <gpu_async/impl/vulkan.ipp>
 #include <gpu_async/impl/wait_fd.ipp>
 #include <gpu_async/impl/wordwait.ipp>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSL-1.0
-# scripts/ci/backends.sh: compile the CUDA- and HIP-dependent parts on a machine without a GPU,
-# then build the real-device tests (test/gpu, test/metal) and run them to their clean skip.
+# scripts/ci/backends.sh: compile the CUDA-, HIP- and Vulkan-dependent parts on a machine without a
+# GPU, then build the real-device tests (test/gpu, test/metal) and run them to their clean skip.
 #
 #  1. HIP: installs Debian's libamdhip64-dev (ROCm 5.2 headers; it pulls no Boost) and compiles
 #     test/abi/hip_abi.cpp with g++ and clang++ (-Werror, __HIP_PLATFORM_AMD__), with the HIP
@@ -9,12 +9,16 @@
 #     HIP ABI (types, statuses, flags, entry-point signatures) must match the vendor's.
 #  2. CUDA: where /usr/local/cuda exists (the CUDA toolkit; no driver needed), compiles
 #     test/abi/cuda_abi.cpp the same way against cuda.h; elsewhere says it skipped.
-#  3. test/gpu: configures with -DGPU_ASYNC_BUILD_GPU_TESTS=ON (nvcc compiles the trapping
+#  3. Vulkan: compiles test/abi/vulkan_abi.cpp with g++ and clang++ (-Werror) against Debian's
+#     libvulkan-dev (vulkan_core.h; installed where missing): the backend's own declarations of
+#     the Vulkan ABI (handles, values, structure layouts, entry-point signatures) must match the
+#     vendor's. (The Vulkan tests themselves run on a real driver, lavapipe, in the unit suite.)
+#  4. test/gpu: configures with -DGPU_ASYNC_BUILD_GPU_TESTS=ON (nvcc compiles the trapping
 #     kernel when the toolkit exists), builds gpu_async_gpu_tests with g++ and clang++ under
 #     -Werror, and runs each: without a driver it must print "skipped: ..." and exit 0; with one
 #     it runs the device tests and must pass. The GPU benchmark (bench/gpu_bench.cpp) is built
 #     and run the same way (a clean skip without a driver, a table with one).
-#  4. test/metal: the Metal device tests (-DGPU_ASYNC_BUILD_METAL_TESTS=ON), plain C++ that loads
+#  5. test/metal: the Metal device tests (-DGPU_ASYNC_BUILD_METAL_TESTS=ON), plain C++ that loads
 #     the Objective-C runtime and Metal.framework at run time, are built with g++ and clang++
 #     under -Werror, must link neither, and must print "skipped: ..." and exit 0 off Apple
 #     systems.
@@ -40,6 +44,7 @@ command -v cmake >/dev/null 2>&1 || need+=(cmake)
 dpkg -s libboost1.81-dev >/dev/null 2>&1 || dpkg -s libboost-dev >/dev/null 2>&1 ||
     need+=(libboost1.81-dev)
 [ -f /usr/include/hip/hip_runtime_api.h ] || need+=(libamdhip64-dev)
+[ -f /usr/include/vulkan/vulkan_core.h ] || need+=(libvulkan-dev)
 if ((${#need[@]})); then
     say "installing ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -57,6 +62,13 @@ for cxx in g++ clang++; do
     timeout "$limit" "$cxx" "${flags[@]}" -D__HIP_PLATFORM_AMD__ \
         -include hip/hip_runtime_api.h test/abi/hip_abi.cpp
     say "HIP ABI check passed ($cxx)"
+done
+
+say "Vulkan: test/abi/vulkan_abi.cpp against $(dpkg -s libvulkan-dev 2>/dev/null |
+    sed -n 's/^Version: //p' || echo 'vulkan_core.h')"
+for cxx in g++ clang++; do
+    timeout "$limit" "$cxx" "${flags[@]}" test/abi/vulkan_abi.cpp
+    say "Vulkan ABI check passed ($cxx)"
 done
 
 cuda_root=/usr/local/cuda

@@ -5,7 +5,7 @@
 #   core       core/, version.hpp, detail/config.hpp: the standard library only
 #   word wait  detail/ (futex, the architecture loops, the bell waiter), wordwait.hpp, doorbell.hpp
 #   hosts      host/, line_retirement.hpp: threads, locks, the line's life
-#   devices    device/: the simulated device, CUDA, HIP, Metal
+#   devices    device/: the simulated device, CUDA, HIP, Metal, Vulkan
 #   asio       asio/ (the reactor service, the operations), the public port headers
 # A file may include its own layer and the layers below; names each include that goes up and
 # fails. Core also stays free of OS headers, Boost and vendor names (checked here too).
@@ -18,7 +18,7 @@ root = 'include/gpu_async'
 rank = {'core': 0, 'word wait': 1, 'hosts': 2, 'devices': 3, 'asio': 4}
 impl_layer = {'wordwait': 'word wait', 'line_retirement': 'hosts', 'wait_fd': 'hosts',
               'sim_device': 'devices', 'mapped_line': 'devices', 'cuda': 'devices',
-              'hip': 'devices', 'metal': 'devices'}
+              'hip': 'devices', 'metal': 'devices', 'vulkan': 'devices'}
 top_layer = {'version.hpp': 'core', 'wordwait.hpp': 'word wait', 'doorbell.hpp': 'word wait',
              'line_retirement.hpp': 'hosts'}
 
@@ -38,7 +38,7 @@ def layer(rel):
 
 bad = []
 core_forbidden = re.compile(r'#\s*include\s*<(boost/|asio|sys/|linux/|unistd|pthread|thread>|mutex>|'
-                            r'condition_variable>|cuda|hip/|Metal)')
+                            r'condition_variable>|cuda|hip/|Metal|vulkan)')
 for d, _, files in os.walk(root):
     for f in sorted(files):
         path = os.path.join(d, f)
