@@ -134,22 +134,24 @@ struct rearming_waits {
 class held_item {
 public:
     void run_on(gpu_async::sim_stream& s, std::error_code result = {}) {
-        s.enqueue([this, result, held = gate_.item()]() -> std::error_code {
+        // The flag is shared: the worker stores it after the gate opened, which may be after
+        // this object went.
+        s.enqueue([this, result, left = left_, held = gate_.item()]() -> std::error_code {
             started_.set_value();
             (void)held();
-            left_ = true;
+            *left = true;
             return result;
         });
         started_.get_future().wait();
     }
     void open() { gate_.open(); }
     /// Whether the item still holds its worker (it has not seen open() yet).
-    bool still_held() const { return !left_.load(); }
+    bool still_held() const { return !left_->load(); }
 
 private:
     std::promise<void> started_;
     gpu_async::test::work_gate gate_;
-    std::atomic<bool> left_{false};
+    std::shared_ptr<std::atomic<bool>> left_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// A simulated stream as a completion source that says when a wait calls its block(): from then
