@@ -95,6 +95,15 @@ static_assert(st::timeline_semaphore_submit_info ==
               VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
 static_assert(st::semaphore_wait_info == VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
 static_assert(st::semaphore_signal_info == VK_STRUCTURE_TYPE_SEMAPHORE_SIGNAL_INFO);
+static_assert(st::physical_device_properties_2 == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+static_assert(st::external_memory_buffer_create_info ==
+              VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+static_assert(st::import_memory_host_pointer_info ==
+              VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT);
+static_assert(st::memory_host_pointer_properties ==
+              VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT);
+static_assert(st::physical_device_external_memory_host_properties ==
+              VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT);
 
 static_assert(v::physical_device_type_other == VK_PHYSICAL_DEVICE_TYPE_OTHER);
 static_assert(v::physical_device_type_integrated_gpu == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU);
@@ -119,6 +128,9 @@ static_assert(v::command_buffer_level_primary == VK_COMMAND_BUFFER_LEVEL_PRIMARY
 static_assert(v::command_buffer_usage_one_time_submit_bit ==
               VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
 static_assert(v::semaphore_type_timeline == VK_SEMAPHORE_TYPE_TIMELINE);
+static_assert(v::external_memory_handle_type_host_allocation_bit ==
+              VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT);
+static_assert(v::max_extension_name_size == VK_MAX_EXTENSION_NAME_SIZE);
 static_assert(v::whole_size == VK_WHOLE_SIZE);
 static_assert(v::pipeline_stage_top_of_pipe_bit == VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT);
 static_assert(v::pipeline_stage_compute_shader_bit == VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT);
@@ -301,6 +313,49 @@ GPU_ASYNC_VK_FIELD(buffer_create_info, VkBufferCreateInfo, queue_family_index_co
                    queueFamilyIndexCount);
 GPU_ASYNC_VK_FIELD(buffer_create_info, VkBufferCreateInfo, queue_family_indices,
                    pQueueFamilyIndices);
+
+GPU_ASYNC_VK_STRUCT(physical_device_properties2, VkPhysicalDeviceProperties2);
+GPU_ASYNC_VK_FIELD(physical_device_properties2, VkPhysicalDeviceProperties2, s_type, sType);
+GPU_ASYNC_VK_FIELD(physical_device_properties2, VkPhysicalDeviceProperties2, next, pNext);
+GPU_ASYNC_VK_FIELD(physical_device_properties2, VkPhysicalDeviceProperties2, properties,
+                   properties);
+
+GPU_ASYNC_VK_STRUCT(physical_device_external_memory_host_properties,
+                    VkPhysicalDeviceExternalMemoryHostPropertiesEXT);
+GPU_ASYNC_VK_FIELD(physical_device_external_memory_host_properties,
+                   VkPhysicalDeviceExternalMemoryHostPropertiesEXT, s_type, sType);
+GPU_ASYNC_VK_FIELD(physical_device_external_memory_host_properties,
+                   VkPhysicalDeviceExternalMemoryHostPropertiesEXT, next, pNext);
+GPU_ASYNC_VK_FIELD(physical_device_external_memory_host_properties,
+                   VkPhysicalDeviceExternalMemoryHostPropertiesEXT,
+                   min_imported_host_pointer_alignment, minImportedHostPointerAlignment);
+
+GPU_ASYNC_VK_STRUCT(extension_properties, VkExtensionProperties);
+GPU_ASYNC_VK_FIELD(extension_properties, VkExtensionProperties, extension_name, extensionName);
+GPU_ASYNC_VK_FIELD(extension_properties, VkExtensionProperties, spec_version, specVersion);
+
+GPU_ASYNC_VK_STRUCT(external_memory_buffer_create_info, VkExternalMemoryBufferCreateInfo);
+GPU_ASYNC_VK_FIELD(external_memory_buffer_create_info, VkExternalMemoryBufferCreateInfo, s_type,
+                   sType);
+GPU_ASYNC_VK_FIELD(external_memory_buffer_create_info, VkExternalMemoryBufferCreateInfo, next,
+                   pNext);
+GPU_ASYNC_VK_FIELD(external_memory_buffer_create_info, VkExternalMemoryBufferCreateInfo,
+                   handle_types, handleTypes);
+
+GPU_ASYNC_VK_STRUCT(import_memory_host_pointer_info, VkImportMemoryHostPointerInfoEXT);
+GPU_ASYNC_VK_FIELD(import_memory_host_pointer_info, VkImportMemoryHostPointerInfoEXT, s_type,
+                   sType);
+GPU_ASYNC_VK_FIELD(import_memory_host_pointer_info, VkImportMemoryHostPointerInfoEXT, next, pNext);
+GPU_ASYNC_VK_FIELD(import_memory_host_pointer_info, VkImportMemoryHostPointerInfoEXT, handle_type,
+                   handleType);
+GPU_ASYNC_VK_FIELD(import_memory_host_pointer_info, VkImportMemoryHostPointerInfoEXT, host_pointer,
+                   pHostPointer);
+
+GPU_ASYNC_VK_STRUCT(memory_host_pointer_properties, VkMemoryHostPointerPropertiesEXT);
+GPU_ASYNC_VK_FIELD(memory_host_pointer_properties, VkMemoryHostPointerPropertiesEXT, s_type, sType);
+GPU_ASYNC_VK_FIELD(memory_host_pointer_properties, VkMemoryHostPointerPropertiesEXT, next, pNext);
+GPU_ASYNC_VK_FIELD(memory_host_pointer_properties, VkMemoryHostPointerPropertiesEXT,
+                   memory_type_bits, memoryTypeBits);
 
 GPU_ASYNC_VK_STRUCT(memory_requirements, VkMemoryRequirements);
 GPU_ASYNC_VK_FIELD(memory_requirements, VkMemoryRequirements, size, size);
@@ -520,6 +575,9 @@ GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, get_physical_device_queue_family_properties,
 GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, get_physical_device_memory_properties,
                              vkGetPhysicalDeviceMemoryProperties);
 GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, get_physical_device_features2, vkGetPhysicalDeviceFeatures2);
+GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, get_physical_device_properties2, vkGetPhysicalDeviceProperties2);
+GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, enumerate_device_extension_properties,
+                             vkEnumerateDeviceExtensionProperties);
 GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, create_device, vkCreateDevice);
 GPU_ASYNC_ABI_SAME_SIGNATURE(iapi, get_device_proc_addr, vkGetDeviceProcAddr);
 GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, destroy_device, vkDestroyDevice);
@@ -564,6 +622,8 @@ GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, destroy_semaphore, vkDestroySemaphore);
 GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, get_semaphore_counter_value, vkGetSemaphoreCounterValue);
 GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, wait_semaphores, vkWaitSemaphores);
 GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, signal_semaphore, vkSignalSemaphore);
+GPU_ASYNC_ABI_SAME_SIGNATURE(dapi, get_memory_host_pointer_properties,
+                             vkGetMemoryHostPointerPropertiesEXT);
 
 int main() {
     return 0;

@@ -8,9 +8,12 @@
 // entry point that returns a VkResult fail at every call, and `fail_at` the n-th such call
 // (fault injection: a test sweeps n). The fake executes what it is given: a queue runs its
 // batches in order, each once its semaphore waits are met (at the submit, or at a later host
-// signal); a dispatch with the store's 12 bytes of push constants stores into the word of the
-// bound descriptor set's buffer's memory. `lost` loses the device: every call that can report it
-// returns VK_ERROR_DEVICE_LOST. `live` holds every object made and not destroyed, by kind.
+// signal); a dispatch with the store's 16 bytes of push constants stores into the word of the
+// bound descriptor set's binding 0 buffer's memory and, with a doorbell word given, stores
+// doorbell::device_signal into that word of binding 1's (VK_EXT_external_memory_host: the
+// doorbell's imported host page, which the fake writes where it is and never frees). `lost` loses
+// the device: every call that can report it returns VK_ERROR_DEVICE_LOST. `live` holds every object
+// made and not destroyed, by kind.
 //
 // One fake at a time (the entry points are plain functions, which reach the fake through the
 // `fake` pointer; `fixture` sets it). Calls are recorded and counted on the fixture's thread
@@ -24,6 +27,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +69,10 @@ struct fake_vulkan {
     int physical_devices = 1;
     bool int64 = true, int64_atomics = true, timelines = true, compute = true;
     bool host_visible = true;
+    bool host_import = true;          // VK_EXT_external_memory_host offered
+    bool host_import_enabled = false; // ... and enabled at vkCreateDevice
+    vk::device_size_t import_alignment = 4096;
+    std::set<std::uintptr_t> imported; // memory that is the caller's host memory
 
     // Objects made and not destroyed: handle -> kind ("VkBuffer", ...).
     std::map<std::uintptr_t, std::string> live;
@@ -73,20 +82,21 @@ struct fake_vulkan {
         std::uintptr_t set;
         std::uint64_t value;
         std::uint32_t slot;
+        std::uint32_t bell;
     };
     struct command_buffer {
         std::uintptr_t bound_set = 0;
-        std::uint32_t push[3] = {};
+        std::uint32_t push[4] = {};
         std::uint32_t push_size = 0;
         std::vector<store_command> stores;
     };
     std::map<std::uintptr_t, command_buffer> command_buffers;
-    std::map<std::uintptr_t, std::uintptr_t> pool_of;       // command buffer -> pool
-    std::map<std::uintptr_t, std::uintptr_t> buffer_memory; // buffer -> memory
-    std::map<std::uintptr_t, void*> memory;                 // memory -> host block
-    std::map<std::uintptr_t, std::uintptr_t> set_buffer;    // descriptor set -> buffer
-    std::map<std::uintptr_t, std::uintptr_t> set_pool;      // descriptor set -> pool
-    std::map<std::uintptr_t, std::uint64_t> semaphores;     // timeline values
+    std::map<std::uintptr_t, std::uintptr_t> pool_of;                   // command buffer -> pool
+    std::map<std::uintptr_t, std::uintptr_t> buffer_memory;             // buffer -> memory
+    std::map<std::uintptr_t, void*> memory;                             // memory -> host block
+    std::map<std::uintptr_t, std::array<std::uintptr_t, 2>> set_buffer; // set -> buffer by binding
+    std::map<std::uintptr_t, std::uintptr_t> set_pool;                  // descriptor set -> pool
+    std::map<std::uintptr_t, std::uint64_t> semaphores;                 // timeline values
 
     struct batch {
         std::vector<std::pair<std::uintptr_t, std::uint64_t>> waits;
@@ -179,15 +189,22 @@ struct fake_vulkan {
         auto it = command_buffers.find(cb);
         if (it == command_buffers.end()) return;
         for (const store_command& st : it->second.stores) {
-            auto buffer = set_buffer.find(st.set);
-            if (buffer == set_buffer.end()) continue;
-            auto mem = buffer_memory.find(buffer->second);
-            if (mem == buffer_memory.end()) continue;
-            auto host = memory.find(mem->second);
-            if (host == memory.end()) continue;
-            reinterpret_cast<std::atomic<std::uint64_t>*>(host->second)[st.slot % 8].store(
-                st.value, std::memory_order_release);
+            auto buffers = set_buffer.find(st.set);
+            if (buffers == set_buffer.end()) continue;
+            if (auto* words = words_of(buffers->second[0]))
+                words[st.slot % 8].store(st.value, std::memory_order_release);
+            if (st.bell == 0xffffffffu) continue; // no doorbell
+            if (auto* words = words_of(buffers->second[1]))
+                words[st.bell].store(doorbell::device_signal, std::memory_order_release);
         }
+    }
+    // The words of the memory bound to `buffer`, or null.
+    std::atomic<std::uint64_t>* words_of(std::uintptr_t buffer) {
+        auto mem = buffer_memory.find(buffer);
+        if (mem == buffer_memory.end()) return nullptr;
+        auto host = memory.find(mem->second);
+        if (host == memory.end()) return nullptr;
+        return reinterpret_cast<std::atomic<std::uint64_t>*>(host->second);
     }
     // Runs the queue's batches in order while the first one's waits are met.
     void drain() {
@@ -298,10 +315,43 @@ inline void get_physical_device_features2(vk::physical_device_t, vk::physical_de
         }
     }
 }
-inline result_t create_device(vk::physical_device_t, const vk::device_create_info*, const void*,
-                              vk::device_t* d) {
+inline void get_physical_device_properties2(vk::physical_device_t pd,
+                                            vk::physical_device_properties2* p) {
+    get_physical_device_properties(pd, &p->properties);
+    GPU_ASYNC_FAKE_LOCK;
+    fake->note("vkGetPhysicalDeviceProperties2");
+    for (auto* next = static_cast<int*>(p->next); next != nullptr;) {
+        if (*next != vk::structure_type::physical_device_external_memory_host_properties) break;
+        auto* h = reinterpret_cast<vk::physical_device_external_memory_host_properties*>(next);
+        h->min_imported_host_pointer_alignment = fake->import_alignment;
+        next = static_cast<int*>(h->next);
+    }
+}
+inline result_t enumerate_device_extension_properties(vk::physical_device_t, const char*,
+                                                      std::uint32_t* n,
+                                                      vk::extension_properties* out) {
+    GPU_ASYNC_FAKE_LOCK;
+    if (const result_t r = fake->result("vkEnumerateDeviceExtensionProperties")) return r;
+    const std::uint32_t offered = fake->host_import ? 1u : 0u;
+    if (out == nullptr) {
+        *n = offered;
+        return vk::success;
+    }
+    *n = std::min(*n, offered);
+    if (*n == 1) {
+        out[0] = {};
+        std::strcpy(out[0].extension_name, vk::ext_external_memory_host);
+        out[0].spec_version = 1;
+    }
+    return vk::success;
+}
+inline result_t create_device(vk::physical_device_t, const vk::device_create_info* info,
+                              const void*, vk::device_t* d) {
     GPU_ASYNC_FAKE_LOCK;
     if (const result_t r = fake->result("vkCreateDevice")) return r;
+    for (std::uint32_t i = 0; i < info->enabled_extension_count; ++i)
+        if (std::strcmp(info->enabled_extension_names[i], vk::ext_external_memory_host) == 0)
+            fake->host_import_enabled = true;
     *d = fake_vulkan::to<vk::device_t>(fake->make("VkDevice"));
     return vk::success;
 }
@@ -375,10 +425,28 @@ inline void get_buffer_memory_requirements(vk::device_t, vk::buffer_t, vk::memor
     r->alignment = 64;
     r->memory_type_bits = 0x3;
 }
+inline result_t get_memory_host_pointer_properties(vk::device_t, int handle_type, const void* host,
+                                                   vk::memory_host_pointer_properties* p) {
+    GPU_ASYNC_FAKE_LOCK;
+    if (const result_t r = fake->result("vkGetMemoryHostPointerPropertiesEXT")) return r;
+    BOOST_TEST(handle_type ==
+               static_cast<int>(vk::external_memory_handle_type_host_allocation_bit));
+    BOOST_TEST(reinterpret_cast<std::uintptr_t>(host) % fake->import_alignment == 0u);
+    p->memory_type_bits = 0x2; // the host-visible type
+    return vk::success;
+}
 inline result_t allocate_memory(vk::device_t, const vk::memory_allocate_info* info, const void*,
                                 vk::device_memory_t* m) {
     GPU_ASYNC_FAKE_LOCK;
     if (const result_t r = create("vkAllocateMemory", "VkDeviceMemory", m)) return r;
+    if (const auto* import = static_cast<const vk::import_memory_host_pointer_info*>(info->next);
+        import != nullptr &&
+        import->s_type == vk::structure_type::import_memory_host_pointer_info) {
+        BOOST_TEST(info->allocation_size % fake->import_alignment == 0u);
+        fake->memory[fake_vulkan::from(*m)] = import->host_pointer; // the caller's: not freed
+        fake->imported.insert(fake_vulkan::from(*m));
+        return vk::success;
+    }
     void* host = std::aligned_alloc(64, (info->allocation_size + 63) / 64 * 64);
     std::memset(host, 0, info->allocation_size);
     fake->memory[fake_vulkan::from(*m)] = host;
@@ -388,7 +456,7 @@ inline void free_memory(vk::device_t, vk::device_memory_t m, const void*) {
     GPU_ASYNC_FAKE_LOCK;
     destroy("vkFreeMemory", m);
     if (auto it = fake->memory.find(fake_vulkan::from(m)); it != fake->memory.end()) {
-        std::free(it->second);
+        if (fake->imported.erase(it->first) == 0) std::free(it->second);
         fake->memory.erase(it);
     }
 }
@@ -472,7 +540,7 @@ inline void update_descriptor_sets(vk::device_t, std::uint32_t n, const vk::writ
     GPU_ASYNC_FAKE_LOCK;
     fake->note("vkUpdateDescriptorSets");
     for (std::uint32_t i = 0; i < n; ++i)
-        fake->set_buffer[fake_vulkan::from(w[i].dst_set)] =
+        fake->set_buffer[fake_vulkan::from(w[i].dst_set)].at(w[i].dst_binding) =
             fake_vulkan::from(w[i].buffer_info->buffer);
 }
 inline result_t create_command_pool(vk::device_t, const vk::command_pool_create_info*, const void*,
@@ -555,9 +623,9 @@ inline void cmd_dispatch(vk::command_buffer_t b, std::uint32_t, std::uint32_t, s
     GPU_ASYNC_FAKE_LOCK;
     fake->note("vkCmdDispatch");
     auto& cb = fake->command_buffers[fake_vulkan::from(b)];
-    if (cb.push_size == 12) // the store's (vulkan_line_store.comp's store_args)
+    if (cb.push_size == 16) // the store's (vulkan_line_store.comp's store_args)
         cb.stores.push_back(
-            {cb.bound_set, cb.push[0] | (std::uint64_t{cb.push[1]} << 32), cb.push[2]});
+            {cb.bound_set, cb.push[0] | (std::uint64_t{cb.push[1]} << 32), cb.push[2], cb.push[3]});
 }
 inline result_t create_semaphore(vk::device_t, const vk::semaphore_create_info*, const void*,
                                  vk::semaphore_t* s) {
@@ -615,6 +683,8 @@ inline vk::void_function_t get_proc(const char* name) {
          as_void(&get_physical_device_queue_family_properties)},
         {"vkGetPhysicalDeviceMemoryProperties", as_void(&get_physical_device_memory_properties)},
         {"vkGetPhysicalDeviceFeatures2", as_void(&get_physical_device_features2)},
+        {"vkGetPhysicalDeviceProperties2", as_void(&get_physical_device_properties2)},
+        {"vkEnumerateDeviceExtensionProperties", as_void(&enumerate_device_extension_properties)},
         {"vkCreateDevice", as_void(&create_device)},
         {"vkDestroyDevice", as_void(&destroy_device)},
         {"vkGetDeviceQueue", as_void(&get_device_queue)},
@@ -658,8 +728,12 @@ inline vk::void_function_t get_proc(const char* name) {
         {"vkGetSemaphoreCounterValue", as_void(&get_semaphore_counter_value)},
         {"vkWaitSemaphores", as_void(&wait_semaphores)},
         {"vkSignalSemaphore", as_void(&signal_semaphore)},
+        {"vkGetMemoryHostPointerPropertiesEXT", as_void(&get_memory_host_pointer_properties)},
     };
     if (fake == nullptr || fake->missing.count(name) != 0) return nullptr;
+    // An extension's entry point resolves only on a device that enabled it.
+    if (std::strcmp(name, "vkGetMemoryHostPointerPropertiesEXT") == 0 && !fake->host_import_enabled)
+        return nullptr;
     if (std::strcmp(name, "vkGetDeviceProcAddr") == 0)
         return as_void(+[](vk::device_t, const char* n) { return get_proc(n); });
     auto it = table.find(name);
@@ -687,7 +761,7 @@ struct fixture {
         set_fault_backstop(backstop_before);
         fake = nullptr;
         for (auto& [h, p] : state.memory)
-            std::free(p); // leaked on purpose by a test: given back here
+            if (state.imported.count(h) == 0) std::free(p); // leaked on purpose by a test
     }
     std::unique_ptr<vulkan_loader> loader() {
         auto l = vulkan_loader::from_resolver(&fn::get_instance_proc_addr);

@@ -88,8 +88,13 @@
 /// within one fault backstop plus the reactor's park bound, while a reactor with pending waits
 /// runs. A plan-driven wait over a vulkan_source hears of it at its status query.
 ///
-/// Not done yet: a doorbell (the device's stores do not ring the port; the reactor sees them at
-/// its next scan, within one park bound).
+/// The doorbell: `line.attach_doorbell(port.shared_bell())` imports the doorbell's line into the
+/// device with VK_EXT_external_memory_host (create() enables it where the device has it; enable
+/// it at your vkCreateDevice for a device you adopt) and makes every later store, both ways, also
+/// store doorbell::device_signal into doorbell::device_word after the completion, so a reactor
+/// parked on the doorbell wakes at once (see mapped_line.hpp, the CUDA and HIP lines' doorbell).
+/// Without a doorbell the reactor sees a store at its next scan, within one park bound. The
+/// doorbell and its import live as long as the line's memory (see Memory lifetime).
 #ifndef GPU_ASYNC_DEVICE_VULKAN_HPP
 #define GPU_ASYNC_DEVICE_VULKAN_HPP
 
@@ -100,6 +105,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
+#include <gpu_async/doorbell.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <cstddef>
@@ -125,6 +131,11 @@ struct vulkan_kept_line {
     vulkan::buffer_t buffer{};
     vulkan::device_memory_t memory{};
     bool mapped = false;
+    /// The attached doorbell's imported page(s), and the doorbell itself: the recorded stores
+    /// ring it, so it lives as long as the memory they store into.
+    vulkan::buffer_t bell_buffer{};
+    vulkan::device_memory_t bell_memory{};
+    std::shared_ptr<doorbell> bell;
 };
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
@@ -243,6 +254,16 @@ public:
     /// Whether the backend made the device and the instance (create) and destroys them.
     bool owns_device() const noexcept { return owned_; }
 
+    /// Whether lines of the device can take a doorbell (vulkan_line::attach_doorbell):
+    /// VK_EXT_external_memory_host is supported, its entry point resolved (create() enables the
+    /// extension where the device has it; a device you adopt must have it enabled) and its
+    /// import alignment known. When not, doorbell_unavailable() says why.
+    bool can_attach_doorbell() const noexcept { return import_alignment_ != 0; }
+    /// Why lines of the device take no doorbell (empty when they can).
+    const std::string& doorbell_unavailable() const noexcept { return no_import_; }
+    /// minImportedHostPointerAlignment (0 without the extension).
+    vulkan::device_size_t import_alignment() const noexcept { return import_alignment_; }
+
     /// vkQueueSubmit on the device's queue under the lock the backend's own submissions take.
     /// Submit through it (or never at the same time as the backend, which submits only inside
     /// vulkan_line::await_semaphore) when your work shares the queue: Vulkan requires one
@@ -277,6 +298,9 @@ private:
     GPU_ASYNC_DECL std::optional<coded_error> check_physical_device() const;
     GPU_ASYNC_DECL std::optional<coded_error> resolve_device();
     GPU_ASYNC_DECL std::optional<coded_error> make_pipeline();
+    GPU_ASYNC_DECL bool has_extension(vulkan::physical_device_t pd, const char* name,
+                                      std::string& why) const;
+    GPU_ASYNC_DECL void probe_host_import(bool enabled);
     GPU_ASYNC_DECL void destroy_objects() noexcept;
     GPU_ASYNC_DECL void add_line(detail::vulkan_line_state* line);
     GPU_ASYNC_DECL static std::optional<coded_error>
@@ -294,6 +318,8 @@ private:
     vulkan::shader_module_t shader_{};
     vulkan::pipeline_t pipeline_{};
     bool owned_ = false;
+    vulkan::device_size_t import_alignment_ = 0; ///< 0: no doorbell (no_import_ says why)
+    std::string no_import_;
 
     mutable std::mutex queue_mutex_; ///< around every vkQueueSubmit of the backend (a leaf)
     mutable std::mutex lines_mutex_; ///< around lines_, kept_ and leaked_lines_ (a leaf)
@@ -367,6 +393,23 @@ public:
     GPU_ASYNC_DECL vulkan::semaphore_t timeline() const noexcept;
     /// The value the line's last await_semaphore batch signals on timeline() (0: none yet).
     GPU_ASYNC_DECL std::uint64_t submitted() const noexcept;
+
+    /// Attaches `bell` (normally a port's shared_bell()): imports the doorbell's line into the
+    /// device (VK_EXT_external_memory_host: the page(s) holding it, at the device's
+    /// minImportedHostPointerAlignment, as a second storage buffer) and counts the line as a
+    /// device producer of it. From then on each store, recorded or awaited, is followed in the
+    /// same invocation by a store of doorbell::device_signal into doorbell::device_word, so a
+    /// reactor parked on the doorbell wakes at once instead of at its park bound. Stores made
+    /// before keep not ringing. The line holds the doorbell (and the device the import, for a
+    /// line that stores were recorded for) until it is settled: never freed while a store may
+    /// reach it. Attaching the doorbell already attached does nothing. Errors: errc::backend
+    /// (the line is closed, `bell` is null, another doorbell is attached); errc::unavailable
+    /// (the device cannot import host memory: see vulkan_device::doorbell_unavailable(), or no
+    /// memory type fits the import); errc::driver_status (nothing is attached, nothing leaks).
+    GPU_ASYNC_DECL std::optional<coded_error> attach_doorbell(std::shared_ptr<doorbell> bell);
+
+    /// The attached doorbell, or null.
+    GPU_ASYNC_DECL std::shared_ptr<doorbell> attached_doorbell() const noexcept;
 
     /// True while the line owns its memory (not closed, not moved from, its device not gone).
     GPU_ASYNC_DECL bool is_open() const noexcept;

@@ -149,6 +149,11 @@ inline constexpr int semaphore_type_create_info = 1000207002;
 inline constexpr int timeline_semaphore_submit_info = 1000207003;
 inline constexpr int semaphore_wait_info = 1000207004;
 inline constexpr int semaphore_signal_info = 1000207005;
+inline constexpr int physical_device_properties_2 = 1000059001;
+inline constexpr int external_memory_buffer_create_info = 1000072000;
+inline constexpr int import_memory_host_pointer_info = 1000178000;
+inline constexpr int memory_host_pointer_properties = 1000178001;
+inline constexpr int physical_device_external_memory_host_properties = 1000178002;
 } // namespace structure_type
 
 // VkPhysicalDeviceType
@@ -175,6 +180,11 @@ inline constexpr flags_t command_pool_create_transient_bit = 0x1;
 inline constexpr flags_t command_pool_create_reset_command_buffer_bit = 0x2;
 inline constexpr int command_buffer_level_primary = 0; ///< VK_COMMAND_BUFFER_LEVEL_PRIMARY
 inline constexpr flags_t command_buffer_usage_one_time_submit_bit = 0x1;
+/// VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT
+inline constexpr flags_t external_memory_handle_type_host_allocation_bit = 0x80;
+/// VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME
+inline constexpr const char* ext_external_memory_host = "VK_EXT_external_memory_host";
+inline constexpr std::size_t max_extension_name_size = 256;    ///< VK_MAX_EXTENSION_NAME_SIZE
 inline constexpr int semaphore_type_timeline = 1;              ///< VK_SEMAPHORE_TYPE_TIMELINE
 inline constexpr device_size_t whole_size = ~device_size_t{0}; ///< VK_WHOLE_SIZE
 
@@ -235,6 +245,26 @@ struct physical_device_properties {
     std::uint8_t pipeline_cache_uuid[uuid_size] = {};
     alignas(8) std::byte limits[504] = {};
     std::byte sparse_properties[20] = {};
+};
+
+/// VkPhysicalDeviceProperties2
+struct physical_device_properties2 {
+    int s_type = structure_type::physical_device_properties_2;
+    void* next = nullptr;
+    physical_device_properties properties{};
+};
+
+/// VkPhysicalDeviceExternalMemoryHostPropertiesEXT (VK_EXT_external_memory_host)
+struct physical_device_external_memory_host_properties {
+    int s_type = structure_type::physical_device_external_memory_host_properties;
+    void* next = nullptr;
+    device_size_t min_imported_host_pointer_alignment = 0;
+};
+
+/// VkExtensionProperties
+struct extension_properties {
+    char extension_name[max_extension_name_size] = {};
+    std::uint32_t spec_version = 0;
 };
 
 /// VkQueueFamilyProperties
@@ -329,6 +359,28 @@ struct buffer_create_info {
     int sharing_mode = sharing_mode_exclusive;
     std::uint32_t queue_family_index_count = 0;
     const std::uint32_t* queue_family_indices = nullptr;
+};
+
+/// VkExternalMemoryBufferCreateInfo (core in Vulkan 1.1)
+struct external_memory_buffer_create_info {
+    int s_type = structure_type::external_memory_buffer_create_info;
+    const void* next = nullptr;
+    flags_t handle_types = 0;
+};
+
+/// VkImportMemoryHostPointerInfoEXT (VK_EXT_external_memory_host)
+struct import_memory_host_pointer_info {
+    int s_type = structure_type::import_memory_host_pointer_info;
+    const void* next = nullptr;
+    int handle_type = 0; ///< VkExternalMemoryHandleTypeFlagBits
+    void* host_pointer = nullptr;
+};
+
+/// VkMemoryHostPointerPropertiesEXT (VK_EXT_external_memory_host)
+struct memory_host_pointer_properties {
+    int s_type = structure_type::memory_host_pointer_properties;
+    void* next = nullptr;
+    std::uint32_t memory_type_bits = 0;
 };
 
 /// VkMemoryRequirements
@@ -574,12 +626,18 @@ struct instance_api {
         physical_device_t device, physical_device_memory_properties* properties) = nullptr;
     void (*get_physical_device_features2)(physical_device_t device,
                                           physical_device_features2* features) = nullptr;
+    void (*get_physical_device_properties2)(physical_device_t device,
+                                            physical_device_properties2* properties) = nullptr;
+    result_t (*enumerate_device_extension_properties)(physical_device_t device, const char* layer,
+                                                      std::uint32_t* count,
+                                                      extension_properties* properties) = nullptr;
     result_t (*create_device)(physical_device_t physical_device, const device_create_info* info,
                               const void* allocator, device_t* device) = nullptr;
     void_function_t (*get_device_proc_addr)(device_t device, const char* name) = nullptr;
 };
 
-/// The device's entry points (vkGetDeviceProcAddr(device, name)), all core in Vulkan 1.2.
+/// The device's entry points (vkGetDeviceProcAddr(device, name)), all core in Vulkan 1.2 but
+/// get_memory_host_pointer_properties (VK_EXT_external_memory_host: null without it).
 struct device_api {
     void (*destroy_device)(device_t device, const void* allocator) = nullptr;
     void (*get_device_queue)(device_t device, std::uint32_t family, std::uint32_t index,
@@ -668,6 +726,10 @@ struct device_api {
     result_t (*wait_semaphores)(device_t device, const semaphore_wait_info* info,
                                 std::uint64_t timeout_ns) = nullptr;
     result_t (*signal_semaphore)(device_t device, const semaphore_signal_info* info) = nullptr;
+    result_t (*get_memory_host_pointer_properties)(device_t device, int handle_type,
+                                                   const void* host_pointer,
+                                                   memory_host_pointer_properties* properties) =
+        nullptr; ///< vkGetMemoryHostPointerPropertiesEXT
 };
 
 } // namespace gpu_async::vulkan

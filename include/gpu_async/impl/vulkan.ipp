@@ -67,7 +67,11 @@ struct store_args {
     std::uint32_t value_lo;
     std::uint32_t value_hi;
     std::uint32_t slot;
+    std::uint32_t bell; ///< the doorbell's device word in binding 1, or no_bell
 };
+
+/// store_args::bell of a line without a doorbell (the shader's no_bell).
+inline constexpr std::uint32_t no_bell = 0xffffffffu;
 
 /// How a slot's last store was made: its order against a store made the other way is unknown.
 enum class store_way : std::uint8_t { none, recorded, awaited };
@@ -118,7 +122,7 @@ struct vulkan_line_state {
     vulkan::buffer_t buffer{};
     vulkan::device_memory_t memory{};
     vulkan::descriptor_pool_t descriptor_pool{};
-    vulkan::descriptor_set_t descriptor_set{};
+    vulkan::descriptor_set_t descriptor_set{}; ///< the set the next store binds
     vulkan::semaphore_t timeline{};
     vulkan::command_pool_t command_pool{};
     void* mapped = nullptr;
@@ -132,6 +136,11 @@ struct vulkan_line_state {
     std::unique_ptr<vulkan_impl::vulkan_line_health> health;
     dur_ns settle_timeout{};
     bool leaked = false;
+    /// The attached doorbell, its imported page(s), and the index of its device word there.
+    std::shared_ptr<doorbell> bell;
+    vulkan::buffer_t bell_buffer{};
+    vulkan::device_memory_t bell_memory{};
+    std::uint32_t bell_word = vulkan_impl::no_bell;
 };
 
 namespace vulkan_impl {
@@ -159,11 +168,18 @@ inline void destroy_memory_objects(const device_api& a, device_t dev,
     if (k.mapped) a.unmap_memory(dev, k.memory);
     if (k.buffer != buffer_t{}) a.destroy_buffer(dev, k.buffer, nullptr);
     if (k.memory != device_memory_t{}) a.free_memory(dev, k.memory, nullptr);
+    if (k.bell_buffer != buffer_t{}) a.destroy_buffer(dev, k.bell_buffer, nullptr);
+    if (k.bell_memory != device_memory_t{}) a.free_memory(dev, k.bell_memory, nullptr);
 }
 
 /// The memory objects of `s`, handed over (cleared in `s`).
 inline vulkan_kept_line take_memory_objects(vulkan_line_state& s) noexcept {
-    const vulkan_kept_line k{s.descriptor_pool, s.buffer, s.memory, s.mapped != nullptr};
+    vulkan_kept_line k{s.descriptor_pool, s.buffer,      s.memory,         s.mapped != nullptr,
+                       s.bell_buffer,     s.bell_memory, std::move(s.bell)};
+    s.bell.reset();
+    s.bell_buffer = {};
+    s.bell_memory = {};
+    s.bell_word = no_bell;
     s.descriptor_pool = {};
     s.descriptor_set = {};
     s.buffer = {};
@@ -176,6 +192,19 @@ inline vulkan_kept_line take_memory_objects(vulkan_line_state& s) noexcept {
 inline void destroy_line_objects(const device_api& a, device_t dev, vulkan_line_state& s) noexcept {
     destroy_batch_objects(a, dev, s);
     destroy_memory_objects(a, dev, take_memory_objects(s));
+}
+
+/// Keeps `bell` alive to the process's end (reachable: not a leak to a leak checker): a line that
+/// leaked may still have a store in flight that rings it.
+inline void keep_forever(std::shared_ptr<doorbell> bell) noexcept {
+    static std::mutex mutex;
+    static auto* kept = new std::vector<std::shared_ptr<doorbell>>(); // never destroyed
+    std::lock_guard lk(mutex);
+    try {
+        kept->push_back(std::move(bell));
+    } catch (...) {
+        static_cast<void>(new (std::nothrow) std::shared_ptr<doorbell>(std::move(bell)));
+    }
 }
 
 inline void sleep_for(std::uint64_t ns) {
@@ -201,7 +230,7 @@ inline void record_store_commands(const vulkan_device& dev, const vulkan_line_st
                                nullptr);
     const store_args args{static_cast<std::uint32_t>(value),
                           static_cast<std::uint32_t>(value >> 32),
-                          static_cast<std::uint32_t>(slot.index())};
+                          static_cast<std::uint32_t>(slot.index()), s.bell_word};
     a.cmd_push_constants(cb, layout, shader_stage_compute_bit, 0, sizeof(args), &args);
     a.cmd_dispatch(cb, 1, 1, 1);
     // The store itself, available to the host.
@@ -354,6 +383,12 @@ GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::resolve_instance() {
     if (!missing.empty())
         return unavailable("the Vulkan instance's entry point(s) " + missing,
                            "vkGetInstanceProcAddr returned none (an instance of Vulkan 1.0?)");
+    // Only the doorbell needs these: without them lines take none.
+    std::string optional_missing;
+    take(a.get_physical_device_properties2, get, "vkGetPhysicalDeviceProperties2",
+         optional_missing);
+    take(a.enumerate_device_extension_properties, get, "vkEnumerateDeviceExtensionProperties",
+         optional_missing);
     return std::nullopt;
 }
 
@@ -446,20 +481,27 @@ GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::resolve_device() {
         return unavailable("the Vulkan device's entry point(s) " + missing,
                            "vkGetDeviceProcAddr returned none (an instance or device of an API "
                            "version below 1.2?)");
+    // Null unless VK_EXT_external_memory_host is enabled: then lines take no doorbell.
+    std::string optional_missing;
+    take(a.get_memory_host_pointer_properties, get, "vkGetMemoryHostPointerPropertiesEXT",
+         optional_missing);
     return std::nullopt;
 }
 
 GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::make_pipeline() {
     const auto& a = api_;
     const vulkan::device_t dev = handles_.device;
-    vulkan::descriptor_set_layout_binding binding{};
-    binding.binding = 0;
-    binding.descriptor_type = vulkan::descriptor_type_storage_buffer;
-    binding.descriptor_count = 1;
-    binding.stage_flags = vulkan::shader_stage_compute_bit;
+    // Binding 0: the line; binding 1: the doorbell's imported page(s) (the line again without).
+    std::array<vulkan::descriptor_set_layout_binding, 2> bindings{};
+    for (std::uint32_t i = 0; i < bindings.size(); ++i) {
+        bindings[i].binding = i;
+        bindings[i].descriptor_type = vulkan::descriptor_type_storage_buffer;
+        bindings[i].descriptor_count = 1;
+        bindings[i].stage_flags = vulkan::shader_stage_compute_bit;
+    }
     vulkan::descriptor_set_layout_create_info set_info{};
-    set_info.binding_count = 1;
-    set_info.bindings = &binding;
+    set_info.binding_count = static_cast<std::uint32_t>(bindings.size());
+    set_info.bindings = bindings.data();
     if (const auto r = a.create_descriptor_set_layout(dev, &set_info, nullptr, &set_layout_);
         r != vulkan::success)
         return error("vkCreateDescriptorSetLayout", r);
@@ -492,6 +534,63 @@ GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::make_pipeline() {
         r != vulkan::success)
         return error("vkCreateComputePipelines", r);
     return std::nullopt;
+}
+
+GPU_ASYNC_DECL bool vulkan_device::has_extension(vulkan::physical_device_t pd, const char* name,
+                                                 std::string& why) const {
+    const auto enumerate = instance_api_.enumerate_device_extension_properties;
+    if (enumerate == nullptr) {
+        why = "the instance lacks vkEnumerateDeviceExtensionProperties";
+        return false;
+    }
+    auto failed = [&](vulkan::result_t r) {
+        why = "vkEnumerateDeviceExtensionProperties failed with " + vulkan_loader::result_name(r) +
+              " (" + std::to_string(r) + ")";
+        return false;
+    };
+    std::uint32_t count = 0;
+    if (const auto r = enumerate(pd, nullptr, &count, nullptr); r != vulkan::success)
+        return failed(r);
+    std::vector<vulkan::extension_properties> props(count);
+    if (const auto r = enumerate(pd, nullptr, &count, props.data());
+        r != vulkan::success && r != vulkan::incomplete)
+        return failed(r);
+    props.resize(std::min<std::size_t>(count, props.size()));
+    for (const auto& p : props) {
+        const char* end =
+            std::find(p.extension_name, p.extension_name + sizeof(p.extension_name), '\0');
+        if (std::string(p.extension_name, end) == name) return true;
+    }
+    why = std::string("the device does not support ") + name;
+    return false;
+}
+
+GPU_ASYNC_DECL void vulkan_device::probe_host_import(bool enabled) {
+    import_alignment_ = 0;
+    const std::string ext = vulkan::ext_external_memory_host;
+    // A device of its own was asked for the extension (enabled tells), yours is asked here.
+    if (!enabled) return; // no_import_ says why
+    if (instance_api_.get_physical_device_properties2 == nullptr) {
+        no_import_ = "the instance lacks vkGetPhysicalDeviceProperties2";
+        return;
+    }
+    if (api_.get_memory_host_pointer_properties == nullptr) {
+        no_import_ = ext + " is not enabled on the device (vkGetMemoryHostPointerPropertiesEXT "
+                           "did not resolve; enable it at your vkCreateDevice)";
+        return;
+    }
+    vulkan::physical_device_external_memory_host_properties host{};
+    vulkan::physical_device_properties2 props{};
+    props.next = &host;
+    instance_api_.get_physical_device_properties2(handles_.physical_device, &props);
+    const vulkan::device_size_t align = host.min_imported_host_pointer_alignment;
+    if (align == 0 || (align & (align - 1)) != 0) {
+        no_import_ = "its minImportedHostPointerAlignment (" + std::to_string(align) +
+                     ") is not a power of two";
+        return;
+    }
+    import_alignment_ = align;
+    no_import_.clear();
 }
 
 GPU_ASYNC_DECL void vulkan_device::destroy_objects() noexcept {
@@ -532,6 +631,8 @@ vulkan_device::adopt(const vulkan_loader& loader, const vulkan_handles& handles)
     vulkan::physical_device_properties props{};
     d->instance_api_.get_physical_device_properties(handles.physical_device, &props);
     d->name_ = detail::vulkan_impl::device_name(props);
+    d->probe_host_import(
+        d->has_extension(handles.physical_device, vulkan::ext_external_memory_host, d->no_import_));
     std::uint32_t count = 0;
     d->instance_api_.get_physical_device_queue_family_properties(handles.physical_device, &count,
                                                                  nullptr);
@@ -657,6 +758,14 @@ vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options
     device_info.next = &features;
     device_info.queue_create_info_count = 1;
     device_info.queue_create_infos = &queue_info;
+    // The doorbell's import, where the device has it (lines take no doorbell without).
+    const char* const extensions[] = {vulkan::ext_external_memory_host};
+    const bool host_import = d->has_extension(d->handles_.physical_device,
+                                              vulkan::ext_external_memory_host, d->no_import_);
+    if (host_import) {
+        device_info.enabled_extension_count = 1;
+        device_info.enabled_extension_names = extensions;
+    }
     if (const auto r = d->instance_api_.create_device(d->handles_.physical_device, &device_info,
                                                       nullptr, &d->handles_.device);
         r != vulkan::success) {
@@ -683,6 +792,7 @@ vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options
     vulkan::physical_device_properties props{};
     d->instance_api_.get_physical_device_properties(d->handles_.physical_device, &props);
     d->name_ = detail::vulkan_impl::device_name(props);
+    d->probe_host_import(host_import);
     std::uint32_t families = 0;
     d->instance_api_.get_physical_device_queue_family_properties(d->handles_.physical_device,
                                                                  &families, nullptr);
@@ -835,6 +945,7 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
     // 4. Free only what nothing may reach any more; otherwise leak it. The memory a store was
     //    recorded for is referred to by the caller's command buffers, which may still be pending
     //    after the store landed: the device keeps it until release_closed_lines() or its end.
+    if (s.bell != nullptr) s.bell->remove_device_producer(); // no store of it is to come
     if (settled) {
         destroy_batch_objects(a, device, s);
         const detail::vulkan_kept_line k = take_memory_objects(s);
@@ -851,6 +962,8 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
         if (!kept) destroy_memory_objects(a, device, k);
     } else {
         s.leaked = true;
+        // A store may still ring it: the doorbell lives to the process's end, as the line's memory.
+        if (s.bell != nullptr) keep_forever(std::move(s.bell));
     }
     s.health.reset();
     s.line = nullptr;
@@ -964,9 +1077,9 @@ GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
     // 3. The descriptor set that binds the buffer to the store's pipeline.
     vulkan::descriptor_pool_size pool_size{};
     pool_size.type = vulkan::descriptor_type_storage_buffer;
-    pool_size.descriptor_count = 1;
+    pool_size.descriptor_count = 4;
     vulkan::descriptor_pool_create_info pool_info{};
-    pool_info.max_sets = 1;
+    pool_info.max_sets = 2; // the line's set, and the one attach_doorbell makes
     pool_info.pool_size_count = 1;
     pool_info.pool_sizes = &pool_size;
     if (const auto r = a.create_descriptor_pool(dev, &pool_info, nullptr, &s->descriptor_pool);
@@ -984,12 +1097,16 @@ GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
     vulkan::descriptor_buffer_info buffer_ref{};
     buffer_ref.buffer = s->buffer;
     buffer_ref.range = line_bytes;
-    vulkan::write_descriptor_set write{};
-    write.dst_set = s->descriptor_set;
-    write.descriptor_count = 1;
-    write.descriptor_type = vulkan::descriptor_type_storage_buffer;
-    write.buffer_info = &buffer_ref;
-    a.update_descriptor_sets(dev, 1, &write, 0, nullptr);
+    std::array<vulkan::write_descriptor_set, 2> writes{};
+    for (std::uint32_t b = 0; b < writes.size(); ++b) {
+        writes[b].dst_set = s->descriptor_set;
+        writes[b].dst_binding = b; // binding 1 without a doorbell: the line (never written)
+        writes[b].descriptor_count = 1;
+        writes[b].descriptor_type = vulkan::descriptor_type_storage_buffer;
+        writes[b].buffer_info = &buffer_ref;
+    }
+    a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
+                             nullptr);
 
     // 4. The line's own timeline semaphore, which its batches signal in order.
     vulkan::semaphore_type_create_info type_info{};
@@ -1064,6 +1181,122 @@ GPU_ASYNC_DECL vulkan::semaphore_t vulkan_line::timeline() const noexcept {
 
 GPU_ASYNC_DECL std::uint64_t vulkan_line::submitted() const noexcept {
     return state_ != nullptr ? state_->submitted : 0;
+}
+
+GPU_ASYNC_DECL std::shared_ptr<doorbell> vulkan_line::attached_doorbell() const noexcept {
+    return state_ != nullptr ? state_->bell : nullptr;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
+    using namespace detail::vulkan_impl;
+    if (!is_open()) return backend("attach_doorbell on a closed or moved-from vulkan_line");
+    if (bell == nullptr) return backend("attach_doorbell was given no doorbell");
+    detail::vulkan_line_state& s = *state_;
+    if (s.bell == bell) return std::nullopt;
+    if (s.bell != nullptr)
+        return backend("attach_doorbell: the Vulkan line already has another doorbell attached");
+    vulkan_device& device = *s.device;
+    if (!device.can_attach_doorbell())
+        return unavailable("a doorbell on Vulkan device '" + device.name() + "'",
+                           device.doorbell_unavailable());
+    const vulkan::device_api& a = device.api();
+    const vulkan::device_t dev = device.device();
+
+    // The page(s) holding the doorbell's line, at the device's import alignment.
+    const vulkan::device_size_t align = device.import_alignment();
+    const auto at = reinterpret_cast<std::uintptr_t>(&bell->line());
+    const std::uintptr_t base = at & ~static_cast<std::uintptr_t>(align - 1);
+    const vulkan::device_size_t size = (at - base + line_bytes + align - 1) & ~(align - 1);
+    void* const host = reinterpret_cast<void*>(base);
+
+    vulkan::memory_host_pointer_properties host_props{};
+    if (const auto r = a.get_memory_host_pointer_properties(
+            dev, static_cast<int>(vulkan::external_memory_handle_type_host_allocation_bit), host,
+            &host_props);
+        r != vulkan::success)
+        return device.error("vkGetMemoryHostPointerPropertiesEXT", r);
+
+    vulkan::buffer_t buffer{};
+    vulkan::device_memory_t memory{};
+    auto fail = [&](coded_error e) -> std::optional<coded_error> {
+        if (buffer != vulkan::buffer_t{}) a.destroy_buffer(dev, buffer, nullptr);
+        if (memory != vulkan::device_memory_t{}) a.free_memory(dev, memory, nullptr);
+        return e;
+    };
+    vulkan::external_memory_buffer_create_info external{};
+    external.handle_types = vulkan::external_memory_handle_type_host_allocation_bit;
+    vulkan::buffer_create_info buffer_info{};
+    buffer_info.next = &external;
+    buffer_info.size = size;
+    buffer_info.usage = vulkan::buffer_usage_storage_buffer_bit;
+    if (device.queue_families_.size() > 1) {
+        buffer_info.sharing_mode = vulkan::sharing_mode_concurrent;
+        buffer_info.queue_family_index_count =
+            static_cast<std::uint32_t>(device.queue_families_.size());
+        buffer_info.queue_family_indices = device.queue_families_.data();
+    }
+    if (const auto r = a.create_buffer(dev, &buffer_info, nullptr, &buffer); r != vulkan::success) {
+        buffer = {};
+        return fail(device.error("vkCreateBuffer", r));
+    }
+    vulkan::memory_requirements needs{};
+    a.get_buffer_memory_requirements(dev, buffer, &needs);
+    const int type =
+        line_memory_type(device.memory_, needs.memory_type_bits & host_props.memory_type_bits);
+    if (type < 0 || needs.size > size)
+        return fail(unavailable("a doorbell on Vulkan device '" + device.name() + "'",
+                                "no HOST_VISIBLE, HOST_COHERENT memory type imports host memory "
+                                "for a storage buffer of " +
+                                    std::to_string(size) + " bytes"));
+    vulkan::import_memory_host_pointer_info import{};
+    import.handle_type = static_cast<int>(vulkan::external_memory_handle_type_host_allocation_bit);
+    import.host_pointer = host;
+    vulkan::memory_allocate_info alloc_info{};
+    alloc_info.next = &import;
+    alloc_info.allocation_size = size;
+    alloc_info.memory_type_index = static_cast<std::uint32_t>(type);
+    if (const auto r = a.allocate_memory(dev, &alloc_info, nullptr, &memory);
+        r != vulkan::success) {
+        memory = {};
+        return fail(device.error("vkAllocateMemory", r));
+    }
+    if (const auto r = a.bind_buffer_memory(dev, buffer, memory, 0); r != vulkan::success)
+        return fail(device.error("vkBindBufferMemory", r));
+
+    // A set of its own: the line's first set may be bound in command buffers still pending,
+    // and a set must not change under them.
+    vulkan::descriptor_set_t set{};
+    vulkan::descriptor_set_allocate_info set_info{};
+    set_info.descriptor_pool = s.descriptor_pool;
+    set_info.descriptor_set_count = 1;
+    set_info.set_layouts = &device.set_layout_;
+    if (const auto r = a.allocate_descriptor_sets(dev, &set_info, &set); r != vulkan::success)
+        return fail(device.error("vkAllocateDescriptorSets", r));
+    vulkan::descriptor_buffer_info refs[2]{};
+    refs[0].buffer = s.buffer;
+    refs[0].range = line_bytes;
+    refs[1].buffer = buffer;
+    refs[1].range = size;
+    std::array<vulkan::write_descriptor_set, 2> writes{};
+    for (std::uint32_t b = 0; b < writes.size(); ++b) {
+        writes[b].dst_set = set;
+        writes[b].dst_binding = b;
+        writes[b].descriptor_count = 1;
+        writes[b].descriptor_type = vulkan::descriptor_type_storage_buffer;
+        writes[b].buffer_info = &refs[b];
+    }
+    a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
+                             nullptr);
+
+    bell->add_device_producer();
+    s.bell_word =
+        static_cast<std::uint32_t>((at - base) / sizeof(std::uint64_t) + doorbell::device_word);
+    s.bell_buffer = buffer;
+    s.bell_memory = memory;
+    s.descriptor_set = set;
+    s.bell = std::move(bell);
+    return std::nullopt;
 }
 
 GPU_ASYNC_DECL bool vulkan_line::is_open() const noexcept {

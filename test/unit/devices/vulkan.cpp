@@ -743,3 +743,125 @@ BOOST_FIXTURE_TEST_CASE(a_closed_line_refuses_stores, rig) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// --- the doorbell on a real device -------------------------------------------------------------
+
+BOOST_AUTO_TEST_SUITE(vulkan_doorbell_suite,
+                      *boost::unit_test::precondition(gpu_async::test::vulkan_device_here))
+
+namespace {
+
+/// Waits (at most run_bound) until the line's own timeline semaphore reaches submitted(): its
+/// batches have run to their end, the doorbell's store included.
+bool batches_done(const vulkan_line& line) {
+    const vulkan_device& d = *line.device();
+    const vulkan::semaphore_t timeline = line.timeline();
+    const std::uint64_t value = line.submitted();
+    vulkan::semaphore_wait_info info{};
+    info.semaphore_count = 1;
+    info.semaphores = &timeline;
+    info.values = &value;
+    const auto bound = std::chrono::duration_cast<std::chrono::nanoseconds>(run_bound).count();
+    return d.api().wait_semaphores(d.device(), &info, static_cast<std::uint64_t>(bound)) ==
+           vulkan::success;
+}
+
+} // namespace
+
+// The device of its own enables VK_EXT_external_memory_host where it has it (lavapipe does).
+BOOST_AUTO_TEST_CASE(a_device_of_its_own_can_attach_a_doorbell) {
+    auto device = gpu_async::test::make_vulkan_device();
+    BOOST_TEST(device->can_attach_doorbell(), device->doorbell_unavailable());
+    BOOST_TEST(device->doorbell_unavailable().empty());
+    const auto align = device->import_alignment();
+    BOOST_TEST((align != 0u && (align & (align - 1)) == 0u));
+}
+
+// Both ways of storing ring the attached doorbell: its device word is set after the store, and
+// not by a store made before the doorbell was attached. Each store is awaited to its end (the
+// command buffer's completion, the line's timeline), not timed.
+BOOST_FIXTURE_TEST_CASE(both_ways_of_storing_ring_an_attached_doorbell, rig) {
+    BOOST_TEST_REQUIRE(device->can_attach_doorbell(), device->doorbell_unavailable());
+    // Before: a store rings nothing.
+    auto cb = work.begin();
+    auto before = line.record_store(slot(0), cb);
+    BOOST_TEST_REQUIRE(before.has_value());
+    work.submit(cb);
+    BOOST_TEST_REQUIRE(work.wait_idle());
+    BOOST_TEST(before.value().is_complete());
+
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST(!bell->device_signaled());
+    BOOST_TEST_REQUIRE(!line.attach_doorbell(bell).has_value());
+    BOOST_TEST(!line.attach_doorbell(bell).has_value()); // the same one again: nothing
+    BOOST_TEST(line.attached_doorbell() == bell);
+    BOOST_TEST(bell->device_producers() == 1u);
+    auto other = line.attach_doorbell(std::make_shared<doorbell>());
+    BOOST_TEST_REQUIRE(other.has_value());
+    BOOST_TEST(other->code() == errc::backend);
+    BOOST_TEST(line.attach_doorbell(nullptr)->code() == errc::backend);
+    BOOST_TEST(!bell->device_signaled());
+
+    // Recorded into the caller's command buffer, behind their work.
+    cb = work.begin();
+    work.spin(cb, 1000);
+    auto recorded = line.record_store(slot(0), cb);
+    BOOST_TEST_REQUIRE(recorded.has_value());
+    work.submit(cb);
+    BOOST_TEST_REQUIRE(work.wait_idle());
+    BOOST_TEST(recorded.value().is_complete());
+    BOOST_TEST(bell->take_device_signal());
+    BOOST_TEST(bell->line().words[doorbell::device_word].load() == 0u);
+    BOOST_TEST(bell->count() == 0u); // the host ring counter is not the device's word
+
+    // Behind a timeline value the host signals.
+    const vulkan::semaphore_t timeline = work.make_timeline();
+    auto awaited = line.await_semaphore(slot(1), timeline, 1);
+    BOOST_TEST_REQUIRE(awaited.has_value(), error_of(awaited));
+    work.signal(timeline, 1);
+    BOOST_TEST_REQUIRE(batches_done(line));
+    BOOST_TEST(awaited.value().is_complete());
+    BOOST_TEST(bell->take_device_signal());
+
+    // The line holds the doorbell until settled; the device keeps it with the memory of a line
+    // that stores were recorded for, until those are released.
+    BOOST_TEST(!line.close().has_value());
+    BOOST_TEST(bell->device_producers() == 0u);
+    BOOST_TEST(device->kept_lines() == 1u);
+    BOOST_TEST(bell.use_count() == 2);
+    device->release_closed_lines();
+    BOOST_TEST(bell.use_count() == 1);
+}
+
+// A line without recorded stores gives its doorbell back at close.
+BOOST_FIXTURE_TEST_CASE(an_awaiting_line_gives_its_doorbell_back_at_close, rig) {
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST_REQUIRE(!line.attach_doorbell(bell).has_value());
+    const vulkan::semaphore_t timeline = work.make_timeline();
+    auto awaited = line.await_semaphore(slot(2), timeline, 1);
+    BOOST_TEST_REQUIRE(awaited.has_value());
+    work.signal(timeline, 1);
+    BOOST_TEST(!line.close().has_value()); // settles: the batch has run, the bell's store too
+    BOOST_TEST(bell->take_device_signal());
+    BOOST_TEST(device->kept_lines() == 0u);
+    BOOST_TEST(bell.use_count() == 1);
+}
+
+// The port's own doorbell, attached, under a park bound of an hour: the store's signal ends the
+// reactor's park, so the wait completes well within the run's bound.
+BOOST_FIXTURE_TEST_CASE(a_store_wakes_a_port_parked_with_a_long_bound, rig) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(std::chrono::hours(1));
+    BOOST_TEST_REQUIRE(!line.attach_doorbell(port.shared_bell()).has_value());
+    const memory_descriptor done = spin_then_record(slot(3), 20000, true);
+    std::optional<gpu_async::error_code> got;
+    port.async_wait(done, [&](gpu_async::error_code ec) { got = ec; });
+    work.open();
+    run_to_completion(ctx);
+    BOOST_TEST_REQUIRE(got.has_value());
+    BOOST_TEST(!*got);
+    BOOST_TEST(work.runs() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()

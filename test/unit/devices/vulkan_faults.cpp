@@ -49,7 +49,8 @@ struct rig {
     }
 };
 
-/// A device's and a line's life on the fake: a store recorded into the caller's command buffer
+/// A device's and a line's life on the fake: a doorbell attached, a store recorded into the
+/// caller's command buffer
 /// (which then runs), two batches behind the caller's semaphore (the second reusing the first's
 /// command buffer), each awaited through the port; then the line is closed and the device goes.
 /// Stops at the first error (a failed close is not retried: the line is closed either way).
@@ -64,6 +65,8 @@ run_result scenario(const vulkan_loader& loader) {
         int& ends = r.ends.emplace_back(0);
         port.async_wait(d, [&ends](gpu_async::error_code) { ++ends; });
     };
+    // Outlives the device: a line that leaked may still hold it (and a store ring it).
+    auto bell = std::make_shared<doorbell>();
     {
         auto device = vulkan_device::create(loader);
         if (!device.has_value()) {
@@ -74,6 +77,7 @@ run_result scenario(const vulkan_loader& loader) {
                 fail(line.error());
             } else {
                 vulkan_line& l = line.value();
+                if (auto e = l.attach_doorbell(bell)) fail(*e);
                 const vulkan::command_buffer_t cb = fake->caller_command_buffer();
                 if (auto d = l.record_store(slot(0), cb); d.has_value()) {
                     wait(d.value());
@@ -211,6 +215,112 @@ BOOST_FIXTURE_TEST_CASE(a_line_runs_its_calls_in_the_owned_order, fixture) {
 
 // A lost device: the line's health query faults its slots (device_fault reaches the pending
 // wait), the source's query reports it, and close() leaks the memory rather than free it.
+// The doorbell: the line imports the page holding it at the device's alignment and binds it in a
+// set of its own; each store, either way, rings it after the completion; the line holds it until
+// settled, the device after that while it keeps the line's memory.
+BOOST_FIXTURE_TEST_CASE(an_attached_doorbell_is_imported_rung_and_held_until_settled, fixture) {
+    rig r(*this);
+    vulkan_line& line = *r.line;
+    BOOST_TEST_REQUIRE(r.device->can_attach_doorbell(), r.device->doorbell_unavailable());
+    BOOST_TEST(state.host_import_enabled); // create() enabled the extension
+    BOOST_TEST(r.device->import_alignment() == 4096u);
+    auto bell = std::make_shared<doorbell>();
+    state.calls.clear();
+    BOOST_TEST_REQUIRE(!line.attach_doorbell(bell).has_value());
+    const std::vector<std::string> attaching = {"vkGetMemoryHostPointerPropertiesEXT",
+                                                "vkCreateBuffer",
+                                                "vkGetBufferMemoryRequirements",
+                                                "vkAllocateMemory",
+                                                "vkBindBufferMemory",
+                                                "vkAllocateDescriptorSets",
+                                                "vkUpdateDescriptorSets"};
+    BOOST_TEST((state.calls == attaching));
+    BOOST_TEST(state.imported.size() == 1u);
+    BOOST_TEST(state.count("VkBuffer") == 2u);
+    BOOST_TEST(bell->device_producers() == 1u);
+
+    const vulkan::command_buffer_t cb = state.caller_command_buffer();
+    auto recorded = line.record_store(slot(0), cb);
+    BOOST_TEST_REQUIRE(recorded.has_value());
+    BOOST_TEST(!bell->device_signaled());
+    state.run(cb);
+    BOOST_TEST(recorded.value().is_complete());
+    BOOST_TEST(bell->take_device_signal());
+    const vulkan::semaphore_t sem = state.caller_semaphore();
+    auto awaited = line.await_semaphore(slot(1), sem, 1);
+    BOOST_TEST_REQUIRE(awaited.has_value());
+    BOOST_TEST(!bell->device_signaled());
+    state.signal(sem, 1);
+    BOOST_TEST(awaited.value().is_complete());
+    BOOST_TEST(bell->take_device_signal());
+    BOOST_TEST(bell->count() == 0u);
+
+    BOOST_TEST(!line.close().has_value());
+    BOOST_TEST(bell->device_producers() == 0u);
+    BOOST_TEST(bell.use_count() == 2); // kept with the line's memory
+    BOOST_TEST(state.imported.size() == 1u);
+    r.device->release_closed_lines();
+    BOOST_TEST(bell.use_count() == 1);
+    BOOST_TEST(state.imported.empty());
+    r.device.reset();
+    BOOST_TEST(state.live.empty());
+}
+
+// Without the extension (not offered, or an adopted device that did not enable it) a line takes
+// no doorbell: a coded refusal that says why, and nothing made.
+BOOST_FIXTURE_TEST_CASE(without_host_import_a_doorbell_is_unavailable_and_says_why, fixture) {
+    state.host_import = false;
+    {
+        rig r(*this);
+        BOOST_TEST(!r.device->can_attach_doorbell());
+        BOOST_TEST(!state.host_import_enabled);
+        auto refused = r.line->attach_doorbell(std::make_shared<doorbell>());
+        BOOST_TEST_REQUIRE(refused.has_value());
+        BOOST_TEST(refused->code() == errc::unavailable);
+        BOOST_TEST(refused->message().find("does not support VK_EXT_external_memory_host") !=
+                   std::string::npos);
+        BOOST_TEST(state.count("VkBuffer") == 1u);
+        BOOST_TEST(!r.line->attached_doorbell());
+        BOOST_TEST(r.line->attach_doorbell(nullptr)->code() == errc::backend);
+    }
+    // Offered but not enabled at the caller's vkCreateDevice: its entry point does not resolve.
+    state.host_import = true;
+    state.host_import_enabled = false;
+    auto l = loader();
+    auto made = vulkan_device::create(*l);
+    BOOST_TEST_REQUIRE(made.has_value());
+    auto& owner = *made.value();
+    state.host_import_enabled = false; // as if the caller's device had not enabled it
+    auto adopted = vulkan_device::adopt(*l, {owner.instance(), owner.physical_device(),
+                                             owner.device(), owner.queue(), owner.queue_family()});
+    BOOST_TEST_REQUIRE(adopted.has_value());
+    BOOST_TEST(!adopted.value()->can_attach_doorbell());
+    BOOST_TEST(adopted.value()->doorbell_unavailable().find("not enabled") != std::string::npos);
+    auto line = vulkan_line::create(*adopted.value());
+    BOOST_TEST_REQUIRE(line.has_value());
+    auto refused = line.value().attach_doorbell(std::make_shared<doorbell>());
+    BOOST_TEST_REQUIRE(refused.has_value());
+    BOOST_TEST(refused->code() == errc::unavailable);
+    BOOST_TEST(refused->message().find("not enabled") != std::string::npos);
+}
+
+// A line that leaks (its store never lands) leaks its doorbell with it: a store may still ring it.
+BOOST_FIXTURE_TEST_CASE(a_leaking_line_keeps_its_doorbell_alive, fixture) {
+    vulkan_line_options options;
+    options.settle_timeout = dur_ns::from_ms(1);
+    rig r(*this, options);
+    auto bell = std::make_shared<doorbell>();
+    BOOST_TEST_REQUIRE(!r.line->attach_doorbell(bell).has_value());
+    const vulkan::command_buffer_t cb = state.caller_command_buffer();
+    BOOST_TEST_REQUIRE(r.line->record_store(slot(0), cb).has_value()); // never run
+    auto e = r.line->close();
+    BOOST_TEST_REQUIRE(e.has_value());
+    BOOST_TEST(r.line->leaked());
+    BOOST_TEST(bell.use_count() == 2); // the other reference is leaked on purpose
+    r.line.reset();
+    BOOST_TEST(bell.use_count() == 2);
+}
+
 BOOST_FIXTURE_TEST_CASE(a_lost_device_faults_the_waits_and_the_line_leaks, fixture) {
     rig r(*this);
     vulkan_line& line = *r.line;
