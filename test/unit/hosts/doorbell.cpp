@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/doorbell.hpp>
 
+#include "common/eventually.hpp"
 #include "common/lost_wake_torture.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 
 namespace {
 
@@ -22,17 +24,6 @@ constexpr auto park_slack = std::chrono::milliseconds(200);
 static_assert(alignof(doorbell) == 64);
 static_assert(!std::is_copy_constructible_v<doorbell>);
 static_assert(!std::is_move_constructible_v<doorbell>);
-
-// Spins (with yields) until `pred` or 10 s; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
 
 // Rounds for the soak (disabled by default): GPU_ASYNC_SOAK_ROUNDS, default 1e7.
 std::uint64_t soak_rounds() {
