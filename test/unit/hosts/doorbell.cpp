@@ -124,7 +124,12 @@ BOOST_AUTO_TEST_CASE(a_ring_between_the_last_look_and_the_sleep_is_not_lost) {
     const auto took = std::chrono::steady_clock::now() - t0;
     BOOST_TEST(seen);
     BOOST_TEST(looks >= 3);
-    BOOST_TEST((took < std::chrono::milliseconds(1000)));
+    // A lost ring would cost one whole futex sleep (doorbell::max_sleep_ns, 1 s: the bound is
+    // longer), after which look 3 finds the store: only the time tells the two apart, and this
+    // is the widest bound that does. The suite runs alone (RUN_SERIAL), so no other test loads
+    // the machine; a delay of a second is far beyond the overruns measured under load (see
+    // park_slack).
+    BOOST_TEST((took < std::chrono::nanoseconds(doorbell::max_sleep_ns)));
     BOOST_TEST(bell.sleepers() == 0u);
 }
 
