@@ -7,16 +7,13 @@
 #define GPU_ASYNC_TEST_COMMON_IO_CONTEXT_FIXTURE_HPP
 
 #include "common/asio.hpp"
+#include "common/run_bound.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>
 #include <cstddef>
 
 namespace gpu_async::test {
-
-/// The bound every test run gets: generous (sanitizers, a loaded 2-core machine); a test that
-/// needs it has hung.
-inline constexpr std::chrono::seconds run_bound{30};
 
 /// Runs `ctx` for at most `bound`; asserts that it stopped because it ran out of work.
 /// Returns the number of handlers run.

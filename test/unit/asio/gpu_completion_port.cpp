@@ -2,6 +2,7 @@
 // Tests of <gpu_async/gpu_completion_port.hpp> and its reactor service.
 #include <gpu_async/gpu_completion_port.hpp>
 
+#include "common/eventually.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
 #include "common/recording_executor.hpp"
@@ -30,6 +31,7 @@ using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::memory_descriptor;
+using gpu_async::test::eventually;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
 using gpu_async::test::slot;
@@ -41,17 +43,6 @@ void store_and_ring(completion_line& line, std::size_t s, std::uint64_t value,
                     gpu_async::doorbell& bell) {
     line.words[s].store(value, std::memory_order_release);
     bell.ring();
-}
-
-/// Spins (yielding) until `pred` holds or a generous bound passes; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + gpu_async::test::run_bound;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
 }
 
 /// An io_context whose shutdown can be called while I/O objects still live (to test the service

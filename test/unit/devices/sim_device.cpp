@@ -4,6 +4,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 
+#include "common/eventually.hpp"
 #include "common/work_gate.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -20,6 +21,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 
 namespace {
 
@@ -60,17 +62,6 @@ struct sleeping_timer {
         if (at > now) std::this_thread::sleep_for(std::chrono::nanoseconds(at.since(now).count()));
     }
 };
-
-// Spins (with yields) until `pred` or 10 s; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
 
 } // namespace
 
@@ -284,10 +275,7 @@ BOOST_AUTO_TEST_CASE(shutdown_cancel_finishes_the_running_item_only) {
             std::this_thread::yield();
     });
     s.enqueue([&] { second_ran = true; }, dur_ns::from_ms(60000));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!started.load() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::yield();
-    BOOST_REQUIRE(started.load());
+    BOOST_REQUIRE(eventually([&] { return started.load(); }));
     std::thread stopper([&] { dev.shutdown(sim_shutdown::cancel); });
     release = true;
     stopper.join(); // returns long before the second item's minute

@@ -9,6 +9,7 @@
 #include <gpu_async/plan_wait.hpp>
 #include <gpu_async/run_fill.hpp>
 
+#include "common/eventually.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/run_fill_bounded.hpp"
 #include "common/slots.hpp"
@@ -41,6 +42,7 @@
 
 using namespace gpu_async;
 using gpu_async::test::error_of;
+using gpu_async::test::eventually;
 using gpu_async::test::run_bound;
 using gpu_async::test::run_to_completion;
 using gpu_async::test::slot;
@@ -63,17 +65,6 @@ vulkan::void_function_t loader_1_0(vulkan::instance_t, const char* name) {
 
 vulkan::void_function_t loader_without_anything(vulkan::instance_t, const char*) {
     return nullptr;
-}
-
-/// Waits (at most `bound`) until `done()`; returns it.
-template <class Done>
-bool eventually(Done done, std::chrono::nanoseconds bound = run_bound) {
-    const auto end = std::chrono::steady_clock::now() + bound;
-    while (!done()) {
-        if (std::chrono::steady_clock::now() >= end) return false;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    return true;
 }
 
 /// A device, its spin work and a line: what most cases start from.

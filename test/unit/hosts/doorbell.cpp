@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/doorbell.hpp>
 
+#include "common/eventually.hpp"
 #include "common/lost_wake_torture.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 
 namespace {
 
@@ -22,17 +24,6 @@ constexpr auto park_slack = std::chrono::milliseconds(200);
 static_assert(alignof(doorbell) == 64);
 static_assert(!std::is_copy_constructible_v<doorbell>);
 static_assert(!std::is_move_constructible_v<doorbell>);
-
-// Spins (with yields) until `pred` or 10 s; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
 
 // Rounds for the soak (disabled by default): GPU_ASYNC_SOAK_ROUNDS, default 1e7.
 std::uint64_t soak_rounds() {
@@ -133,7 +124,12 @@ BOOST_AUTO_TEST_CASE(a_ring_between_the_last_look_and_the_sleep_is_not_lost) {
     const auto took = std::chrono::steady_clock::now() - t0;
     BOOST_TEST(seen);
     BOOST_TEST(looks >= 3);
-    BOOST_TEST((took < std::chrono::milliseconds(1000)));
+    // A lost ring would cost one whole futex sleep (doorbell::max_sleep_ns, 1 s: the bound is
+    // longer), after which look 3 finds the store: only the time tells the two apart, and this
+    // is the widest bound that does. The suite runs alone (RUN_SERIAL), so no other test loads
+    // the machine; a delay of a second is far beyond the overruns measured under load (see
+    // park_slack).
+    BOOST_TEST((took < std::chrono::nanoseconds(doorbell::max_sleep_ns)));
     BOOST_TEST(bell.sleepers() == 0u);
 }
 

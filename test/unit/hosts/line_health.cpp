@@ -8,6 +8,7 @@
 #include <gpu_async/core/reactor.hpp>
 #include <gpu_async/host/std_host.hpp>
 
+#include "common/eventually.hpp"
 #include "common/fault_recorder.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -27,17 +28,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr std::uint64_t ms = 1'000'000;
-
-// Spins (yielding) until `pred` holds or ten seconds pass (only a hang reaches it).
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + 10s;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
 
 // A health query that counts its runs and runs `then` (if any) inside each.
 class counting_health final : public line_health {

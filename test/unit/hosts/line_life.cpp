@@ -11,6 +11,7 @@
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/line_retirement.hpp>
 
+#include "common/eventually.hpp"
 #include "common/manual_device.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -25,6 +26,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 using gpu_async::test::manual;
 using namespace std::chrono_literals;
 
@@ -32,17 +34,6 @@ namespace {
 
 // Bound of every wait for something that must happen: only a hang reaches it.
 constexpr auto bound = 10s;
-
-// Spins (yielding) until `pred` holds or the bound passes; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + bound;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() > end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
 
 } // namespace
 

@@ -5,6 +5,7 @@
 #include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/device/sim_device.hpp>
 
+#include "common/eventually.hpp"
 #include "common/fake_uring_calls.hpp"
 #include "common/work_gate.hpp"
 
@@ -21,6 +22,7 @@
 #include <thread>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 using gpu_async::test::fake_uring_calls;
 using gpu_async::test::uring_faults;
 using gpu_async::test::work_gate;
@@ -51,17 +53,6 @@ std::unique_ptr<basic_uring_idle<Calls>> ring_or_skip(const uring_options& opts 
     // On the heap: g++ 12 -O2 reports a false -Wmaybe-uninitialized for the ring's pointer
     // inside a std::optional.
     return std::make_unique<basic_uring_idle<Calls>>(std::move(r).value());
-}
-
-// Spins (with yields) until `pred` or 10 s; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
 }
 
 wait_plan plan_of(std::string_view text) {

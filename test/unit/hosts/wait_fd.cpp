@@ -8,6 +8,7 @@
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/line_retirement.hpp>
 
+#include "common/eventually.hpp"
 #include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -35,6 +36,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 using gpu_async::test::slot;
 
 namespace {
@@ -129,9 +131,7 @@ BOOST_AUTO_TEST_CASE(one_store_ends_waits_in_target_order_with_one_wakeup) {
     line.words[1].store(30, std::memory_order_release);
     BOOST_TEST_REQUIRE(readable(n.fd(), long_wait));
     // The three entries come from one scan; wait until all are queued.
-    const auto end = std::chrono::steady_clock::now() + long_wait;
-    while (n.ready() < 3u && std::chrono::steady_clock::now() < end)
-        std::this_thread::yield();
+    BOOST_TEST_REQUIRE(eventually([&] { return n.ready() >= 3u; }, long_wait));
     BOOST_TEST_REQUIRE(n.ready() == 3u);
     std::vector<fd_notifier::entry> got;
     BOOST_TEST(n.drain(got, 2) == 2u);
@@ -148,9 +148,7 @@ BOOST_AUTO_TEST_CASE(one_store_ends_waits_in_target_order_with_one_wakeup) {
     n.watch(memory_descriptor(line, slot(2), 1), 1);
     n.watch(memory_descriptor(line, slot(2), 2), 2);
     line.words[2].store(2, std::memory_order_release);
-    const auto end2 = std::chrono::steady_clock::now() + long_wait;
-    while (n.ready() < 3u && std::chrono::steady_clock::now() < end2)
-        std::this_thread::yield();
+    BOOST_TEST_REQUIRE(eventually([&] { return n.ready() >= 3u; }, long_wait));
     BOOST_TEST_REQUIRE(n.ready() == 3u);
     std::uint64_t counter = 0;
     BOOST_TEST(::read(n.fd(), &counter, sizeof counter) == static_cast<ssize_t>(sizeof counter));

@@ -3,6 +3,7 @@
 
 #include <gpu_async/device/sim_device.hpp>
 
+#include "common/eventually.hpp"
 #include "common/slots.hpp"
 
 #include <boost/test/unit_test.hpp>
@@ -21,6 +22,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::test::eventually;
 using gpu_async::test::slot;
 
 namespace {
@@ -28,24 +30,10 @@ namespace {
 // Bound of every wait in these tests: far beyond any scan; only a hang reaches it.
 constexpr auto long_wait = std::chrono::seconds(10);
 
-// Spins (with yields) until `pred` or 10 s; returns pred().
-template <class Pred>
-bool eventually(Pred pred) {
-    const auto end = std::chrono::steady_clock::now() + long_wait;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= end) return pred();
-        std::this_thread::yield();
-    }
-    return true;
-}
-
 /// Waits (at most long_wait) until `w` has scanned once: its first registration is taken in
 /// and the thread parks next. True once it has.
 bool scanned_once(const std_watcher& w) {
-    const auto by = std::chrono::steady_clock::now() + long_wait;
-    while (w.scans() == 0 && std::chrono::steady_clock::now() < by)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    return w.scans() > 0;
+    return eventually([&] { return w.scans() > 0; }, long_wait);
 }
 
 } // namespace

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
-// Review regressions of <gpu_async/gpu_completion_port.hpp> and its reactor service: shutdown
-// with handlers whose destructors emit cancellation signals, and delivery that cannot strand a
-// completion (no allocation, an executor that refuses or drops the drain, a throwing handler).
+// How <gpu_async/gpu_completion_port.hpp> and its reactor service deliver completed waits to their
+// handlers: delivery that cannot strand a completion (no allocation, an executor that refuses or
+// drops the drain, a throwing handler), and handlers destroyed undelivered at shutdown whose
+// destructors emit cancellation signals.
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"
@@ -54,7 +55,7 @@ struct emitting_on_destruction {
 
 } // namespace
 
-BOOST_AUTO_TEST_SUITE(gpu_completion_port_review_tests)
+BOOST_AUTO_TEST_SUITE(gpu_completion_port_delivery_tests)
 
 BOOST_AUTO_TEST_CASE(shutdown_with_a_handler_destructor_emitting_another_waits_signal) {
     // Two pending waits on one slot; the one with the later target (destroyed first at

@@ -9,6 +9,7 @@
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/run_fill.hpp>
 
+#include "common/eventually.hpp"
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/reactor_of.hpp"
@@ -32,6 +33,7 @@
 
 using gpu_async::error_code;
 using namespace gpu_async;
+using gpu_async::test::eventually;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
 using gpu_async::test::slot;
@@ -464,10 +466,7 @@ BOOST_AUTO_TEST_CASE(a_device_outliving_the_context_rings_safely) {
         s.enqueue(dur_ns::from_us(10));
     BOOST_TEST(s.block().value() == 0);
     // Each item rings after its store: the last ring may follow block()'s return.
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (watched.lock()->count() < rung + 20 && std::chrono::steady_clock::now() < end)
-        std::this_thread::yield();
-    BOOST_TEST(watched.lock()->count() >= rung + 20);
+    BOOST_TEST(eventually([&] { return watched.lock()->count() >= rung + 20; }));
 }
 
 // 6. Handlers completed by one scan run in ascending target order per slot (the order the device
@@ -586,9 +585,7 @@ BOOST_AUTO_TEST_CASE(shutdown_wakes_a_watcher_standing_back_for_a_drain_never_ru
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     line.words[2].store(1, std::memory_order_release);
     port->bell().ring();
-    const auto posted_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (svc.drains_out() == 0 && std::chrono::steady_clock::now() < posted_by)
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    BOOST_TEST_REQUIRE(eventually([&] { return svc.drains_out() != 0; }));
     BOOST_TEST_REQUIRE(svc.drains_out() == 1u);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     stop = true;
