@@ -111,163 +111,37 @@ using gpu_async::dur_ns;
 using gpu_async::bench::now_ns;
 
 // ---------------------------------------------------------------------------------------------
-// Strategies
+// Strategies: one row of parameters each
 
-enum class strategy : std::uint8_t {
-    ours_service,
-    ours_service_predict,
-    ours_fill,
-    ours_fill_predict,
-    callback_post,
-    timer_50us,
-    timer_1ms,
-    blocking_cv,
-    spin_poll,
-    ours_service_dp10,
-    ours_service_dp50,
-    ours_service_dp100,
-    ours_service_ringing,
-    ours_fill_ringing,
-    callback_thread,
-    sleep_watcher,
-    ours_service_steps,
-    ours_fill_dp5,
-    ours_fill_dp50,
-    ours_fill_dp100,
-    ours_service_dp1ms,
-    ours_fill_dp1ms,
-    ours_fill_dp25,
-};
-
-constexpr strategy all_strategies[] = {
-    strategy::ours_service,       strategy::ours_service_steps, strategy::ours_service_predict,
-    strategy::ours_fill,          strategy::ours_fill_predict,  strategy::ours_fill_dp5,
-    strategy::ours_fill_dp25,     strategy::ours_fill_dp50,     strategy::ours_fill_dp100,
-    strategy::ours_fill_dp1ms,    strategy::ours_service_dp10,  strategy::ours_service_dp50,
-    strategy::ours_service_dp100, strategy::ours_service_dp1ms, strategy::ours_service_ringing,
-    strategy::ours_fill_ringing,  strategy::callback_post,      strategy::callback_thread,
-    strategy::timer_50us,         strategy::timer_1ms,          strategy::blocking_cv,
-    strategy::spin_poll,          strategy::sleep_watcher};
-
-const char* name(strategy s) {
-    switch (s) {
-    case strategy::ours_service:
-        return "ours-service";
-    case strategy::ours_service_predict:
-        return "ours-service+predict";
-    case strategy::ours_fill:
-        return "ours-fill";
-    case strategy::ours_fill_predict:
-        return "ours-fill+predict";
-    case strategy::callback_post:
-        return "callback-post-idealized";
-    case strategy::callback_thread:
-        return "callback-thread-post";
-    case strategy::ours_service_dp10:
-        return "ours-service-dp10";
-    case strategy::ours_service_dp50:
-        return "ours-service-dp50";
-    case strategy::ours_service_dp100:
-        return "ours-service-dp100";
-    case strategy::ours_service_steps:
-        return "ours-service-steps";
-    case strategy::ours_fill_dp5:
-        return "ours-fill-dp5";
-    case strategy::ours_fill_dp25:
-        return "ours-fill-dp25";
-    case strategy::ours_fill_dp50:
-        return "ours-fill-dp50";
-    case strategy::ours_fill_dp100:
-        return "ours-fill-dp100";
-    case strategy::ours_service_dp1ms:
-        return "ours-service-dp1ms";
-    case strategy::ours_fill_dp1ms:
-        return "ours-fill-dp1ms";
-    case strategy::ours_service_ringing:
-        return "ours-service-ringing";
-    case strategy::ours_fill_ringing:
-        return "ours-fill-ringing";
-    case strategy::sleep_watcher:
-        return "sleep-watcher-20us";
-    case strategy::timer_50us:
-        return "timer-poll-50us";
-    case strategy::timer_1ms:
-        return "timer-poll-1ms";
-    case strategy::blocking_cv:
-        return "blocking-cv-thread";
-    case strategy::spin_poll:
-        return "spin-poll-thread";
-    }
-    return "?";
-}
-
-bool is_ours(strategy s) {
-    switch (s) {
-    case strategy::ours_service:
-    case strategy::ours_service_predict:
-    case strategy::ours_fill:
-    case strategy::ours_fill_predict:
-    case strategy::ours_service_dp10:
-    case strategy::ours_service_dp50:
-    case strategy::ours_service_dp100:
-    case strategy::ours_service_steps:
-    case strategy::ours_fill_dp5:
-    case strategy::ours_fill_dp25:
-    case strategy::ours_fill_dp50:
-    case strategy::ours_fill_dp100:
-    case strategy::ours_service_dp1ms:
-    case strategy::ours_fill_dp1ms:
-    case strategy::ours_service_ringing:
-    case strategy::ours_fill_ringing:
-        return true;
-    default:
-        return false;
-    }
-}
-bool is_fill(strategy s) {
-    return s == strategy::ours_fill || s == strategy::ours_fill_predict ||
-           s == strategy::ours_fill_ringing || s == strategy::ours_fill_dp5 ||
-           s == strategy::ours_fill_dp25 || s == strategy::ours_fill_dp50 ||
-           s == strategy::ours_fill_dp100 || s == strategy::ours_fill_dp1ms;
-}
-bool is_ringing(strategy s) {
-    return s == strategy::ours_service_ringing || s == strategy::ours_fill_ringing;
-}
-// The device poll interval of the knob's variants (0: the default).
-std::uint64_t device_poll_us(strategy s) {
-    switch (s) {
-    case strategy::ours_service_dp10:
-        return 10;
-    case strategy::ours_service_dp50:
-        return 50;
-    case strategy::ours_service_dp100:
-        return 100;
-    case strategy::ours_fill_dp5:
-        return 5;
-    case strategy::ours_fill_dp25:
-        return 25;
-    case strategy::ours_fill_dp50:
-        return 50;
-    case strategy::ours_fill_dp100:
-        return 100;
-    case strategy::ours_service_dp1ms:
-    case strategy::ours_fill_dp1ms:
-        return 1000;
-    default:
-        return 0;
-    }
-}
-// The park bound of the knob's variants (0: the default, 100 us). A device poll step never
-// outlasts the park bound, so the 1 ms variants raise it with the poll.
-std::uint64_t park_bound_us(strategy s) {
-    return s == strategy::ours_service_dp1ms || s == strategy::ours_fill_dp1ms ? 1000 : 0;
-}
+class cell_run;
+struct lane;
 
 // The plan of the +predict strategies: the recommended flag plan with the README's example
 // prediction.
 constexpr const char* predict_plan_text =
     "flag:park_us=100,backstop_us=1000+predict:margin_us=150,min_sleep_us=20,max_sleep_us=50000,"
     "window=8";
+
+/// One wait strategy. cell_run reads the fields and calls the row's parts (members of cell_run,
+/// null where the strategy has nothing to do there), so a strategy is added by adding a row.
+struct strategy_row {
+    const char* name;       // printed, matched by --only, written to the CSVs
+    bool reference = false; // the row the "vs ours" columns divide by
+    // Our port's strategies; the baselines (port false) wait without it.
+    bool port = false;                // a gpu_completion_port waits
+    bool fill = false;                // the io thread runs run_fill instead of io_context::run
+    bool ringing = false;             // the device rings the doorbell instead of store-only
+    bool predicts = true;             // the port's completion rhythm
+    std::uint64_t device_poll_us = 0; // 0: the port's default
+    std::uint64_t park_bound_us = 0;  // 0: the default; a device poll step never outlasts it
+    const char* plan = nullptr;       // the plan-driven wait's plan text
+    // How the handler learns of the store.
+    void (cell_run::*at_store)(lane&) = nullptr;   // on the device thread, at the store
+    void (cell_run::*start_wait)(lane&) = nullptr; // on the io thread, after each launch
+    void (cell_run::*thread)() = nullptr;          // a waiting thread of the strategy's own
+    std::uint64_t poll_timer_us = 0;               // an asio timer scanning the pending words
+    std::uint64_t poll_sleep_us = 0;               // the polling thread's sleep (0: it spins)
+};
 
 // ---------------------------------------------------------------------------------------------
 // One cell
@@ -279,7 +153,7 @@ struct cell {
 };
 
 struct cell_result {
-    strategy strat;
+    const strategy_row* row;
     cell c;
     gpu_async::bench::summary lat;
     std::vector<std::uint64_t> sorted; // samples, sorted (kept for the CDF of every cell)
@@ -299,8 +173,8 @@ struct lane {
 
 class cell_run {
 public:
-    cell_run(strategy s, cell c, double seconds, double warm_seconds)
-        : strat_(s)
+    cell_run(const strategy_row& s, cell c, double seconds, double warm_seconds)
+        : row_(s)
         , cell_(c)
         , seconds_(seconds)
         , warm_seconds_(warm_seconds)
@@ -308,28 +182,13 @@ public:
         , device_(gpu_async::sim_device::options{1, false})
         , timer_(ctx_)
         , end_timer_(ctx_) {
-        auto plan = gpu_async::wait_plan::parse(predict_plan_text);
-        if (!plan) throw std::runtime_error(plan.error().message());
-        plan_ = *plan;
-        if (is_ours(s)) port_.emplace(ctx_);
-        if (port_ && device_poll_us(s) != 0)
-            port_->device_poll(std::chrono::microseconds(device_poll_us(s)));
-        if (port_ && park_bound_us(s) != 0)
-            port_->park_bound(std::chrono::microseconds(park_bound_us(s)));
-        if (port_ && s == strategy::ours_service_steps) port_->predicts(false);
-        gpu_async::completion_line* line = nullptr;
-        for (std::size_t i = 0; i < lanes_.size(); ++i) {
-            if (i % gpu_async::line_words == 0) line = &device_.make_line();
-            lanes_[i].stream =
-                device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
-            // Store-only (a GPU line with the doorbell attached: its device word, no ring), the
-            // headline; the -ringing strategies are the host-producer case.
-            if (port_)
-                lanes_[i].stream->set_doorbell(port_->shared_bell(),
-                                               is_ringing(s) ? gpu_async::sim_signal::ring
-                                                             : gpu_async::sim_signal::device_store);
-            lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
+        if (s.plan != nullptr) {
+            auto plan = gpu_async::wait_plan::parse(s.plan);
+            if (!plan) throw std::runtime_error(plan.error().message());
+            plan_ = *plan;
         }
+        if (s.port) make_port();
+        make_lanes();
         samples_.reserve(1 << 16);
     }
 
@@ -339,216 +198,76 @@ public:
         const std::uint64_t t0 = now_ns();
         warm_at_ = t0 + static_cast<std::uint64_t>(warm_seconds_ * 1e9);
         end_at_ = warm_at_ + static_cast<std::uint64_t>(seconds_ * 1e9);
-        if (strat_ == strategy::blocking_cv) waiter_ = std::thread([this] { cv_waiter(); });
-        if (strat_ == strategy::spin_poll) waiter_ = std::thread([this] { spinner(); });
-        if (strat_ == strategy::sleep_watcher) waiter_ = std::thread([this] { sleeper(); });
-        if (strat_ == strategy::callback_thread)
-            waiter_ = std::thread([this] { callback_thread(); });
+        if (row_.thread != nullptr) waiter_ = std::thread([this] { (this->*row_.thread)(); });
         asio::post(ctx_, [this] {
             for (auto& l : lanes_)
                 launch(l);
-            if (strat_ == strategy::timer_50us || strat_ == strategy::timer_1ms) arm_poll_timer();
+            if (row_.poll_timer_us != 0) arm_poll_timer();
         });
-        end_timer_.expires_at(std::chrono::steady_clock::time_point(
-            std::chrono::nanoseconds(static_cast<std::int64_t>(warm_at_))));
-        end_timer_.async_wait([this](boost::system::error_code) {
-            // The measured window starts here (on the io thread, between handlers).
-            measuring_ = true;
-            cpu0_ = gpu_async::bench::process_cpu_ns();
-            dev0_ = device_cpu_.total_ns();
-            win0_ = now_ns();
-            end_timer_.expires_at(std::chrono::steady_clock::time_point(
-                std::chrono::nanoseconds(static_cast<std::int64_t>(end_at_))));
-            end_timer_.async_wait([this](boost::system::error_code) {
-                cpu1_ = gpu_async::bench::process_cpu_ns();
-                dev1_ = device_cpu_.total_ns();
-                win1_ = now_ns();
-                measuring_ = false;
-                stopping_ = true;
-                ctx_.stop();
-            });
-        });
-        if (is_fill(strat_)) {
+        measure_window();
+        if (row_.fill) {
             gpu_async::fill_options opts;
-            if (park_bound_us(strat_) != 0)
-                opts.park_bound = std::chrono::microseconds(park_bound_us(strat_));
+            if (row_.park_bound_us != 0)
+                opts.park_bound = std::chrono::microseconds(row_.park_bound_us);
             gpu_async::run_fill(ctx_, opts);
         } else
             ctx_.run();
         teardown();
-
-        cell_result r;
-        r.strat = strat_;
-        r.c = cell_;
-        const double wall = static_cast<double>(win1_ - win0_);
-        const std::uint64_t dev = dev1_ - dev0_;
-        const std::uint64_t proc = cpu1_ - cpu0_;
-        r.cpu_per_s = wall > 0 && proc > dev ? static_cast<double>(proc - dev) / wall : 0;
-        r.device_cpu_per_s = wall > 0 ? static_cast<double>(dev) / wall : 0;
-        r.completions_per_s = wall > 0 ? static_cast<double>(samples_.size()) * 1e9 / wall : 0;
-        std::sort(samples_.begin(), samples_.end());
-        r.lat = gpu_async::bench::summarize(samples_);
-        r.sorted = std::move(samples_);
-        if (is_ours(strat_) && strat_ != strategy::ours_service && strat_ != strategy::ours_fill) {
-            const std::uint64_t total = kinds_[0] + kinds_[1] + kinds_[2] + kinds_[3];
-            if (total != 0) {
-                char b[160];
-                std::snprintf(b, sizeof b,
-                              "wait kinds: immediate %.0f %%, late %.0f %%, parked %.0f %%",
-                              100.0 * static_cast<double>(kinds_[1]) / static_cast<double>(total),
-                              100.0 * static_cast<double>(kinds_[2]) / static_cast<double>(total),
-                              100.0 * static_cast<double>(kinds_[3]) / static_cast<double>(total));
-                r.kinds = b;
-            }
-        }
-        if (failures_ != 0) r.note = std::to_string(failures_) + " waits failed";
-        return r;
+        return result();
     }
 
-private:
-    void teardown() {
-        stopping_ = true;
-        ctx_.stop();
+    // The strategies' parts, named by their rows.
+
+    // at_store of callback-post-idealized: the device thread posts the handler itself.
+    void post_handler(lane& l) {
+        lane* lp = &l;
+        asio::post(ctx_, [this, lp] { complete(*lp); });
+    }
+
+    // at_store of callback-thread-post, the shape of cuLaunchHostFunc: the device wakes the
+    // driver's callback thread, which runs the function, which posts.
+    void wake_callback_thread(lane& l) {
         {
             std::lock_guard lk(mutex_);
-            cv_.notify_all();
+            incoming_.push_back(&l);
         }
-        // Fails every stream (queued items dropped), so a blocked waiter returns.
-        device_.shutdown(gpu_async::sim_shutdown::cancel);
-        if (waiter_.joinable()) waiter_.join();
+        cv_.notify_one();
     }
 
-    std::uint64_t next_duration_ns(lane& l) {
-        // xorshift32: uniform in [1 - j, 1 + j] x work, j = jitter_pct / 100.
-        l.rng ^= l.rng << 13;
-        l.rng ^= l.rng >> 17;
-        l.rng ^= l.rng << 5;
-        const std::uint64_t w = cell_.work_us * 1000;
-        const std::uint64_t j = w * cell_.jitter_pct / 100;
-        return w - j + (2 * j) * (l.rng % 1024) / 1024;
-    }
-
-    // On the io thread: start lane l's next item and its wait.
-    void launch(lane& l) {
+    // start_wait of our descriptor waits.
+    void descriptor_wait(lane& l) {
         lane* lp = &l;
-        const dur_ns d{next_duration_ns(l)};
-        if (strat_ == strategy::callback_thread) {
-            // The shape of cuLaunchHostFunc: the device wakes the driver's callback thread,
-            // which runs the function, which posts.
-            l.seq = l.stream->enqueue(
-                [this, lp] {
-                    device_cpu_.add_self();
-                    lp->store_ns.store(now_ns(), std::memory_order_relaxed);
-                    {
-                        std::lock_guard lk(mutex_);
-                        incoming_.push_back(lp);
-                    }
-                    cv_.notify_one();
-                },
-                d);
-            return;
-        }
-        if (strat_ == strategy::callback_post) {
-            l.seq = l.stream->enqueue(
-                [this, lp] {
-                    device_cpu_.add_self();
-                    lp->store_ns.store(now_ns(), std::memory_order_relaxed);
-                    asio::post(ctx_, [this, lp] { complete(*lp); });
-                },
-                d);
-            return;
-        }
-        l.seq = l.stream->enqueue(
-            [this, lp] {
-                device_cpu_.add_self();
-                lp->store_ns.store(now_ns(), std::memory_order_relaxed);
-            },
-            d);
-        switch (strat_) {
-        case strategy::ours_service:
-        case strategy::ours_fill:
-        case strategy::ours_service_dp10:
-        case strategy::ours_service_dp50:
-        case strategy::ours_service_dp100:
-        case strategy::ours_service_steps:
-        case strategy::ours_fill_dp5:
-        case strategy::ours_fill_dp25:
-        case strategy::ours_fill_dp50:
-        case strategy::ours_fill_dp100:
-        case strategy::ours_service_dp1ms:
-        case strategy::ours_fill_dp1ms:
-        case strategy::ours_service_ringing:
-        case strategy::ours_fill_ringing:
-            port_->async_wait(l.stream->descriptor_for(l.seq),
-                              [this, lp](boost::system::error_code ec) {
-                                  if (ec)
-                                      ++failures_;
-                                  else
-                                      complete(*lp);
-                              });
-            break;
-        case strategy::ours_service_predict:
-        case strategy::ours_fill_predict:
-            port_->async_wait(
-                *l.stream, plan_, "bench",
-                [this, lp](boost::system::error_code ec, gpu_async::wait_report report) {
-                    if (ec) {
-                        ++failures_;
-                    } else {
-                        ++kinds_[static_cast<std::size_t>(report.kind) & 3u];
-                        complete(*lp);
-                    }
-                });
-            break;
-        case strategy::timer_50us:
-        case strategy::timer_1ms:
-            polled_.push_back(lp);
-            break;
-        case strategy::blocking_cv:
-        case strategy::spin_poll:
-        case strategy::sleep_watcher: {
-            std::lock_guard lk(mutex_);
-            incoming_.push_back(lp);
-            cv_.notify_one();
-            break;
-        }
-        case strategy::callback_post:
-        case strategy::callback_thread:
-            break;
-        }
+        port_->async_wait(l.stream->descriptor_for(l.seq),
+                          [this, lp](boost::system::error_code ec) {
+                              if (ec)
+                                  ++failures_;
+                              else
+                                  complete(*lp);
+                          });
     }
 
-    // On the io thread: the handler of lane l.
-    void complete(lane& l) {
-        if (stopping_) return;
-        const std::uint64_t now = now_ns();
-        const std::uint64_t stored = l.store_ns.load(std::memory_order_relaxed);
-        if (measuring_) samples_.push_back(now > stored ? now - stored : 0);
-        launch(l);
+    // start_wait of the plan-driven waits (the row's plan).
+    void plan_wait(lane& l) {
+        lane* lp = &l;
+        port_->async_wait(*l.stream, plan_, "bench",
+                          [this, lp](boost::system::error_code ec, gpu_async::wait_report report) {
+                              if (ec) {
+                                  ++failures_;
+                              } else {
+                                  ++kinds_[static_cast<std::size_t>(report.kind) & 3u];
+                                  complete(*lp);
+                              }
+                          });
     }
 
-    void arm_poll_timer() {
-        const auto period = strat_ == strategy::timer_50us ? std::chrono::microseconds(50)
-                                                           : std::chrono::microseconds(1000);
-        timer_.expires_after(period);
-        timer_.async_wait([this](boost::system::error_code ec) {
-            if (ec || stopping_) return;
-            // Scan the pending words; complete what is done (the handlers may add lanes).
-            ready_.clear();
-            for (std::size_t i = 0; i < polled_.size();) {
-                lane* l = polled_[i];
-                if (l->stream->word() >= l->seq) {
-                    ready_.push_back(l);
-                    polled_[i] = polled_.back();
-                    polled_.pop_back();
-                } else {
-                    ++i;
-                }
-            }
-            for (lane* l : ready_)
-                complete(*l);
-            arm_poll_timer();
-        });
+    // start_wait of the timer pollers: the timer's next scan sees the lane.
+    void poll_by_timer(lane& l) { polled_.push_back(&l); }
+
+    // start_wait of the strategies with a waiting thread: hands the lane to it.
+    void hand_to_thread(lane& l) {
+        std::lock_guard lk(mutex_);
+        incoming_.push_back(&l);
+        cv_.notify_one();
     }
 
     // The BlockingSync stand-in: one thread, each wait in order, blocking on the stream
@@ -589,6 +308,166 @@ private:
         }
     }
 
+    // A thread passing over the pending words and posting the handlers of those done: spinning
+    // (the stdexec stand-in) or sleeping the row's poll_sleep_us between passes (the naive
+    // watcher; timer slack 1 ns, as our waiter's).
+    void poll_thread() {
+        if (row_.poll_sleep_us != 0) gpu_async::detail::shorten_timer_slack();
+        std::vector<lane*> mine;
+        while (!stopping_) {
+            poll_pass(mine);
+            if (row_.poll_sleep_us != 0)
+                std::this_thread::sleep_for(std::chrono::microseconds(row_.poll_sleep_us));
+        }
+    }
+
+private:
+    void make_port() {
+        port_.emplace(ctx_);
+        if (row_.device_poll_us != 0)
+            port_->device_poll(std::chrono::microseconds(row_.device_poll_us));
+        if (row_.park_bound_us != 0)
+            port_->park_bound(std::chrono::microseconds(row_.park_bound_us));
+        if (!row_.predicts) port_->predicts(false);
+    }
+
+    void make_lanes() {
+        gpu_async::completion_line* line = nullptr;
+        for (std::size_t i = 0; i < lanes_.size(); ++i) {
+            if (i % gpu_async::line_words == 0) line = &device_.make_line();
+            lanes_[i].stream =
+                device_.make_stream(*line, *gpu_async::slot_id::at(i % gpu_async::line_words));
+            // Store-only (a GPU line with the doorbell attached: its device word, no ring), the
+            // headline; the -ringing strategies are the host-producer case.
+            if (port_)
+                lanes_[i].stream->set_doorbell(port_->shared_bell(),
+                                               row_.ringing ? gpu_async::sim_signal::ring
+                                                            : gpu_async::sim_signal::device_store);
+            lanes_[i].rng = static_cast<std::uint32_t>(i * 2654435761u + 1u);
+        }
+    }
+
+    // Arms the warm-up's end, which opens the measured window, which closes at end_at_.
+    void measure_window() {
+        end_timer_.expires_at(std::chrono::steady_clock::time_point(
+            std::chrono::nanoseconds(static_cast<std::int64_t>(warm_at_))));
+        end_timer_.async_wait([this](boost::system::error_code) {
+            // The measured window starts here (on the io thread, between handlers).
+            measuring_ = true;
+            cpu0_ = gpu_async::bench::process_cpu_ns();
+            dev0_ = device_cpu_.total_ns();
+            win0_ = now_ns();
+            end_timer_.expires_at(std::chrono::steady_clock::time_point(
+                std::chrono::nanoseconds(static_cast<std::int64_t>(end_at_))));
+            end_timer_.async_wait([this](boost::system::error_code) {
+                cpu1_ = gpu_async::bench::process_cpu_ns();
+                dev1_ = device_cpu_.total_ns();
+                win1_ = now_ns();
+                measuring_ = false;
+                stopping_ = true;
+                ctx_.stop();
+            });
+        });
+    }
+
+    cell_result result() {
+        cell_result r;
+        r.row = &row_;
+        r.c = cell_;
+        const double wall = static_cast<double>(win1_ - win0_);
+        const std::uint64_t dev = dev1_ - dev0_;
+        const std::uint64_t proc = cpu1_ - cpu0_;
+        r.cpu_per_s = wall > 0 && proc > dev ? static_cast<double>(proc - dev) / wall : 0;
+        r.device_cpu_per_s = wall > 0 ? static_cast<double>(dev) / wall : 0;
+        r.completions_per_s = wall > 0 ? static_cast<double>(samples_.size()) * 1e9 / wall : 0;
+        std::sort(samples_.begin(), samples_.end());
+        r.lat = gpu_async::bench::summarize(samples_);
+        r.sorted = std::move(samples_);
+        r.kinds = kinds_text();
+        if (failures_ != 0) r.note = std::to_string(failures_) + " waits failed";
+        return r;
+    }
+
+    // How the plan-driven waits ended (empty for the others, which count no kinds).
+    std::string kinds_text() const {
+        const std::uint64_t total = kinds_[0] + kinds_[1] + kinds_[2] + kinds_[3];
+        if (total == 0) return {};
+        const auto pct = [&](std::size_t k) {
+            return 100.0 * static_cast<double>(kinds_[k]) / static_cast<double>(total);
+        };
+        char b[160];
+        std::snprintf(b, sizeof b, "wait kinds: immediate %.0f %%, late %.0f %%, parked %.0f %%",
+                      pct(1), pct(2), pct(3));
+        return b;
+    }
+
+    void teardown() {
+        stopping_ = true;
+        ctx_.stop();
+        {
+            std::lock_guard lk(mutex_);
+            cv_.notify_all();
+        }
+        // Fails every stream (queued items dropped), so a blocked waiter returns.
+        device_.shutdown(gpu_async::sim_shutdown::cancel);
+        if (waiter_.joinable()) waiter_.join();
+    }
+
+    std::uint64_t next_duration_ns(lane& l) {
+        // xorshift32: uniform in [1 - j, 1 + j] x work, j = jitter_pct / 100.
+        l.rng ^= l.rng << 13;
+        l.rng ^= l.rng >> 17;
+        l.rng ^= l.rng << 5;
+        const std::uint64_t w = cell_.work_us * 1000;
+        const std::uint64_t j = w * cell_.jitter_pct / 100;
+        return w - j + (2 * j) * (l.rng % 1024) / 1024;
+    }
+
+    // On the io thread: start lane l's next item and its wait.
+    void launch(lane& l) {
+        lane* lp = &l;
+        const dur_ns d{next_duration_ns(l)};
+        l.seq = l.stream->enqueue(
+            [this, lp] {
+                device_cpu_.add_self();
+                lp->store_ns.store(now_ns(), std::memory_order_relaxed);
+                if (row_.at_store != nullptr) (this->*row_.at_store)(*lp);
+            },
+            d);
+        if (row_.start_wait != nullptr) (this->*row_.start_wait)(l);
+    }
+
+    // On the io thread: the handler of lane l.
+    void complete(lane& l) {
+        if (stopping_) return;
+        const std::uint64_t now = now_ns();
+        const std::uint64_t stored = l.store_ns.load(std::memory_order_relaxed);
+        if (measuring_) samples_.push_back(now > stored ? now - stored : 0);
+        launch(l);
+    }
+
+    void arm_poll_timer() {
+        timer_.expires_after(std::chrono::microseconds(row_.poll_timer_us));
+        timer_.async_wait([this](boost::system::error_code ec) {
+            if (ec || stopping_) return;
+            // Scan the pending words; complete what is done (the handlers may add lanes).
+            ready_.clear();
+            for (std::size_t i = 0; i < polled_.size();) {
+                lane* l = polled_[i];
+                if (l->stream->word() >= l->seq) {
+                    ready_.push_back(l);
+                    polled_[i] = polled_.back();
+                    polled_.pop_back();
+                } else {
+                    ++i;
+                }
+            }
+            for (lane* l : ready_)
+                complete(*l);
+            arm_poll_timer();
+        });
+    }
+
     // One pass of a polling thread over the pending words: takes the newly launched lanes in,
     // then posts the handlers of those done.
     void poll_pass(std::vector<lane*>& mine) {
@@ -609,25 +488,7 @@ private:
         }
     }
 
-    // The naive watcher: one thread that sleeps 20 us between passes over the pending words
-    // (timer slack 1 ns, as our waiter's) and posts the handlers of those done.
-    void sleeper() {
-        gpu_async::detail::shorten_timer_slack();
-        std::vector<lane*> mine;
-        while (!stopping_) {
-            poll_pass(mine);
-            std::this_thread::sleep_for(std::chrono::microseconds(20));
-        }
-    }
-
-    // The stdexec stand-in: one thread spinning over the pending words.
-    void spinner() {
-        std::vector<lane*> mine;
-        while (!stopping_)
-            poll_pass(mine);
-    }
-
-    strategy strat_;
+    const strategy_row& row_;
     cell cell_;
     double seconds_, warm_seconds_;
     // Declared first: outlive the device (its items point at them).
@@ -650,6 +511,80 @@ private:
     std::vector<std::uint64_t> samples_;
     std::uint64_t failures_ = 0;
     std::uint64_t kinds_[4] = {}; // by gpu_async::wait_kind
+};
+
+// Every strategy, in the order of the tables. The knob's 1 ms variants raise the park bound with
+// the device poll, since a device poll step never outlasts the park bound.
+constexpr auto descriptor = &cell_run::descriptor_wait;
+const strategy_row strategies[] = {
+    {.name = "ours-service", .reference = true, .port = true, .start_wait = descriptor},
+    {.name = "ours-service-steps", .port = true, .predicts = false, .start_wait = descriptor},
+    {.name = "ours-service+predict",
+     .port = true,
+     .plan = predict_plan_text,
+     .start_wait = &cell_run::plan_wait},
+    {.name = "ours-fill", .port = true, .fill = true, .start_wait = descriptor},
+    {.name = "ours-fill+predict",
+     .port = true,
+     .fill = true,
+     .plan = predict_plan_text,
+     .start_wait = &cell_run::plan_wait},
+    {.name = "ours-fill-dp5",
+     .port = true,
+     .fill = true,
+     .device_poll_us = 5,
+     .start_wait = descriptor},
+    {.name = "ours-fill-dp25",
+     .port = true,
+     .fill = true,
+     .device_poll_us = 25,
+     .start_wait = descriptor},
+    {.name = "ours-fill-dp50",
+     .port = true,
+     .fill = true,
+     .device_poll_us = 50,
+     .start_wait = descriptor},
+    {.name = "ours-fill-dp100",
+     .port = true,
+     .fill = true,
+     .device_poll_us = 100,
+     .start_wait = descriptor},
+    {.name = "ours-fill-dp1ms",
+     .port = true,
+     .fill = true,
+     .device_poll_us = 1000,
+     .park_bound_us = 1000,
+     .start_wait = descriptor},
+    {.name = "ours-service-dp10", .port = true, .device_poll_us = 10, .start_wait = descriptor},
+    {.name = "ours-service-dp50", .port = true, .device_poll_us = 50, .start_wait = descriptor},
+    {.name = "ours-service-dp100", .port = true, .device_poll_us = 100, .start_wait = descriptor},
+    {.name = "ours-service-dp1ms",
+     .port = true,
+     .device_poll_us = 1000,
+     .park_bound_us = 1000,
+     .start_wait = descriptor},
+    {.name = "ours-service-ringing", .port = true, .ringing = true, .start_wait = descriptor},
+    {.name = "ours-fill-ringing",
+     .port = true,
+     .fill = true,
+     .ringing = true,
+     .start_wait = descriptor},
+    {.name = "callback-post-idealized", .at_store = &cell_run::post_handler},
+    {.name = "callback-thread-post",
+     .at_store = &cell_run::wake_callback_thread,
+     .thread = &cell_run::callback_thread},
+    {.name = "timer-poll-50us", .start_wait = &cell_run::poll_by_timer, .poll_timer_us = 50},
+    {.name = "timer-poll-1ms", .start_wait = &cell_run::poll_by_timer, .poll_timer_us = 1000},
+    {.name = "blocking-cv-thread",
+     .start_wait = &cell_run::hand_to_thread,
+     .thread = &cell_run::cv_waiter},
+    {.name = "spin-poll-thread",
+     .start_wait = &cell_run::hand_to_thread,
+     .thread = &cell_run::poll_thread},
+    {.name = "sleep-watcher-20us",
+     .start_wait = &cell_run::hand_to_thread,
+     .thread = &cell_run::poll_thread,
+     .poll_sleep_us = 20},
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -873,14 +808,14 @@ std::string ratio(double v, double ref) {
 void print_cell_table(const std::vector<cell_result>& rs) {
     const cell_result* ref = nullptr;
     for (const auto& r : rs)
-        if (r.strat == strategy::ours_service) ref = &r;
+        if (r.row->reference) ref = &r;
     std::printf("\n### work %llu us, %zu pending\n\n",
                 static_cast<unsigned long long>(rs.front().c.work_us), rs.front().c.pending);
     std::printf("| strategy | p50 us | p90 us | p99 us | max us | CPU s/s | completions/s | "
                 "p50 vs ours | p99 vs ours | CPU vs ours |\n");
     std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const auto& r : rs) {
-        std::printf("| %s | %s | %s | %s | %s | %.3f | %.0f | %s | %s | %s |%s%s\n", name(r.strat),
+        std::printf("| %s | %s | %s | %s | %s | %.3f | %.0f | %s | %s | %s |%s%s\n", r.row->name,
                     us(r.lat.p50).c_str(), us(r.lat.p90).c_str(), us(r.lat.p99).c_str(),
                     us(r.lat.max).c_str(), r.cpu_per_s, r.completions_per_s,
                     ref ? ratio(r.lat.p50, ref->lat.p50).c_str() : "-",
@@ -893,7 +828,7 @@ void print_cell_table(const std::vector<cell_result>& rs) {
         dev = std::max(dev, r.device_cpu_per_s);
     std::printf("\nsimulated device CPU (not counted above): up to %.3f s/s\n", dev);
     for (const auto& r : rs)
-        if (!r.kinds.empty()) std::printf("%s %s\n", name(r.strat), r.kinds.c_str());
+        if (!r.kinds.empty()) std::printf("%s %s\n", r.row->name, r.kinds.c_str());
     std::fflush(stdout);
 }
 
@@ -1050,11 +985,11 @@ int main(int argc, char** argv) {
         if (!cfg.section("latency")) cells.clear();
         for (const cell& c : cells) {
             std::vector<cell_result> rs;
-            for (strategy s : all_strategies) {
-                if (!cfg.only.empty() && std::string(name(s)).find(cfg.only) == std::string::npos)
+            for (const strategy_row& s : strategies) {
+                if (!cfg.only.empty() && std::string(s.name).find(cfg.only) == std::string::npos)
                     continue;
                 if (tty)
-                    std::fprintf(stderr, "  %-22s work %6llu us, %6zu pending ...\r", name(s),
+                    std::fprintf(stderr, "  %-22s work %6llu us, %6zu pending ...\r", s.name,
                                  static_cast<unsigned long long>(c.work_us), c.pending);
                 cell_run run(s, c, cfg.seconds, warm);
                 rs.push_back(run.run());
@@ -1066,15 +1001,15 @@ int main(int argc, char** argv) {
                        std::to_string(c.pending);
             const cell_result* ref = nullptr;
             for (const auto& r : rs)
-                if (r.strat == strategy::ours_service) ref = &r;
+                if (r.row->reference) ref = &r;
             for (const auto& r : rs) {
                 if (r.lat.count == 0)
                     std::fprintf(stderr,
                                  "gpu-async-bench: note: %s got no completion in the measured "
                                  "window (work %llu us, %zu pending)\n",
-                                 name(r.strat), static_cast<unsigned long long>(c.work_us),
+                                 r.row->name, static_cast<unsigned long long>(c.work_us),
                                  c.pending);
-                csv << c.work_us << ',' << c.pending << ',' << name(r.strat) << ',' << r.lat.count
+                csv << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << r.lat.count
                     << ',' << r.lat.p50 << ',' << r.lat.p90 << ',' << r.lat.p99 << ',' << r.lat.max
                     << ',' << r.lat.mean << ',' << r.cpu_per_s << ',' << r.device_cpu_per_s << ','
                     << r.completions_per_s << ','
@@ -1088,7 +1023,7 @@ int main(int argc, char** argv) {
                         const std::size_t i = std::min(
                             r.sorted.size() - 1,
                             static_cast<std::size_t>(f * static_cast<double>(r.sorted.size())));
-                        cdf << c.work_us << ',' << c.pending << ',' << name(r.strat) << ',' << f
+                        cdf << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << f
                             << ',' << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
                     }
                 }
