@@ -590,22 +590,23 @@ const strategy_row strategies[] = {
 // ---------------------------------------------------------------------------------------------
 // Completions per second through one io_context thread (host stores; no device).
 
-enum class tp_mode : std::uint8_t { service, fill, post_only };
+/// One mode of the throughput table: its name (printed, written to the CSV) and how the io
+/// thread completes the waits.
+struct tp_mode {
+    const char* name;
+    bool port; // waits through our port; else a bare asio::post loop, the ceiling
+    bool fill; // run_fill instead of io_context::run
+};
 
-const char* name(tp_mode m) {
-    switch (m) {
-    case tp_mode::service:
-        return "ours-service";
-    case tp_mode::fill:
-        return "ours-fill";
-    case tp_mode::post_only:
-        return "asio-post-only";
-    }
-    return "?";
-}
+// The bare post loop first: the other rows are read as fractions of it.
+constexpr tp_mode tp_modes[] = {
+    {"asio-post-only", false, false},
+    {"ours-service", true, false},
+    {"ours-fill", true, true},
+};
 
 struct tp_result {
-    tp_mode mode;
+    const tp_mode* mode;
     std::size_t pending;
     double completions_per_s;
     double cpu_per_s;
@@ -613,74 +614,135 @@ struct tp_result {
 
 // N descriptors are pending; each handler re-arms its wait for the next value, then stores
 // that value and rings the doorbell, so the reactor (watcher or run_fill) completes it again.
-tp_result throughput(tp_mode mode, std::size_t n, double seconds) {
-    // The lines outlive the context and its reactor.
-    const std::size_t lines = (n + gpu_async::line_words - 1) / gpu_async::line_words;
-    std::unique_ptr<gpu_async::completion_line[]> line(new gpu_async::completion_line[lines]);
-    asio::io_context ctx{1};
-    std::optional<gpu_async::gpu_completion_port> port;
-    if (mode != tp_mode::post_only) port.emplace(ctx);
-    std::vector<std::uint64_t> target(n, 0);
-    std::uint64_t count = 0;
-    bool stop = false;
+class tp_run {
+public:
+    tp_run(const tp_mode& mode, std::size_t n)
+        : mode_(mode)
+        , n_(n)
+        , line_(new gpu_async::completion_line[(n + gpu_async::line_words - 1) /
+                                               gpu_async::line_words])
+        , target_(n, 0) {
+        if (mode.port) port_.emplace(ctx_);
+    }
 
-    struct handler {
-        std::size_t i;
-        void operator()(boost::system::error_code ec) const { (*fn)(i, ec); }
-        std::function<void(std::size_t, boost::system::error_code)>* fn;
-    };
-    std::function<void(std::size_t, boost::system::error_code)> on;
-    on = [&](std::size_t i, boost::system::error_code ec) {
-        if (ec || stop) return;
-        ++count;
-        auto& l = line[i / gpu_async::line_words];
-        const auto slot = *gpu_async::slot_id::at(i % gpu_async::line_words);
-        const std::uint64_t t = ++target[i];
-        if (mode == tp_mode::post_only) {
-            asio::post(ctx, [i, &on] { on(i, {}); });
-            return;
-        }
-        port->async_wait(gpu_async::memory_descriptor(l, slot, t), handler{i, &on});
-        l.words[slot.index()].store(t, std::memory_order_release);
-        port->bell().ring();
-    };
-    asio::steady_timer end(ctx);
-    std::uint64_t c0 = 0, t0 = 0, t1 = 0, cpu0 = 0, cpu1 = 0, c1 = 0;
-    asio::post(ctx, [&] {
-        for (std::size_t i = 0; i < n; ++i) {
-            ++target[i];
-            if (mode == tp_mode::post_only)
-                asio::post(ctx, [i, &on] { on(i, {}); });
-            else
-                port->async_wait(gpu_async::memory_descriptor(
-                                     line[i / gpu_async::line_words],
-                                     *gpu_async::slot_id::at(i % gpu_async::line_words), target[i]),
-                                 handler{i, &on});
-        }
-        for (std::size_t i = 0; i < n; ++i)
-            line[i / gpu_async::line_words].words[i % gpu_async::line_words].store(
-                target[i], std::memory_order_release);
-        if (port) port->bell().ring();
-        c0 = count;
-        t0 = now_ns();
-        cpu0 = gpu_async::bench::process_cpu_ns();
-        end.expires_after(std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9)));
-        end.async_wait([&](boost::system::error_code) {
-            c1 = count;
-            t1 = now_ns();
-            cpu1 = gpu_async::bench::process_cpu_ns();
-            stop = true;
-            ctx.stop();
+    tp_result run(double seconds) {
+        asio::post(ctx_, [this, seconds] {
+            start();
+            open_window(seconds);
         });
-    });
-    if (mode == tp_mode::fill)
-        gpu_async::run_fill(ctx);
-    else
-        ctx.run();
-    port.reset();
-    const double wall = static_cast<double>(t1 - t0);
-    return {mode, n, wall > 0 ? static_cast<double>(c1 - c0) * 1e9 / wall : 0,
-            wall > 0 ? static_cast<double>(cpu1 - cpu0) / wall : 0};
+        if (mode_.fill)
+            gpu_async::run_fill(ctx_);
+        else
+            ctx_.run();
+        port_.reset();
+        const double wall = static_cast<double>(t1_ - t0_);
+        return {&mode_, n_, wall > 0 ? static_cast<double>(c1_ - c0_) * 1e9 / wall : 0,
+                wall > 0 ? static_cast<double>(cpu1_ - cpu0_) / wall : 0};
+    }
+
+private:
+    struct handler {
+        tp_run* self;
+        std::size_t i;
+        void operator()(boost::system::error_code ec) const { self->on(i, ec); }
+    };
+
+    gpu_async::completion_line& line(std::size_t i) { return line_[i / gpu_async::line_words]; }
+    static gpu_async::slot_id slot(std::size_t i) {
+        return *gpu_async::slot_id::at(i % gpu_async::line_words);
+    }
+
+    // Waits for lane i's current target: through the port, or posted at once (the ceiling).
+    void wait(std::size_t i) {
+        if (port_)
+            port_->async_wait(gpu_async::memory_descriptor(line(i), slot(i), target_[i]),
+                              handler{this, i});
+        else
+            asio::post(ctx_, [this, i] { on(i, {}); });
+    }
+
+    void on(std::size_t i, boost::system::error_code ec) {
+        if (ec || stop_) return;
+        ++count_;
+        ++target_[i];
+        wait(i);
+        if (!port_) return;
+        line(i).words[slot(i).index()].store(target_[i], std::memory_order_release);
+        port_->bell().ring();
+    }
+
+    // Every lane's first wait, then every first store.
+    void start() {
+        for (std::size_t i = 0; i < n_; ++i) {
+            ++target_[i];
+            wait(i);
+        }
+        for (std::size_t i = 0; i < n_; ++i)
+            line(i).words[slot(i).index()].store(target_[i], std::memory_order_release);
+        if (port_) port_->bell().ring();
+    }
+
+    void open_window(double seconds) {
+        c0_ = count_;
+        t0_ = now_ns();
+        cpu0_ = gpu_async::bench::process_cpu_ns();
+        end_.expires_after(std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9)));
+        end_.async_wait([this](boost::system::error_code) {
+            c1_ = count_;
+            t1_ = now_ns();
+            cpu1_ = gpu_async::bench::process_cpu_ns();
+            stop_ = true;
+            ctx_.stop();
+        });
+    }
+
+    const tp_mode& mode_;
+    std::size_t n_;
+    // The lines outlive the context and its reactor.
+    std::unique_ptr<gpu_async::completion_line[]> line_;
+    asio::io_context ctx_{1};
+    std::optional<gpu_async::gpu_completion_port> port_;
+    std::vector<std::uint64_t> target_;
+    asio::steady_timer end_{ctx_};
+    std::uint64_t count_ = 0;
+    bool stop_ = false;
+    std::uint64_t c0_ = 0, c1_ = 0, t0_ = 0, t1_ = 0, cpu0_ = 0, cpu1_ = 0;
+};
+
+// The throughput table: every mode at 64, 4096 and 65536 pending (stdout and `tp`), then how
+// far each mode's rate moves across those sizes.
+void run_throughput(double seconds, std::ostream& tp) {
+    std::printf("\n### completions per second through one io_context thread (host stores, "
+                "no device)\n\n");
+    std::printf("| pending | mode | completions/s | CPU s/s | of a bare post loop |\n"
+                "|---:|---|---:|---:|---:|\n");
+    constexpr std::size_t modes = std::size(tp_modes);
+    double lo[modes] = {}, hi[modes] = {};
+    for (const std::size_t n : {std::size_t{64}, std::size_t{4096}, std::size_t{65536}}) {
+        double post = 0;
+        for (std::size_t m = 0; m < modes; ++m) {
+            const tp_result r = tp_run(tp_modes[m], n).run(seconds);
+            if (!tp_modes[m].port) post = r.completions_per_s;
+            lo[m] = lo[m] == 0 ? r.completions_per_s : std::min(lo[m], r.completions_per_s);
+            hi[m] = std::max(hi[m], r.completions_per_s);
+            const double frac = post > 0 ? r.completions_per_s / post : 0;
+            std::printf("| %zu | %s | %.0f | %.3f | 1/%.1f |\n", n, r.mode->name,
+                        r.completions_per_s, r.cpu_per_s, frac > 0 ? 1 / frac : 0);
+            tp << n << ',' << r.mode->name << ',' << r.completions_per_s << ',' << r.cpu_per_s
+               << ',' << frac << '\n';
+        }
+    }
+    // Our modes first, then the ceiling.
+    std::string spread;
+    for (const bool port : {true, false})
+        for (std::size_t m = 0; m < modes; ++m) {
+            if (tp_modes[m].port != port) continue;
+            char b[64];
+            std::snprintf(b, sizeof b, "%s%s %.2fx", spread.empty() ? "" : ", ", tp_modes[m].name,
+                          lo[m] > 0 ? hi[m] / lo[m] : 0);
+            spread += b;
+        }
+    std::printf("\nspread from 64 to 65536 pending (fastest / slowest): %s\n", spread.c_str());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1032,43 +1094,7 @@ int main(int argc, char** argv) {
 
         std::ofstream tp(stem.string() + "-throughput.csv");
         tp << "pending,mode,completions_per_s,cpu_s_per_s,fraction_of_post_loop\n";
-        if (cfg.section("throughput")) {
-            std::printf("\n### completions per second through one io_context thread (host stores, "
-                        "no device)\n\n");
-            std::printf("| pending | mode | completions/s | CPU s/s | of a bare post loop |\n"
-                        "|---:|---|---:|---:|---:|\n");
-            const double tp_seconds = cfg.quick ? 0.1 : 1.0;
-            const std::size_t sizes[] = {64, 4096, 65536};
-            double rate[3][3] = {}; // [size][mode]
-            for (std::size_t k = 0; k < 3; ++k) {
-                const std::size_t n = sizes[k];
-                // The bare post loop first: the other rows are read as fractions of it.
-                double post = 0;
-                for (tp_mode m : {tp_mode::post_only, tp_mode::service, tp_mode::fill}) {
-                    const tp_result r = throughput(m, n, tp_seconds);
-                    if (m == tp_mode::post_only) post = r.completions_per_s;
-                    rate[k][static_cast<int>(m)] = r.completions_per_s;
-                    const double frac = post > 0 ? r.completions_per_s / post : 0;
-                    std::printf("| %zu | %s | %.0f | %.3f | 1/%.1f |\n", n, name(m),
-                                r.completions_per_s, r.cpu_per_s, frac > 0 ? 1 / frac : 0);
-                    tp << n << ',' << name(m) << ',' << r.completions_per_s << ',' << r.cpu_per_s
-                       << ',' << frac << '\n';
-                }
-            }
-            auto spread = [&](tp_mode m) {
-                double lo = 0, hi = 0;
-                for (const auto& row : rate) {
-                    const double v = row[static_cast<int>(m)];
-                    lo = lo == 0 ? v : std::min(lo, v);
-                    hi = std::max(hi, v);
-                }
-                return lo > 0 ? hi / lo : 0;
-            };
-            std::printf("\nspread from 64 to 65536 pending (fastest / slowest): ours-service "
-                        "%.2fx, ours-fill %.2fx, asio-post-only %.2fx\n",
-                        spread(tp_mode::service), spread(tp_mode::fill),
-                        spread(tp_mode::post_only));
-        }
+        if (cfg.section("throughput")) run_throughput(cfg.quick ? 0.1 : 1.0, tp);
         csv.close();
         cdf.close();
         tp.close();
