@@ -756,88 +756,128 @@ struct executor_row {
     std::string note;
 };
 
-// Rows for naive, gpu-reactor and io-uring (those whose name contains `only`, when given),
-// without and with a ringing doorbell.
+/// Measures each executor kind's row (all but its name), without or with a ringing doorbell, on
+/// a stream of the caller's device; holds what the rows share (the plan, the doorbell, the ring).
+class executor_cell {
+public:
+    executor_cell(int rounds, std::uint64_t work_us, const gpu_async::wait_plan& plan,
+                  bool with_uring)
+        : rounds_(rounds)
+        , work_us_(work_us)
+        , plan_(plan) {
+#if GPU_ASYNC_HAS_LIBURING
+        if (!with_uring) return;
+        auto made = gpu_async::uring_idle::create();
+        if (made.has_value())
+            ring_.emplace(std::move(made).value());
+        else
+            ring_error_ = made.error().message();
+#else
+        static_cast<void>(with_uring);
+#endif
+    }
+
+    const std::shared_ptr<gpu_async::doorbell>& bell() const {
+        return bell_;
+    }
+
+    executor_row naive(gpu_async::sim_stream& st, bool ringing) {
+        gpu_async::point_table<int> table;
+        auto wait_one = [&](gpu_async::sim_stream& s) {
+            return gpu_async::bench::naive_wait_once(s, plan_, table);
+        };
+        return row(ringing, waits(st, wait_one), "std host blocking wait");
+    }
+
+    executor_row gpu_reactor(gpu_async::sim_stream& st, bool ringing) {
+        gpu_async::point_table<int> table;
+        gpu_async::std_idle idle;
+        auto wait_one = [&](gpu_async::sim_stream& s) {
+            return gpu_async::bench::fill_wait_once(idle, s, plan_, table);
+        };
+        return row(ringing, waits(st, wait_one),
+                   "FILL on std_idle, parks via " + std::string(idle.name()));
+    }
+
+    executor_row io_uring(gpu_async::sim_stream& st, bool ringing) {
+#if GPU_ASYNC_HAS_LIBURING
+        if (!ring_) return row(ringing, {}, "skipped: " + ring_error_);
+        gpu_async::point_table<int> table;
+        ring_->set_doorbell(ringing ? bell_.get() : nullptr);
+        const std::uint64_t failed = ring_->failed_ops();
+        const std::uint64_t futex = ring_->futex_parks();
+        const std::string path = ring_->park_path();
+        auto wait_one = [&](gpu_async::sim_stream& s) {
+            return gpu_async::bench::fill_wait_once(*ring_, s, plan_, table);
+        };
+        auto w = waits(st, wait_one);
+        ring_->set_doorbell(nullptr);
+        return row(ringing, std::move(w),
+                   "FILL on uring_idle, parks via " + path + "; futex parks " +
+                       std::to_string(ring_->futex_parks() - futex) + ", failed ops " +
+                       std::to_string(ring_->failed_ops() - failed));
+#else
+        static_cast<void>(st);
+        return row(ringing, {}, "skipped: built without liburing");
+#endif
+    }
+
+private:
+    template <class WaitOne>
+    gpu_async::bench::wake_samples waits(gpu_async::sim_stream& st, WaitOne wait_one) const {
+        return gpu_async::bench::device_waits(rounds_, work_us_, st, std::move(wait_one));
+    }
+
+    static executor_row row(bool ringing, gpu_async::bench::wake_samples w, std::string note) {
+        executor_row r;
+        r.doorbell = ringing;
+        r.lat = gpu_async::bench::summarize(w.latency);
+        r.cpu_per_s = w.cpu_per_s();
+        r.note = w.note.empty() ? std::move(note) : w.note + (note.empty() ? "" : "; " + note);
+        return r;
+    }
+
+    int rounds_;
+    std::uint64_t work_us_;
+    const gpu_async::wait_plan& plan_;
+#if GPU_ASYNC_HAS_LIBURING
+    std::optional<gpu_async::uring_idle> ring_;
+    std::string ring_error_;
+#endif
+    // Declared after the ring: outlives its futex waits on it.
+    std::shared_ptr<gpu_async::doorbell> bell_ = std::make_shared<gpu_async::doorbell>();
+};
+
+/// One executor kind: its name (printed, matched by --only, written to the CSV) and its row.
+struct executor_kind {
+    const char* name;
+    executor_row (executor_cell::*measure)(gpu_async::sim_stream&, bool ringing);
+};
+
+constexpr executor_kind executor_kinds[] = {
+    {"naive", &executor_cell::naive},
+    {"gpu-reactor", &executor_cell::gpu_reactor},
+    {"io-uring", &executor_cell::io_uring},
+};
+
+// Rows for the executor kinds (those whose name contains `only`, when given), without and with
+// a ringing doorbell.
 std::vector<executor_row> executor_rows(int rounds, std::uint64_t work_us,
                                         const gpu_async::wait_plan& plan, const std::string& only) {
-    namespace gb = gpu_async::bench;
     auto wanted = [&](const char* n) {
         return only.empty() || std::string(n).find(only) != std::string::npos;
     };
+    executor_cell cell(rounds, work_us, plan, wanted("io-uring"));
     std::vector<executor_row> rows;
-    auto add = [&](const char* n, bool ringing, gb::wake_samples w, std::string note) {
-        executor_row r;
-        r.name = n;
-        r.doorbell = ringing;
-        r.lat = gb::summarize(w.latency);
-        r.cpu_per_s = w.cpu_per_s();
-        r.note = w.note.empty() ? std::move(note) : w.note + (note.empty() ? "" : "; " + note);
-        rows.push_back(std::move(r));
-    };
-#if GPU_ASYNC_HAS_LIBURING
-    std::optional<gpu_async::uring_idle> ring;
-    std::string ring_error;
-    if (wanted("io-uring")) {
-        auto made = gpu_async::uring_idle::create();
-        if (made.has_value())
-            ring.emplace(std::move(made).value());
-        else
-            ring_error = made.error().message();
-    }
-#endif
-    const auto bell_owner =
-        std::make_shared<gpu_async::doorbell>(); // outlives the ring's futex waits on it
-    gpu_async::doorbell& bell = *bell_owner;
     for (bool ringing : {false, true}) {
         gpu_async::sim_device dev(gpu_async::sim_device::options{1, false});
         std::vector<gpu_async::sim_stream_handle> handles; // the streams live until dev goes
-        auto stream = [&]() -> gpu_async::sim_stream& {
+        for (const executor_kind& k : executor_kinds) {
+            if (!wanted(k.name)) continue;
             gpu_async::sim_stream& st = *handles.emplace_back(dev.make_stream());
-            if (ringing) st.set_doorbell(bell_owner);
-            return st;
-        };
-        if (wanted("naive")) {
-            gpu_async::point_table<int> table;
-            add("naive", ringing,
-                gb::device_waits(rounds, work_us, stream(),
-                                 [&](gpu_async::sim_stream& st) {
-                                     return gb::naive_wait_once(st, plan, table);
-                                 }),
-                "std host blocking wait");
-        }
-        if (wanted("gpu-reactor")) {
-            gpu_async::point_table<int> table;
-            gpu_async::std_idle idle;
-            add("gpu-reactor", ringing,
-                gb::device_waits(rounds, work_us, stream(),
-                                 [&](gpu_async::sim_stream& st) {
-                                     return gb::fill_wait_once(idle, st, plan, table);
-                                 }),
-                "FILL on std_idle, parks via " + std::string(idle.name()));
-        }
-        if (wanted("io-uring")) {
-#if GPU_ASYNC_HAS_LIBURING
-            if (ring) {
-                gpu_async::point_table<int> table;
-                ring->set_doorbell(ringing ? &bell : nullptr);
-                const std::uint64_t failed = ring->failed_ops();
-                const std::uint64_t futex = ring->futex_parks();
-                const std::string path = ring->park_path();
-                auto w =
-                    gb::device_waits(rounds, work_us, stream(), [&](gpu_async::sim_stream& st) {
-                        return gb::fill_wait_once(*ring, st, plan, table);
-                    });
-                add("io-uring", ringing, std::move(w),
-                    "FILL on uring_idle, parks via " + path + "; futex parks " +
-                        std::to_string(ring->futex_parks() - futex) + ", failed ops " +
-                        std::to_string(ring->failed_ops() - failed));
-                ring->set_doorbell(nullptr);
-            } else {
-                add("io-uring", ringing, {}, "skipped: " + ring_error);
-            }
-#else
-            add("io-uring", ringing, {}, "skipped: built without liburing");
-#endif
+            if (ringing) st.set_doorbell(cell.bell());
+            rows.push_back((cell.*k.measure)(st, ringing));
+            rows.back().name = k.name;
         }
     }
     return rows;
