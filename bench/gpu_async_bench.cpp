@@ -907,10 +907,15 @@ std::string ratio(double v, double ref) {
     return b;
 }
 
-void print_cell_table(const std::vector<cell_result>& rs) {
-    const cell_result* ref = nullptr;
+// The row the "vs ours" columns divide by (null where --only left it out).
+const cell_result* reference(const std::vector<cell_result>& rs) {
     for (const auto& r : rs)
-        if (r.row->reference) ref = &r;
+        if (r.row->reference) return &r;
+    return nullptr;
+}
+
+void print_cell_table(const std::vector<cell_result>& rs) {
+    const cell_result* ref = reference(rs);
     std::printf("\n### work %llu us, %zu pending\n\n",
                 static_cast<unsigned long long>(rs.front().c.work_us), rs.front().c.pending);
     std::printf("| strategy | p50 us | p90 us | p99 us | max us | CPU s/s | completions/s | "
@@ -943,6 +948,11 @@ struct config {
     std::string sections = "latency,throughput,executors,vulkan";
     std::string cells;        // work_us:pending,... (default: the standard cells)
     unsigned jitter_pct = 25; // of every cell's work
+    // Settled from the options above by settle().
+    std::vector<cell> latency_cells; // from --cells, else the standard ones
+    double warm = 0;                 // seconds of warm-up per strategy and cell
+    std::filesystem::path csv_path;
+    std::string stem; // the CSV path less .csv: the other files' prefix
     bool section(const char* name) const { return sections.find(name) != std::string::npos; }
 };
 
@@ -995,12 +1005,10 @@ std::vector<cell> parse_cells(const std::string& text) {
     return out;
 }
 
-} // namespace
+// ---------------------------------------------------------------------------------------------
+// The run: options, then each section, then the plot
 
-int main(int argc, char** argv) {
-    config cfg;
-    std::vector<cell> chosen_cells; // from --cells
-    po::options_description desc("gpu-async-bench options");
+void add_options(po::options_description& desc, config& cfg) {
     // clang-format off
     desc.add_options()
         ("help,h", "print this help and exit")
@@ -1020,6 +1028,13 @@ int main(int argc, char** argv) {
         ("jitter", po::value(&cfg.jitter_pct), "each item's work varies uniformly by this many "
                                                "percent either way (default 25; at most 90)");
     // clang-format on
+}
+
+// Reads the command line into `cfg`. Returns the exit status where the program ends here: 0
+// after --help, 2 with the usage after a bad option.
+std::optional<int> parse_options(int argc, char** argv, config& cfg) {
+    po::options_description desc("gpu-async-bench options");
+    add_options(desc, cfg);
     try {
         po::variables_map vm;
         const po::positional_options_description none; // no positional arguments
@@ -1032,181 +1047,227 @@ int main(int argc, char** argv) {
         if (vm.count("seconds") != 0 && !(cfg.seconds > 0 && cfg.seconds <= 60))
             throw po::error("--seconds must be in (0, 60]");
         if (cfg.jitter_pct > 90) throw po::error("--jitter must be at most 90");
-        if (!cfg.cells.empty()) chosen_cells = parse_cells(cfg.cells);
+        if (!cfg.cells.empty()) cfg.latency_cells = parse_cells(cfg.cells);
     } catch (const std::exception& e) {
         std::cerr << "gpu-async-bench: " << e.what() << "\n\nusage: gpu-async-bench [options]\n"
                   << desc << '\n';
         return 2;
     }
+    return std::nullopt;
+}
+
+// The defaults that follow from other options; creates the CSV's folder.
+void settle(config& cfg) {
+    namespace fs = std::filesystem;
+    if (cfg.seconds == 0) cfg.seconds = cfg.quick ? 0.15 : 1.6;
+    cfg.warm = cfg.quick ? 0.05 : 0.25;
+    if (cfg.csv.empty()) {
+        std::error_code ec;
+        const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+        cfg.csv =
+            ((ec ? fs::current_path() : exe.parent_path()) / "results" / "gpu-async-bench.csv")
+                .string();
+    }
+    cfg.csv_path = cfg.csv;
+    if (cfg.csv_path.has_parent_path()) fs::create_directories(cfg.csv_path.parent_path());
+    cfg.stem = (cfg.csv_path.parent_path() / cfg.csv_path.stem()).string();
+    if (cfg.plot.empty()) cfg.plot = cfg.stem + ".png";
+    if (cfg.latency_cells.empty())
+        cfg.latency_cells = cfg.quick ? std::vector<cell>{{100, 64}, {1000, 4096}}
+                                      : std::vector<cell>{{10, 64},    {100, 64},    {1000, 64},
+                                                          {10000, 64}, {1000, 4096}, {1000, 65536}};
+    for (cell& c : cfg.latency_cells)
+        c.jitter_pct = cfg.jitter_pct;
+    if (!cfg.section("latency")) cfg.latency_cells.clear();
+}
+
+// The run's settings and the machine's load; returns the load average at the start.
+std::string print_header(const config& cfg) {
+    const auto& ww = gpu_async::word_wait::probe();
+    std::printf("# gpu-async-bench%s: simulated device (1 worker thread), one io_context "
+                "thread\n",
+                cfg.quick ? " --quick" : "");
+    std::printf("word wait path: %.*s; %.2f s measured per strategy and cell (after %.2f s "
+                "warm-up); CPU = process less the device's worker threads, per wall second\n",
+                static_cast<int>(ww.name().size()), ww.name().data(), cfg.seconds, cfg.warm);
+    std::printf("+predict plan: %s\n", predict_plan_text);
+    std::printf("work jitter: +-%u %% (uniform)\n", cfg.jitter_pct);
+    const std::string load_start = load_average();
+    std::printf("load average at start: %s (cores: %u)\n", load_start.c_str(),
+                std::thread::hardware_concurrency());
+    return load_start;
+}
+
+// The strategies whose name contains `only` (all without it), in the order of the table.
+std::vector<const strategy_row*> chosen_strategies(const std::string& only) {
+    std::vector<const strategy_row*> out;
+    for (const strategy_row& s : strategies)
+        if (only.empty() || std::string(s.name).find(only) != std::string::npos) out.push_back(&s);
+    return out;
+}
+
+// Runs each strategy on cell `c`, with a progress line where stderr is a terminal.
+std::vector<cell_result> run_cell(const config& cfg, const cell& c,
+                                  const std::vector<const strategy_row*>& rows, bool tty) {
+    std::vector<cell_result> rs;
+    for (const strategy_row* s : rows) {
+        if (tty)
+            std::fprintf(stderr, "  %-22s work %6llu us, %6zu pending ...\r", s->name,
+                         static_cast<unsigned long long>(c.work_us), c.pending);
+        cell_run run(*s, c, cfg.seconds, cfg.warm);
+        rs.push_back(run.run());
+    }
+    if (tty) std::fprintf(stderr, "%70s\r", "");
+    return rs;
+}
+
+// The cell's rows in the summary CSV, and each row's latency CDF (401 points) in the CDF CSV.
+void write_cell_csv(const std::vector<cell_result>& rs, std::ostream& csv, std::ostream& cdf) {
+    const cell_result* ref = reference(rs);
+    for (const auto& r : rs) {
+        const cell& c = r.c;
+        csv << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << r.lat.count << ','
+            << r.lat.p50 << ',' << r.lat.p90 << ',' << r.lat.p99 << ',' << r.lat.max << ','
+            << r.lat.mean << ',' << r.cpu_per_s << ',' << r.device_cpu_per_s << ','
+            << r.completions_per_s << ','
+            << (ref && ref->lat.p50 > 0 ? r.lat.p50 / ref->lat.p50 : 0) << ','
+            << (ref && ref->lat.p99 > 0 ? r.lat.p99 / ref->lat.p99 : 0) << ','
+            << (ref && ref->cpu_per_s > 0 ? r.cpu_per_s / ref->cpu_per_s : 0) << '\n';
+        if (r.sorted.empty()) continue;
+        const std::size_t points = 400;
+        for (std::size_t k = 0; k <= points; ++k) {
+            const double f = static_cast<double>(k) / points;
+            const std::size_t i =
+                std::min(r.sorted.size() - 1,
+                         static_cast<std::size_t>(f * static_cast<double>(r.sorted.size())));
+            cdf << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << f << ','
+                << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
+        }
+    }
+}
+
+// The latency section: each cell's table and CSV rows. Returns the cells measured, as
+// "work_us:pending ...", for the plot.
+std::string run_latency(const config& cfg, std::ostream& csv, std::ostream& cdf) {
+    const std::vector<const strategy_row*> rows = chosen_strategies(cfg.only);
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    std::string plotted;
+    for (const cell& c : cfg.latency_cells) {
+        const std::vector<cell_result> rs = run_cell(cfg, c, rows, tty);
+        if (rs.empty()) continue;
+        print_cell_table(rs);
+        plotted += (plotted.empty() ? "" : " ") + std::to_string(c.work_us) + ":" +
+                   std::to_string(c.pending);
+        for (const auto& r : rs)
+            if (r.lat.count == 0)
+                std::fprintf(stderr,
+                             "gpu-async-bench: note: %s got no completion in the measured "
+                             "window (work %llu us, %zu pending)\n",
+                             r.row->name, static_cast<unsigned long long>(c.work_us), c.pending);
+        write_cell_csv(rs, csv, cdf);
+    }
+    return plotted;
+}
+
+// The simulated device's sections, latency then throughput. Their CSVs are written, with their
+// headers, even where a section does not run. Returns the cells measured, for the plot.
+std::string run_device_sections(const config& cfg) {
+    std::ofstream csv(cfg.csv_path);
+    csv << "work_us,pending,strategy,samples,p50_ns,p90_ns,p99_ns,max_ns,mean_ns,cpu_s_per_s,"
+           "device_cpu_s_per_s,completions_per_s,p50_vs_ours,p99_vs_ours,cpu_vs_ours\n";
+    std::ofstream cdf(cfg.stem + "-cdf.csv");
+    cdf << "work_us,pending,strategy,fraction,latency_us\n";
+    std::string plotted = run_latency(cfg, csv, cdf);
+    std::ofstream tp(cfg.stem + "-throughput.csv");
+    tp << "pending,mode,completions_per_s,cpu_s_per_s,fraction_of_post_loop\n";
+    if (cfg.section("throughput")) run_throughput(cfg.quick ? 0.1 : 1.0, tp);
+    return plotted;
+}
+
+// The executor kinds' table (stdout) and CSV.
+void run_executors(const config& cfg) {
+    const int rounds = cfg.quick ? 40 : 300;
+    const std::uint64_t work_us = cfg.quick ? 200 : 1000;
+    const gpu_async::wait_plan plan = gpu_async::wait_plan::recommended();
+    const auto rows = executor_rows(rounds, work_us, plan, cfg.only);
+    std::ofstream ex(cfg.stem + "-executors.csv");
+    ex << "executor,doorbell,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note\n";
+    if (rows.empty()) return;
+    std::printf("\n### executor kinds: store-to-wake latency, one waiting thread, one "
+                "item at a time (%d waits of %llu us, plan %s)\n\n",
+                rounds, static_cast<unsigned long long>(work_us), plan.label().c_str());
+    std::printf("| executor | doorbell | p50 us | p99 us | max us | CPU s/s | "
+                "note |\n|---|---|---:|---:|---:|---:|---|\n");
+    for (const auto& r : rows) {
+        std::printf("| %s | %s | %s | %s | %s | %.3f | %s |\n", r.name.c_str(),
+                    r.doorbell ? "ringing" : "none", us(r.lat.p50).c_str(), us(r.lat.p99).c_str(),
+                    us(r.lat.max).c_str(), r.cpu_per_s, r.note.c_str());
+        ex << r.name << ',' << (r.doorbell ? "ringing" : "none") << ',' << r.lat.count << ','
+           << r.lat.p50 << ',' << r.lat.p99 << ',' << r.lat.max << ',' << r.cpu_per_s << ",\""
+           << r.note << "\"\n";
+    }
+    std::printf("\nCPU: the waiting thread's CPU seconds per waited second (from "
+                "each enqueue to the waiter's return).\n");
+}
+
+// The Vulkan cell, or a line saying why it was skipped.
+void run_vulkan(const config& cfg) {
+    const int rounds = cfg.quick ? 40 : 400;
+    const unsigned work_us = cfg.quick ? 200 : 1000;
+    std::string device;
+    std::vector<gpu_async::bench::vulkan_row> rows;
     try {
-        namespace fs = std::filesystem;
-        if (cfg.seconds == 0) cfg.seconds = cfg.quick ? 0.15 : 1.6;
-        const double warm = cfg.quick ? 0.05 : 0.25;
-        if (cfg.csv.empty()) {
-            std::error_code ec;
-            const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-            cfg.csv =
-                ((ec ? fs::current_path() : exe.parent_path()) / "results" / "gpu-async-bench.csv")
-                    .string();
-        }
-        const fs::path csv_path(cfg.csv);
-        if (csv_path.has_parent_path()) fs::create_directories(csv_path.parent_path());
-        const fs::path stem = csv_path.parent_path() / csv_path.stem();
-        if (cfg.plot.empty()) cfg.plot = stem.string() + ".png";
+        rows = gpu_async::bench::vulkan_rows(rounds, work_us, device);
+    } catch (const std::exception& e) {
+        // No CSV: scripts/perf-report.sh then refuses the run rather than drop the cell.
+        std::printf("\n### Vulkan: skipped (%s; Debian: apt-get install "
+                    "mesa-vulkan-drivers)\n",
+                    e.what());
+    }
+    if (!rows.empty()) print_vulkan(cfg.stem + "-vulkan.csv", device, rows, rounds, work_us);
+}
 
-        std::vector<cell> cells;
-        if (!chosen_cells.empty()) {
-            cells = chosen_cells;
-        } else if (cfg.quick) {
-            cells = {{100, 64}, {1000, 4096}};
-        } else {
-            cells = {{10, 64}, {100, 64}, {1000, 64}, {10000, 64}, {1000, 4096}, {1000, 65536}};
-        }
-        for (cell& c : cells)
-            c.jitter_pct = cfg.jitter_pct;
-        const auto& ww = gpu_async::word_wait::probe();
-        std::printf("# gpu-async-bench%s: simulated device (1 worker thread), one io_context "
-                    "thread\n",
-                    cfg.quick ? " --quick" : "");
-        std::printf("word wait path: %.*s; %.2f s measured per strategy and cell (after %.2f s "
-                    "warm-up); CPU = process less the device's worker threads, per wall second\n",
-                    static_cast<int>(ww.name().size()), ww.name().data(), cfg.seconds, warm);
-        std::printf("+predict plan: %s\n", predict_plan_text);
-        std::printf("work jitter: +-%u %% (uniform)\n", cfg.jitter_pct);
-        const std::string load_start = load_average();
-        std::printf("load average at start: %s (cores: %u)\n", load_start.c_str(),
-                    std::thread::hardware_concurrency());
+void print_footer(const config& cfg, const std::string& load_end) {
+    std::printf("\nload average at the end: %s\n", load_end.c_str());
+    const char* stem = cfg.stem.c_str();
+    std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
+                "%s-executors.csv, Vulkan: %s-vulkan.csv)\n",
+                cfg.csv_path.string().c_str(), stem, stem, stem, stem);
+}
 
-        std::ofstream csv(csv_path);
-        csv << "work_us,pending,strategy,samples,p50_ns,p90_ns,p99_ns,max_ns,mean_ns,cpu_s_per_s,"
-               "device_cpu_s_per_s,completions_per_s,p50_vs_ours,p99_vs_ours,cpu_vs_ours\n";
-        std::ofstream cdf(stem.string() + "-cdf.csv");
-        cdf << "work_us,pending,strategy,fraction,latency_us\n";
-        std::string plotted; // the cells measured, as work_us:pending, for the plot
-        const bool tty = isatty(STDERR_FILENO) != 0;
-        if (!cfg.section("latency")) cells.clear();
-        for (const cell& c : cells) {
-            std::vector<cell_result> rs;
-            for (const strategy_row& s : strategies) {
-                if (!cfg.only.empty() && std::string(s.name).find(cfg.only) == std::string::npos)
-                    continue;
-                if (tty)
-                    std::fprintf(stderr, "  %-22s work %6llu us, %6zu pending ...\r", s.name,
-                                 static_cast<unsigned long long>(c.work_us), c.pending);
-                cell_run run(s, c, cfg.seconds, warm);
-                rs.push_back(run.run());
-            }
-            if (tty) std::fprintf(stderr, "%70s\r", "");
-            if (rs.empty()) continue;
-            print_cell_table(rs);
-            plotted += (plotted.empty() ? "" : " ") + std::to_string(c.work_us) + ":" +
-                       std::to_string(c.pending);
-            const cell_result* ref = nullptr;
-            for (const auto& r : rs)
-                if (r.row->reference) ref = &r;
-            for (const auto& r : rs) {
-                if (r.lat.count == 0)
-                    std::fprintf(stderr,
-                                 "gpu-async-bench: note: %s got no completion in the measured "
-                                 "window (work %llu us, %zu pending)\n",
-                                 r.row->name, static_cast<unsigned long long>(c.work_us),
-                                 c.pending);
-                csv << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << r.lat.count
-                    << ',' << r.lat.p50 << ',' << r.lat.p90 << ',' << r.lat.p99 << ',' << r.lat.max
-                    << ',' << r.lat.mean << ',' << r.cpu_per_s << ',' << r.device_cpu_per_s << ','
-                    << r.completions_per_s << ','
-                    << (ref && ref->lat.p50 > 0 ? r.lat.p50 / ref->lat.p50 : 0) << ','
-                    << (ref && ref->lat.p99 > 0 ? r.lat.p99 / ref->lat.p99 : 0) << ','
-                    << (ref && ref->cpu_per_s > 0 ? r.cpu_per_s / ref->cpu_per_s : 0) << '\n';
-                if (!r.sorted.empty()) {
-                    const std::size_t points = 400;
-                    for (std::size_t k = 0; k <= points; ++k) {
-                        const double f = static_cast<double>(k) / points;
-                        const std::size_t i = std::min(
-                            r.sorted.size() - 1,
-                            static_cast<std::size_t>(f * static_cast<double>(r.sorted.size())));
-                        cdf << c.work_us << ',' << c.pending << ',' << r.row->name << ',' << f
-                            << ',' << static_cast<double>(r.sorted[i]) / 1e3 << '\n';
-                    }
-                }
-            }
-        }
+// The PNG from the CSVs with gnuplot (bench/plot.gp), where both are there.
+void draw_plot(const config& cfg, const std::string& plotted, const std::string& load_start,
+               const std::string& load_end) {
+    const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;
+    if (script.empty() || !std::filesystem::exists(script) ||
+        std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        std::printf("plot: skipped (needs gnuplot: apt-get install -y gnuplot-nox)\n");
+        return;
+    }
+    const std::string load = "start " + load_start + ", end " + load_end + " (" +
+                             std::to_string(std::thread::hardware_concurrency()) + " cores)";
+    const std::string cmd = "gnuplot -e \"stem='" + cfg.stem + "'; out='" + cfg.plot +
+                            "'; cells='" + plotted + "'; load='" + load + "'\" '" + script + "'";
+    if (std::system(cmd.c_str()) == 0)
+        std::printf("plot: %s\n", cfg.plot.c_str());
+    else
+        std::printf("plot: gnuplot failed (%s)\n", cmd.c_str());
+}
 
-        std::ofstream tp(stem.string() + "-throughput.csv");
-        tp << "pending,mode,completions_per_s,cpu_s_per_s,fraction_of_post_loop\n";
-        if (cfg.section("throughput")) run_throughput(cfg.quick ? 0.1 : 1.0, tp);
-        csv.close();
-        cdf.close();
-        tp.close();
-        if (cfg.section("executors")) {
-            const int rounds = cfg.quick ? 40 : 300;
-            const std::uint64_t work_us = cfg.quick ? 200 : 1000;
-            const gpu_async::wait_plan plan = gpu_async::wait_plan::recommended();
-            const auto rows = executor_rows(rounds, work_us, plan, cfg.only);
-            std::ofstream ex(stem.string() + "-executors.csv");
-            ex << "executor,doorbell,samples,p50_ns,p99_ns,max_ns,cpu_s_per_s,note\n";
-            if (!rows.empty()) {
-                std::printf("\n### executor kinds: store-to-wake latency, one waiting thread, one "
-                            "item at a time (%d waits of %llu us, plan %s)\n\n",
-                            rounds, static_cast<unsigned long long>(work_us), plan.label().c_str());
-                std::printf("| executor | doorbell | p50 us | p99 us | max us | CPU s/s | "
-                            "note |\n|---|---|---:|---:|---:|---:|---|\n");
-            }
-            for (const auto& r : rows) {
-                std::printf("| %s | %s | %s | %s | %s | %.3f | %s |\n", r.name.c_str(),
-                            r.doorbell ? "ringing" : "none", us(r.lat.p50).c_str(),
-                            us(r.lat.p99).c_str(), us(r.lat.max).c_str(), r.cpu_per_s,
-                            r.note.c_str());
-                ex << r.name << ',' << (r.doorbell ? "ringing" : "none") << ',' << r.lat.count
-                   << ',' << r.lat.p50 << ',' << r.lat.p99 << ',' << r.lat.max << ',' << r.cpu_per_s
-                   << ",\"" << r.note << "\"\n";
-            }
-            if (!rows.empty())
-                std::printf("\nCPU: the waiting thread's CPU seconds per waited second (from "
-                            "each enqueue to the waiter's return).\n");
-        }
+} // namespace
 
-        if (cfg.section("vulkan")) {
-            const int rounds = cfg.quick ? 40 : 400;
-            const unsigned work_us = cfg.quick ? 200 : 1000;
-            std::string device;
-            std::vector<gpu_async::bench::vulkan_row> rows;
-            try {
-                rows = gpu_async::bench::vulkan_rows(rounds, work_us, device);
-            } catch (const std::exception& e) {
-                // No CSV: scripts/perf-report.sh then refuses the run rather than drop the cell.
-                std::printf("\n### Vulkan: skipped (%s; Debian: apt-get install "
-                            "mesa-vulkan-drivers)\n",
-                            e.what());
-            }
-            if (!rows.empty())
-                print_vulkan(stem.string() + "-vulkan.csv", device, rows, rounds, work_us);
-        }
+int main(int argc, char** argv) {
+    config cfg;
+    if (const std::optional<int> status = parse_options(argc, argv, cfg)) return *status;
+    try {
+        settle(cfg);
+        const std::string load_start = print_header(cfg);
+        const std::string plotted = run_device_sections(cfg);
+        if (cfg.section("executors")) run_executors(cfg);
+        if (cfg.section("vulkan")) run_vulkan(cfg);
         const std::string load_end = load_average();
-        std::printf("\nload average at the end: %s\n", load_end.c_str());
-        std::printf("\nCSV: %s (CDF: %s-cdf.csv, throughput: %s-throughput.csv, executor kinds: "
-                    "%s-executors.csv, Vulkan: %s-vulkan.csv)\n",
-                    csv_path.string().c_str(), stem.string().c_str(), stem.string().c_str(),
-                    stem.string().c_str(), stem.string().c_str());
-
-        if (cfg.plot != "none") {
-            const std::string script = GPU_ASYNC_BENCH_PLOT_SCRIPT;
-            if (script.empty() || !fs::exists(script) ||
-                std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
-                std::printf("plot: skipped (needs gnuplot: apt-get install -y gnuplot-nox)\n");
-            } else {
-                const std::string load = "start " + load_start + ", end " + load_end + " (" +
-                                         std::to_string(std::thread::hardware_concurrency()) +
-                                         " cores)";
-                const std::string cmd = "gnuplot -e \"stem='" + stem.string() + "'; out='" +
-                                        cfg.plot + "'; cells='" + plotted + "'; load='" + load +
-                                        "'\" '" + script + "'";
-                if (std::system(cmd.c_str()) == 0)
-                    std::printf("plot: %s\n", cfg.plot.c_str());
-                else
-                    std::printf("plot: gnuplot failed (%s)\n", cmd.c_str());
-            }
-        }
+        print_footer(cfg, load_end);
+        if (cfg.plot != "none") draw_plot(cfg, plotted, load_start, load_end);
         return 0;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpu-async-bench: %s\n", e.what());
