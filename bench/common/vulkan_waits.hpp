@@ -203,103 +203,149 @@ private:
     std::thread thread_;
 };
 
+/// What a way of waiting gets for one round: the submission's descriptor and semaphore value,
+/// and where its handler records the time it ran (t1).
+struct vulkan_round {
+    boost::asio::io_context& ctx;
+    gpu_completion_port& port;
+    waiter_thread& waiter;
+    vulkan_bench_rig& rig;
+    const memory_descriptor& desc;
+    std::uint64_t value;
+    std::uint64_t predicted_ns; // the last round's time, for the hybrid
+    std::uint64_t& t1;
+};
+
+/// One way of waiting in the Vulkan cell: its name and note (printed, written to the CSV) and
+/// its wait, which runs the io_context until the handler has set t1.
+struct vulkan_strategy {
+    const char* name;
+    const char* note;
+    void (*wait)(vulkan_round&);
+};
+
+namespace vulkan_waits {
+
+// How long before the predicted completion the hybrid stops sleeping and spins.
+constexpr std::uint64_t spin_margin_ns = 200'000;
+
+// A job for the waiting thread's end: posts the handler, which sets t1; keeps ctx.run() going
+// until then.
+inline auto post_done(vulkan_round& r) {
+    auto guard = boost::asio::make_work_guard(r.ctx);
+    return [&ctx = r.ctx, &t1 = r.t1, guard = std::move(guard)]() mutable {
+        boost::asio::post(ctx, [&t1, g = std::move(guard)]() mutable {
+            t1 = now_ns();
+            g.reset();
+        });
+    };
+}
+
+inline void port_wait(vulkan_round& r) {
+    r.port.async_wait(r.desc, [&t1 = r.t1](boost::system::error_code ec) {
+        if (!ec) t1 = now_ns();
+    });
+}
+
+inline void port_run(vulkan_round& r) {
+    port_wait(r);
+    r.ctx.run();
+}
+
+inline void port_fill(vulkan_round& r) {
+    port_wait(r);
+    gpu_async::run_fill(r.ctx);
+}
+
+inline void thread_wait_post(vulkan_round& r) {
+    r.waiter.run([&rig = r.rig, value = r.value, done = post_done(r)]() mutable {
+        vulkan_bench_rig::check(rig.wait(value, ~std::uint64_t{0}), "vkWaitSemaphores");
+        done();
+    });
+    r.ctx.run();
+}
+
+inline void hybrid_wait_spin(vulkan_round& r) {
+    const std::uint64_t sleep =
+        r.predicted_ns > spin_margin_ns ? r.predicted_ns - spin_margin_ns : 0;
+    r.waiter.run([&rig = r.rig, value = r.value, sleep, done = post_done(r)]() mutable {
+        const vulkan::result_t res = rig.wait(value, sleep);
+        if (res != vulkan::success && res != vulkan::timeout)
+            vulkan_bench_rig::check(res, "vkWaitSemaphores");
+        while (rig.counter() < value) {
+        }
+        done();
+    });
+    r.ctx.run();
+}
+
+inline void busy_poll(vulkan_round& r) {
+    boost::asio::post(r.ctx, [&rig = r.rig, value = r.value, &t1 = r.t1] {
+        while (rig.counter() < value) {
+        }
+        t1 = now_ns();
+    });
+    r.ctx.run();
+}
+
+} // namespace vulkan_waits
+
+/// The rows of the Vulkan cell, in the order of its table.
+inline constexpr vulkan_strategy vulkan_strategies[] = {
+    {"ours-service", "port.async_wait under run(): the reactor's watcher thread",
+     vulkan_waits::port_run},
+    {"ours-fill", "port.async_wait under run_fill(): the io_context thread parks",
+     vulkan_waits::port_fill},
+    {"wait-thread-post", "a thread in vkWaitSemaphores, then asio::post",
+     vulkan_waits::thread_wait_post},
+    {"hybrid-wait-spin",
+     "vkWaitSemaphores until 200 us before the last round's time, then spinning on "
+     "vkGetSemaphoreCounterValue, then asio::post",
+     vulkan_waits::hybrid_wait_spin},
+    {"busy-poll", "the io_context thread spinning on vkGetSemaphoreCounterValue",
+     vulkan_waits::busy_poll},
+};
+
+/// `rounds` submissions of `work_us` waited for with `s` (after a few unmeasured ones);
+/// `predicted_ns` is carried from round to round (and row to row) for the hybrid.
+inline vulkan_row measure_vulkan(vulkan_bench_rig& rig, const vulkan_strategy& s, int rounds,
+                                 unsigned work_us, std::uint64_t& predicted_ns) {
+    boost::asio::io_context ctx(1);
+    gpu_completion_port port(ctx);
+    waiter_thread waiter;
+    std::vector<std::uint64_t> lat;
+    std::uint64_t waited = 0, cpu = 0;
+    for (int i = -3; i < rounds; ++i) {
+        std::optional<memory_descriptor> desc;
+        rig.settle();
+        const std::uint64_t cpu0 = process_cpu_ns();
+        const std::uint64_t t0 = now_ns();
+        const std::uint64_t value = rig.submit(work_us, desc);
+        std::uint64_t t1 = 0;
+        ctx.restart();
+        vulkan_round args{ctx, port, waiter, rig, *desc, value, predicted_ns, t1};
+        s.wait(args);
+        const std::uint64_t t2 = now_ns();
+        if (t1 == 0) throw std::runtime_error(std::string(s.name) + ": no completion");
+        predicted_ns = t1 - t0;
+        if (i < 0) continue;
+        lat.push_back(t1 - t0);
+        waited += t2 - t0;
+        cpu += process_cpu_ns() - cpu0;
+    }
+    return {s.name, summarize(lat),
+            waited > 0 ? static_cast<double>(cpu) / static_cast<double>(waited) : 0, s.note};
+}
+
 /// The Vulkan cell: `rounds` submissions of `work_us` per row (after a few unmeasured ones);
 /// `device` gets the device's name. Throws std::runtime_error where no Vulkan device works.
 inline std::vector<vulkan_row> vulkan_rows(int rounds, unsigned work_us, std::string& device) {
-    namespace asio = boost::asio;
     vulkan_bench_rig rig;
     device = rig.name();
     std::vector<vulkan_row> rows;
     std::uint64_t predicted_ns = static_cast<std::uint64_t>(work_us) * 1000;
-    constexpr std::uint64_t spin_margin_ns = 200'000;
-    auto measure = [&](const char* name, const char* note, auto&& one) {
-        asio::io_context ctx(1);
-        gpu_completion_port port(ctx);
-        waiter_thread waiter;
-        std::vector<std::uint64_t> lat;
-        std::uint64_t waited = 0, cpu = 0;
-        for (int i = -3; i < rounds; ++i) {
-            std::optional<memory_descriptor> desc;
-            rig.settle();
-            const std::uint64_t cpu0 = process_cpu_ns();
-            const std::uint64_t t0 = now_ns();
-            const std::uint64_t value = rig.submit(work_us, desc);
-            std::uint64_t t1 = 0;
-            ctx.restart();
-            one(ctx, port, waiter, *desc, value, t1);
-            const std::uint64_t t2 = now_ns();
-            if (t1 == 0) throw std::runtime_error(std::string(name) + ": no completion");
-            predicted_ns = t1 - t0; // the hybrid's prediction: the last round's
-            if (i < 0) continue;
-            lat.push_back(t1 - t0);
-            waited += t2 - t0;
-            cpu += process_cpu_ns() - cpu0;
-        }
-        rows.push_back({name, summarize(lat),
-                        waited > 0 ? static_cast<double>(cpu) / static_cast<double>(waited) : 0,
-                        note});
-    };
-    auto post_done = [](asio::io_context& ctx, std::uint64_t& t1) {
-        auto guard = asio::make_work_guard(ctx);
-        return [&ctx, &t1, guard = std::move(guard)]() mutable {
-            asio::post(ctx, [&t1, g = std::move(guard)]() mutable {
-                t1 = now_ns();
-                g.reset();
-            });
-        };
-    };
-    measure("ours-service", "port.async_wait under run(): the reactor's watcher thread",
-            [](asio::io_context& ctx, gpu_completion_port& port, waiter_thread&,
-               const memory_descriptor& d, std::uint64_t, std::uint64_t& t1) {
-                port.async_wait(d, [&t1](boost::system::error_code ec) {
-                    if (!ec) t1 = now_ns();
-                });
-                ctx.run();
-            });
-    measure("ours-fill", "port.async_wait under run_fill(): the io_context thread parks",
-            [](asio::io_context& ctx, gpu_completion_port& port, waiter_thread&,
-               const memory_descriptor& d, std::uint64_t, std::uint64_t& t1) {
-                port.async_wait(d, [&t1](boost::system::error_code ec) {
-                    if (!ec) t1 = now_ns();
-                });
-                gpu_async::run_fill(ctx);
-            });
-    measure("wait-thread-post", "a thread in vkWaitSemaphores, then asio::post",
-            [&](asio::io_context& ctx, gpu_completion_port&, waiter_thread& w,
-                const memory_descriptor&, std::uint64_t value, std::uint64_t& t1) {
-                w.run([&rig, value, done = post_done(ctx, t1)]() mutable {
-                    vulkan_bench_rig::check(rig.wait(value, ~std::uint64_t{0}), "vkWaitSemaphores");
-                    done();
-                });
-                ctx.run();
-            });
-    measure("hybrid-wait-spin",
-            "vkWaitSemaphores until 200 us before the last round's time, then spinning on "
-            "vkGetSemaphoreCounterValue, then asio::post",
-            [&](asio::io_context& ctx, gpu_completion_port&, waiter_thread& w,
-                const memory_descriptor&, std::uint64_t value, std::uint64_t& t1) {
-                const std::uint64_t sleep =
-                    predicted_ns > spin_margin_ns ? predicted_ns - spin_margin_ns : 0;
-                w.run([&rig, value, sleep, done = post_done(ctx, t1)]() mutable {
-                    const vulkan::result_t r = rig.wait(value, sleep);
-                    if (r != vulkan::success && r != vulkan::timeout)
-                        vulkan_bench_rig::check(r, "vkWaitSemaphores");
-                    while (rig.counter() < value) {
-                    }
-                    done();
-                });
-                ctx.run();
-            });
-    measure("busy-poll", "the io_context thread spinning on vkGetSemaphoreCounterValue",
-            [&](asio::io_context& ctx, gpu_completion_port&, waiter_thread&,
-                const memory_descriptor&, std::uint64_t value, std::uint64_t& t1) {
-                asio::post(ctx, [&rig, value, &t1] {
-                    while (rig.counter() < value) {
-                    }
-                    t1 = now_ns();
-                });
-                ctx.run();
-            });
+    for (const vulkan_strategy& s : vulkan_strategies)
+        rows.push_back(measure_vulkan(rig, s, rounds, work_us, predicted_ns));
     return rows;
 }
 
