@@ -5,21 +5,8 @@
 // one stream and one slot of such a line.
 //
 // The vendor parts stay in device/cuda.hpp and device/hip.hpp: creating a line (which device,
-// what it must support), checking that a stream belongs to a line, and a traits type that names
-// the vendor calls a source makes:
-//
-//     struct traits {
-//         using driver_type = ...;   // cuda_driver, hip_driver: error(call, status)
-//         using line_type = ...;     // cuda_line, hip_line: driver(), line(), store(slot, stream)
-//         using stream_type = ...;
-//         using status_type = ...;
-//         static constexpr status_type success = ...;
-//         static constexpr status_type not_ready = ...;
-//         static constexpr const char* query_call = ...;        // "cuStreamQuery"
-//         static constexpr const char* synchronize_call = ...;  // "cuStreamSynchronize"
-//         static status_type query(const driver_type&, stream_type) noexcept;
-//         static status_type synchronize(const driver_type&, stream_type) noexcept;
-//     };
+// what it must support) and the vendor table (device/detail/mapped_vendor.hpp), whose
+// stream_query and stream_synchronize calls a source makes.
 //
 #ifndef GPU_ASYNC_DEVICE_DETAIL_VENDOR_LINE_HPP
 #define GPU_ASYNC_DEVICE_DETAIL_VENDOR_LINE_HPP
@@ -89,31 +76,31 @@ private:
 };
 
 /// A completion source over one stream and one slot of a vendor line: query and block are the
-/// traits' stream query and synchronize, arm is the line's store of the slot's next sequence
+/// vendor's stream query and synchronize, arm is the line's store of the slot's next sequence
 /// number, park is the word wait on the line. The line must outlive the source; one thread at a
 /// time. The vendor source derives from it and adds its own creation (the stream's check).
-template <class Traits>
+template <class Vendor, class Line>
 class vendor_source {
 public:
-    using line_type = typename Traits::line_type;
-    using stream_type = typename Traits::stream_type;
-    using status_type = typename Traits::status_type;
+    using line_type = Line;
+    using stream_type = typename Vendor::stream_t;
+    using status_type = typename Vendor::status_t;
 
     /// The stream query: done, pending (the driver's "not ready"), or failed with
     /// errc::device_fault (last_error() names the status).
     query_result query() {
-        const status_type st = Traits::query(line_->driver(), stream_);
-        if (st == Traits::success) return query_result::done();
-        if (st == Traits::not_ready) return query_result::pending();
-        last_error_ = line_->driver().error(Traits::query_call, st);
+        const status_type st = Vendor::stream_query(line_->driver().api())(stream_);
+        if (st == Vendor::success) return query_result::done();
+        if (st == Vendor::not_ready) return query_result::pending();
+        last_error_ = line_->driver().error(Vendor::stream_query.name, st);
         return query_result::failed(make_error_code(errc::device_fault));
     }
 
     /// The stream synchronize: empty, or errc::device_fault (last_error() names the status).
     std::error_code block() {
-        const status_type st = Traits::synchronize(line_->driver(), stream_);
-        if (st == Traits::success) return {};
-        last_error_ = line_->driver().error(Traits::synchronize_call, st);
+        const status_type st = Vendor::stream_synchronize(line_->driver().api())(stream_);
+        if (st == Vendor::success) return {};
+        last_error_ = line_->driver().error(Vendor::stream_synchronize.name, st);
         return make_error_code(errc::device_fault);
     }
 
