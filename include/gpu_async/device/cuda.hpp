@@ -52,7 +52,6 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/detail/mapped_vendor.hpp>
-#include <gpu_async/device/detail/vendor_line.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
