@@ -17,7 +17,7 @@ import os, re, sys
 root = 'include/gpu_async'
 rank = {'core': 0, 'word wait': 1, 'hosts': 2, 'devices': 3, 'asio': 4}
 impl_layer = {'wordwait': 'word wait', 'line_retirement': 'hosts', 'wait_fd': 'hosts',
-              'sim_device': 'devices', 'mapped_line': 'devices', 'cuda': 'devices',
+              'sim_device': 'devices', 'mapped_line': 'devices', 'mapped_vendor': 'devices', 'cuda': 'devices',
               'hip': 'devices', 'metal': 'devices', 'vulkan': 'devices'}
 top_layer = {'version.hpp': 'core', 'wordwait.hpp': 'word wait', 'doorbell.hpp': 'word wait',
              'line_retirement.hpp': 'hosts'}

@@ -4,11 +4,9 @@
 // testing the CUDA backend with no GPU and no libcuda.
 //
 // Every entry point records its call ("cuCtxPushCurrent 0"), so a test checks the CUDA table's
-// wiring (which call, with which arguments, in which order). Failures: `fail` makes an entry
-// point return a status at every call; `fail_at` makes the n-th call of any entry point fail
-// (fault injection: a test sweeps n). Counters of what the driver holds for its callers: pinned
-// pages (`pages`), primary context references (`refs`), registered host memory (`registered`),
-// streams (`live_streams`) and the context stack (`current`, `pushed`).
+// wiring (which call, with which arguments, in which order). The call log, the failures (`fail`,
+// keyed by the entry point's name, and `fail_at`) and the counters are fake_mapped_vendor.hpp's;
+// this fake adds the context stack (`current`, `pushed`).
 //
 // One fake at a time (the entry points are plain functions, which reach the fake through the
 // `fake` pointer; `fixture` sets it); use it from one thread at a time.
@@ -17,6 +15,8 @@
 #define GPU_ASYNC_TEST_COMMON_FAKE_CUDA_DRIVER_HPP
 
 #include <gpu_async/device/cuda.hpp>
+
+#include "common/fake_mapped_vendor.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -36,12 +36,9 @@ namespace gpu_async::test::cuda_fake {
 
 using namespace gpu_async;
 
-inline constexpr std::uint64_t device_offset = 0x7000'0000'0000;
+inline constexpr std::uint64_t device_offset = fake_device_offset;
 
-struct fake_cuda {
-    std::vector<std::string> calls;
-    std::set<std::string> missing;         // symbols the resolver does not find
-    std::map<std::string, int> fail;       // entry point -> status it returns
+struct fake_cuda : fake_vendor_state<cuda::stream_t> {
     std::vector<int> versions;             // cudaVersion of each resolution
     std::map<std::string, int> version_of; // the cudaVersion asked for each symbol
     std::vector<std::uint64_t> flags;      // flags of each resolution
@@ -50,15 +47,9 @@ struct fake_cuda {
     int can_memops = 1;
     int current = -1; // index of the current context, -1: none
     std::vector<int> pushed;
-    std::array<int, 2> refs{};
-    std::set<void*> pages;
-    unsigned alloc_flags = 0;
     bool land_stores = true;
-    int stream_status = 0;
     int pending_queries = 0; // cuStreamQuery answers NOT_READY this many times first
-    int sticky = 0;          // nonzero: the context faulted; every cuStreamQuery answers it
     std::array<char, 2> ctx_storage{};
-    std::array<char, 3> stream_storage{};
     std::array<char, 2> event_storage{};
     struct store {
         cuda::stream_t stream;
@@ -66,56 +57,21 @@ struct fake_cuda {
         std::uint64_t value;
         int batch; // 0: a cuStreamWriteValue64; n: the n-th cuStreamBatchMemOp
     };
-    std::vector<store> stores;               // every store enqueued, in order
-    int batches = 0;                         // cuStreamBatchMemOp calls that enqueued
-    std::map<void*, std::size_t> registered; // host address -> bytes (cuMemHostRegister)
+    std::vector<store> stores; // every store enqueued, in order
+    int batches = 0;           // cuStreamBatchMemOp calls that enqueued
     unsigned register_flags = 0;
     std::vector<int> pointer_contexts; // the current context of each device pointer call
-    // Fault injection: entry-point call number fail_at (1-based, every entry point but
-    // cuGetErrorName counts; 0: none) returns fail_status, and failed_call names it.
-    int fail_at = 0;
-    int fail_status = 999; // CUDA_ERROR_UNKNOWN
-    int call_count = 0;
-    std::string failed_call;
-    int live_streams = 0; // cuStreamCreate minus cuStreamDestroy
 
     cuda::context_t ctx(int i) { return reinterpret_cast<cuda::context_t>(&ctx_storage.at(i)); }
-    cuda::stream_t stream(int i) { return reinterpret_cast<cuda::stream_t>(&stream_storage.at(i)); }
     cuda::event_t event(int i) { return reinterpret_cast<cuda::event_t>(&event_storage.at(i)); }
-    int stream_index(cuda::stream_t s) {
-        for (int i = 0; i < 3; ++i)
-            if (s == stream(i)) return i;
-        return -1;
-    }
     void land(cuda::stream_t s, std::uint64_t address, std::uint64_t value, int batch) {
         stores.push_back({s, address, value, batch});
-        if (land_stores)
-            reinterpret_cast<std::atomic<std::uint64_t>*>(
-                static_cast<std::uintptr_t>(address - device_offset))
-                ->store(value, std::memory_order_release);
+        if (land_stores) write_word(address, value);
     }
     int ctx_index(cuda::context_t c) {
         for (int i = 0; i < 2; ++i)
             if (c == ctx(i)) return i;
         return -1;
-    }
-    std::size_t count_prefix(const std::string& prefix) const {
-        std::size_t n = 0;
-        for (const auto& c : calls)
-            if (c.rfind(prefix, 0) == 0) ++n;
-        return n;
-    }
-    // The fail-the-n-th-call switch: records the call; fail_status when it is call fail_at.
-    int nth(const char* name) {
-        calls.emplace_back(name);
-        if (++call_count != fail_at) return 0;
-        failed_call = name;
-        return fail_status;
-    }
-    int failed(const char* name) {
-        if (int st = nth(name)) return st;
-        auto it = fail.find(name);
-        return it == fail.end() ? 0 : it->second;
     }
 };
 
@@ -208,8 +164,7 @@ inline int f_cuMemHostAlloc(void** p, std::size_t bytes, unsigned flags) {
     if (int st = fake->failed("cuMemHostAlloc")) return st;
     fake->calls.back() += " " + std::to_string(bytes);
     fake->alloc_flags = flags;
-    *p = std::aligned_alloc(4096, bytes);
-    fake->pages.insert(*p);
+    *p = fake->alloc_page(bytes);
     return 0;
 }
 inline int f_cuMemHostGetDevicePointer(cuda::deviceptr_t* d, void* host, unsigned) {
@@ -272,8 +227,7 @@ inline int f_cuEventDestroy(cuda::event_t) {
 }
 inline int f_cuMemFreeHost(void* p) {
     if (int st = fake->failed("cuMemFreeHost")) return st;
-    fake->pages.erase(p);
-    std::free(p);
+    fake->free_page(p);
     return 0;
 }
 inline int f_cuStreamGetCtx(cuda::stream_t s, cuda::context_t* c) {
@@ -338,40 +292,20 @@ inline int f_get_proc_address(const char* symbol, void** pfn, int version, std::
     fake->versions.push_back(version);
     fake->version_of[symbol] = version;
     fake->flags.push_back(flags);
-    auto it = symbols.find(symbol);
-    if (it == symbols.end() || fake->missing.count(symbol) != 0) {
+    *pfn = fake_symbol(symbols, fake->missing, symbol);
+    if (*pfn == nullptr) {
         *status = cuda::proc_address_symbol_not_found;
-        *pfn = nullptr;
         return cuda::error_not_found;
     }
     *status = cuda::proc_address_success;
-    *pfn = it->second;
     return 0;
 }
 
-struct fixture {
-    fake_cuda state;
-    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
-    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
-    dur_ns backstop_before = fault_backstop();
-    fixture() {
-        fake = &state;
-        set_fault_backstop(dur_ns::max());
-    }
-    ~fixture() {
-        set_fault_backstop(backstop_before);
-        fake = nullptr;
-        for (void* p : state.pages)
-            std::free(p);
-    }
-    std::unique_ptr<cuda_driver> driver() {
-        auto d = cuda_driver::from_resolver(&f_get_proc_address);
-        BOOST_TEST_REQUIRE(d.has_value());
-        state.calls.clear();
-        state.call_count = 0; // fail_at counts from the first call after the load
-        return std::move(d).value();
-    }
-};
+inline result<std::unique_ptr<cuda_driver>> load_driver(fake_cuda&) {
+    return cuda_driver::from_resolver(&f_get_proc_address);
+}
+
+using fixture = fake_vendor_fixture<fake_cuda, fake, &load_driver>;
 
 } // namespace gpu_async::test::cuda_fake
 

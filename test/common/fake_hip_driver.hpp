@@ -4,11 +4,9 @@
 // backend with no GPU and no ROCm.
 //
 // Every entry point records its call ("hipSetDevice 1"), so a test checks the HIP table's wiring.
-// Failures: `fail` makes a call (with its arguments, as recorded) return a status at every call;
-// `fail_at` makes the n-th call of any entry point fail (fault injection: a test sweeps n).
-// Counters of what the runtime holds for its callers: pinned pages (`pages`), primary context
-// references (`refs`), registered host memory (`registered`), streams (`live_streams`) and the
-// current device (`current`).
+// The call log, the failures (`fail`, keyed by the call with its arguments, as recorded, and
+// `fail_at`) and the counters are fake_mapped_vendor.hpp's; this fake adds the current device
+// (`current`).
 //
 // One fake at a time (the entry points are plain functions, which reach the fake through the
 // `fake` pointer; `fixture` sets it); use it from one thread at a time.
@@ -17,6 +15,8 @@
 #define GPU_ASYNC_TEST_COMMON_FAKE_HIP_DRIVER_HPP
 
 #include <gpu_async/device/hip.hpp>
+
+#include "common/fake_mapped_vendor.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -36,63 +36,21 @@ namespace gpu_async::test::hip_fake {
 
 using namespace gpu_async;
 
-inline constexpr std::uint64_t device_offset = 0x7000'0000'0000;
+inline constexpr std::uint64_t device_offset = fake_device_offset;
 
-struct fake_hip {
-    std::vector<std::string> calls;
-    std::set<std::string> missing;
-    std::map<std::string, int> fail;
+struct fake_hip : fake_vendor_state<hip::stream_t> {
     int device_count = 2;
     int current = 0;
-    std::array<int, 2> refs{};
-    std::set<void*> pages;
-    unsigned alloc_flags = 0;
-    int stream_status = 0;
-    int sticky = 0; // nonzero: the device faulted; every hipStreamQuery answers it
-    std::array<char, 3> stream_storage{};
     std::array<char, 1> event_storage{};
     struct store {
         hip::stream_t stream;
         std::uintptr_t address;
         std::uint64_t value;
     };
-    std::vector<store> stores;               // every store enqueued, in order
-    std::map<void*, std::size_t> registered; // host address -> bytes (hipHostRegister)
-    // Fault injection: entry-point call number fail_at (1-based, every entry point but
-    // hipGetErrorName counts; 0: none) returns fail_status, and failed_call names it.
-    int fail_at = 0;
-    int fail_status = 999; // hipErrorUnknown
-    int call_count = 0;
-    std::string failed_call;
-    int live_streams = 0;   // hipStreamCreate minus hipStreamDestroy
-    int stream2_device = 0; // the device current when hipStreamCreate made stream 2
+    std::vector<store> stores; // every store enqueued, in order
+    int stream2_device = 0;    // the device current when hipStreamCreate made stream 2
 
-    hip::stream_t stream(int i) { return reinterpret_cast<hip::stream_t>(&stream_storage.at(i)); }
     hip::event_t event() { return reinterpret_cast<hip::event_t>(&event_storage.at(0)); }
-    int stream_index(hip::stream_t s) {
-        for (int i = 0; i < 3; ++i)
-            if (s == stream(i)) return i;
-        return -1;
-    }
-    /// How many calls start with `prefix`.
-    std::size_t count_prefix(const std::string& prefix) const {
-        std::size_t n = 0;
-        for (const auto& c : calls)
-            if (c.rfind(prefix, 0) == 0) ++n;
-        return n;
-    }
-    // The fail-the-n-th-call switch: records the call; fail_status when it is call fail_at.
-    int nth(const std::string& call) {
-        calls.push_back(call);
-        if (++call_count != fail_at) return 0;
-        failed_call = call;
-        return fail_status;
-    }
-    int failed(const std::string& call) {
-        if (int st = nth(call)) return st;
-        auto it = fail.find(call);
-        return it == fail.end() ? 0 : it->second;
-    }
 };
 
 inline fake_hip* fake = nullptr;
@@ -145,8 +103,7 @@ inline int f_hipHostMalloc(void** p, std::size_t bytes, unsigned flags) {
                               std::to_string(fake->current)))
         return st;
     fake->alloc_flags = flags;
-    *p = std::aligned_alloc(4096, bytes);
-    fake->pages.insert(*p);
+    *p = fake->alloc_page(bytes);
     return 0;
 }
 inline int f_hipHostGetDevicePointer(void** d, void* host, unsigned) {
@@ -155,8 +112,7 @@ inline int f_hipHostGetDevicePointer(void** d, void* host, unsigned) {
 }
 inline int f_hipHostFree(void* p) {
     if (int st = fake->failed("hipHostFree")) return st;
-    fake->pages.erase(p);
-    std::free(p);
+    fake->free_page(p);
     return 0;
 }
 inline int f_hipDeviceSynchronize() {
@@ -185,9 +141,7 @@ inline int f_hipStreamWriteValue64(hip::stream_t s, void* address, std::uint64_t
                               std::to_string(flags)))
         return st;
     fake->stores.push_back({s, reinterpret_cast<std::uintptr_t>(address), value});
-    reinterpret_cast<std::atomic<std::uint64_t>*>(reinterpret_cast<std::uintptr_t>(address) -
-                                                  device_offset)
-        ->store(value, std::memory_order_release);
+    fake->write_word(reinterpret_cast<std::uintptr_t>(address), value);
     return 0;
 }
 
@@ -249,34 +203,14 @@ inline void* f_dlsym(void* context, const char* symbol) {
         {"hipEventDestroy", reinterpret_cast<void*>(&f_hipEventDestroy)},
     };
     BOOST_TEST(context == static_cast<void*>(fake));
-    auto it = symbols.find(symbol);
-    if (it == symbols.end() || fake->missing.count(symbol) != 0) return nullptr;
-    return it->second;
+    return fake_symbol(symbols, fake->missing, symbol);
 }
 
-struct fixture {
-    fake_hip state;
-    // The fake serves one thread: while it lives no reactor runs the lines' health queries into
-    // it (a test that wants them sets a backstop of its own around detail::query_line_health).
-    dur_ns backstop_before = fault_backstop();
-    fixture() {
-        fake = &state;
-        set_fault_backstop(dur_ns::max());
-    }
-    ~fixture() {
-        set_fault_backstop(backstop_before);
-        fake = nullptr;
-        for (void* p : state.pages)
-            std::free(p);
-    }
-    std::unique_ptr<hip_driver> driver() {
-        auto d = hip_driver::from_resolver(&f_dlsym, &state);
-        BOOST_TEST_REQUIRE(d.has_value());
-        state.calls.clear();
-        state.call_count = 0; // fail_at counts from the first call after the load
-        return std::move(d).value();
-    }
-};
+inline result<std::unique_ptr<hip_driver>> load_driver(fake_hip& state) {
+    return hip_driver::from_resolver(&f_dlsym, &state);
+}
+
+using fixture = fake_vendor_fixture<fake_hip, fake, &load_driver>;
 
 } // namespace gpu_async::test::hip_fake
 

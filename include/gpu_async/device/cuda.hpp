@@ -51,7 +51,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/device/detail/vendor_line.hpp>
+#include <gpu_async/device/detail/mapped_vendor.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -61,6 +61,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 // The driver's own handle types (cuda.h declares them the same way), so CUstream, CUcontext and
@@ -193,8 +194,122 @@ struct entry_points {
 
 } // namespace cuda
 
+class cuda_driver;
+
+namespace detail {
+
+/// The CUDA driver as a mapped-line vendor (device/detail/mapped_vendor.hpp): its calls, types
+/// and constants. A CUDA domain is a context: entering it pushes it, leaving pops it.
+struct cuda_vendor {
+    using api_type = cuda::entry_points;
+    using status_t = cuda::status_t;
+    using device_t = cuda::device_t;
+    using context_t = cuda::context_t;
+    using stream_t = cuda::stream_t;
+    using event_t = cuda::event_t;
+    using deviceptr_t = cuda::deviceptr_t;
+    using stream_owner_t = cuda::context_t; // cuStreamGetCtx names a stream's context
+    struct saved {};                        // a pop undoes a push
+
+    static constexpr const char* backend = "CUDA";
+    static constexpr const char* noun = "the CUDA driver";
+    static constexpr const char* status_prefix = "CUDA_ERROR_";
+    static constexpr const char* install_hint = "; is the NVIDIA driver installed?";
+    static constexpr const char* missing_why =
+        "cuGetProcAddress found no such symbol for API version 12000";
+    static constexpr const char* waiter_name = "cuda_event_waiter";
+    static constexpr const char* batch_call_name = "cuStreamBatchMemOp";
+    static constexpr status_t success = cuda::success;
+    static constexpr status_t not_ready = cuda::error_not_ready;
+    static constexpr status_t not_found = cuda::error_not_found;
+    static constexpr unsigned host_alloc_flags =
+        cuda::memhostalloc_devicemap | cuda::memhostalloc_portable;
+    static constexpr unsigned host_register_flags =
+        cuda::memhostregister_portable | cuda::memhostregister_devicemap;
+    static constexpr bool destroy_in_domain = true; // cuStreamDestroy with the context pushed
+    static constexpr bool has_batch = true;
+
+    // Every entry point, in the order a load resolves them; `true`: a load fails without it.
+    using E = api_type;
+    static constexpr vendor_call init{&E::init, "cuInit", true};
+    static constexpr vendor_call driver_get_version{&E::driver_get_version, "cuDriverGetVersion",
+                                                    true};
+    static constexpr vendor_call get_error_name{&E::get_error_name, "cuGetErrorName", true};
+    static constexpr vendor_call device_get_count{&E::device_get_count, "cuDeviceGetCount", true};
+    static constexpr vendor_call device_get{&E::device_get, "cuDeviceGet", true};
+    static constexpr vendor_call device_get_attribute{&E::device_get_attribute,
+                                                      "cuDeviceGetAttribute", true};
+    static constexpr vendor_call current{&E::ctx_get_current, "cuCtxGetCurrent", true};
+    static constexpr vendor_call ctx_set_current{&E::ctx_set_current, "cuCtxSetCurrent", true};
+    static constexpr vendor_call ctx_get_device{&E::ctx_get_device, "cuCtxGetDevice", true};
+    static constexpr vendor_call push{&E::ctx_push_current, "cuCtxPushCurrent", true};
+    static constexpr vendor_call pop{&E::ctx_pop_current, "cuCtxPopCurrent", true};
+    static constexpr vendor_call settle{&E::ctx_synchronize, "cuCtxSynchronize", true};
+    static constexpr vendor_call retain{&E::device_primary_ctx_retain, "cuDevicePrimaryCtxRetain",
+                                        true};
+    static constexpr vendor_call release{&E::device_primary_ctx_release,
+                                         "cuDevicePrimaryCtxRelease", true};
+    static constexpr vendor_call host_alloc{&E::mem_host_alloc, "cuMemHostAlloc", true};
+    static constexpr vendor_call host_device_pointer{&E::mem_host_get_device_pointer,
+                                                     "cuMemHostGetDevicePointer", true};
+    static constexpr vendor_call host_free{&E::mem_free_host, "cuMemFreeHost", true};
+    static constexpr vendor_call stream_owner{&E::stream_get_ctx, "cuStreamGetCtx", true};
+    static constexpr vendor_call stream_query{&E::stream_query, "cuStreamQuery", true};
+    static constexpr vendor_call stream_synchronize{&E::stream_synchronize, "cuStreamSynchronize",
+                                                    true};
+    static constexpr vendor_call write_value64{&E::stream_write_value64, "cuStreamWriteValue64"};
+    static constexpr vendor_call stream_batch{&E::stream_batch_mem_op, batch_call_name};
+    static constexpr vendor_call host_register{&E::mem_host_register, "cuMemHostRegister"};
+    static constexpr vendor_call host_unregister{&E::mem_host_unregister, "cuMemHostUnregister"};
+    static constexpr vendor_call stream_wait_event{&E::stream_wait_event, "cuStreamWaitEvent"};
+    static constexpr vendor_call stream_create{&E::stream_create, "cuStreamCreate"};
+    static constexpr vendor_call stream_destroy{&E::stream_destroy, "cuStreamDestroy"};
+    static constexpr vendor_call mem_alloc{&E::mem_alloc, "cuMemAlloc"};
+    static constexpr vendor_call mem_free{&E::mem_free, "cuMemFree"};
+    static constexpr vendor_call memset_d8_async{&E::memset_d8_async, "cuMemsetD8Async"};
+    static constexpr vendor_call ctx_set_flags{&E::ctx_set_flags, "cuCtxSetFlags", false,
+                                               12010}; // CUDA 12.1 and later
+    static constexpr vendor_call event_create{&E::event_create, "cuEventCreate"};
+    static constexpr vendor_call event_record{&E::event_record, "cuEventRecord"};
+    static constexpr vendor_call event_query{&E::event_query, "cuEventQuery"};
+    static constexpr vendor_call event_destroy{&E::event_destroy, "cuEventDestroy"};
+    static constexpr vendor_call launch_host_func{&E::launch_host_func, "cuLaunchHostFunc"};
+    static constexpr auto calls = std::tuple(
+        init, driver_get_version, get_error_name, device_get_count, device_get,
+        device_get_attribute, current, ctx_set_current, ctx_get_device, push, pop, settle, retain,
+        release, host_alloc, host_device_pointer, host_free, stream_owner, stream_query,
+        stream_synchronize, write_value64, stream_batch, host_register, host_unregister,
+        stream_wait_event, stream_create, stream_destroy, mem_alloc, mem_free, memset_d8_async,
+        ctx_set_flags, event_create, event_record, event_query, event_destroy, launch_host_func);
+
+    static void* domain_of(context_t context, device_t) noexcept { return context; }
+    static void* owner_domain(context_t context) noexcept { return context; }
+    static status_t create_stream(const api_type& a, stream_t* stream) noexcept {
+        return a.stream_create(stream, cuda::stream_non_blocking);
+    }
+    static const char* error_name(const api_type& a, status_t status) noexcept {
+        const char* name = nullptr;
+        if (a.get_error_name == nullptr || a.get_error_name(status, &name) != success)
+            return nullptr;
+        return name;
+    }
+    GPU_ASYNC_DECL static driver_status enter(const api_type& a, void* domain, saved&) noexcept;
+    GPU_ASYNC_DECL static driver_status leave(const api_type& a, void*, const saved&) noexcept;
+    GPU_ASYNC_DECL static driver_status current_device(const api_type& a, int* device) noexcept;
+    GPU_ASYNC_DECL static driver_status batch_write64(const api_type& a, void* stream,
+                                                      const batch_store* stores,
+                                                      std::size_t count) noexcept;
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    check_event_domain(const vendor_driver<cuda_vendor>& d, const mapped_line& line, event_t event);
+};
+
+} // namespace detail
+
 /// The CUDA driver, loaded at run time. Not copyable, not movable (its line table points at it).
-class cuda_driver {
+/// api(), version() (cuDriverGetVersion, e.g. 13000), line_table(), status_name(status) (the
+/// driver's name, "CUDA_ERROR_NOT_READY", or "CUDA_ERROR_<n>") and error(call, status)
+/// (errc::driver_status) come from detail::vendor_driver.
+class cuda_driver : public detail::vendor_driver<detail::cuda_vendor> {
 public:
     /// The library `load()` opens.
     static constexpr const char* library_name = "libcuda.so.1";
@@ -213,24 +328,6 @@ public:
     GPU_ASYNC_DECL static result<std::unique_ptr<cuda_driver>>
     from_resolver(cuda::get_proc_address_fn get_proc_address);
 
-    cuda_driver(const cuda_driver&) = delete;
-    cuda_driver& operator=(const cuda_driver&) = delete;
-
-    /// The entry points.
-    const cuda::entry_points& api() const noexcept { return api_; }
-
-    /// The driver's version (cuDriverGetVersion), e.g. 13000.
-    int version() const noexcept { return version_; }
-
-    /// The table a mapped_line uses.
-    const line_driver& line_table() const noexcept { return table_; }
-
-    /// The driver's name of a status ("CUDA_ERROR_NOT_READY"), or "CUDA_ERROR_<n>".
-    GPU_ASYNC_DECL std::string status_name(cuda::status_t status) const;
-
-    /// errc::driver_status for `call` returning `status`.
-    GPU_ASYNC_DECL coded_error error(const char* call, cuda::status_t status) const;
-
     /// Checks that `device` can own a line: it maps host memory and runs 64-bit stream memory
     /// operations, and the driver has cuStreamWriteValue64. Nothing when it can; otherwise
     /// errc::unavailable naming the device and what it lacks, or errc::driver_status.
@@ -238,12 +335,6 @@ public:
 
 private:
     cuda_driver() = default;
-    GPU_ASYNC_DECL std::optional<coded_error> resolve(cuda::get_proc_address_fn get_proc_address);
-    GPU_ASYNC_DECL void fill_table() noexcept;
-
-    cuda::entry_points api_{};
-    line_driver table_{};
-    int version_ = 0;
 };
 
 /// A completion line of a CUDA device: one pinned, device-mapped page on the device's primary
@@ -273,29 +364,11 @@ private:
         : vendor_line(driver, std::move(line)) {}
 };
 
-/// The CUDA calls a cuda_source makes.
-struct cuda_source_traits {
-    using driver_type = cuda_driver;
-    using line_type = cuda_line;
-    using stream_type = cuda::stream_t;
-    using status_type = cuda::status_t;
-    static constexpr status_type success = cuda::success;
-    static constexpr status_type not_ready = cuda::error_not_ready;
-    static constexpr const char* query_call = "cuStreamQuery";
-    static constexpr const char* synchronize_call = "cuStreamSynchronize";
-    static status_type query(const cuda_driver& driver, stream_type stream) noexcept {
-        return driver.api().stream_query(stream);
-    }
-    static status_type synchronize(const cuda_driver& driver, stream_type stream) noexcept {
-        return driver.api().stream_synchronize(stream);
-    }
-};
-
 /// A completion source over one CUDA stream and one slot of a cuda_line: query = cuStreamQuery
 /// (pending on CUDA_ERROR_NOT_READY), block = cuStreamSynchronize, arm = cuStreamWriteValue64
 /// of the slot's next sequence number, park = the word wait on the line (see
 /// detail::vendor_source). The line must outlive the source; use one thread at a time.
-class cuda_source : public detail::vendor_source<cuda_source_traits> {
+class cuda_source : public detail::vendor_source<detail::cuda_vendor, cuda_line> {
 public:
     /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
     /// is not of the line's context; errc::driver_status when cuStreamGetCtx fails.
@@ -313,7 +386,8 @@ static_assert(completion_source<cuda_source>);
 /// owns a non-blocking stream of its own in the line's context and one slot of the line.
 /// `await_event(ev)` enqueues on that stream cuStreamWaitEvent(ev) and then the slot's next
 /// store (with the doorbell's signal when the line has a doorbell), and returns the descriptor
-/// that completes once the work captured in the event is done.
+/// that completes once the work captured in the event is done. stream() (null once closed) and
+/// slot() come from detail::vendor_event_waiter.
 ///
 /// Ownership: the event is the caller's and is never destroyed here; cuStreamWaitEvent captures
 /// its work at the call, so the caller may record it again or destroy it once await_event has
@@ -321,28 +395,16 @@ static_assert(completion_source<cuda_source>);
 /// close() or the destructor (cuStreamDestroy returns at once; the stream's pending wait and
 /// store still run, and the line's close synchronizes the context before its page goes). The
 /// line must outlive the waiter. Move-only; one thread at a time.
-class cuda_event_waiter {
+class cuda_event_waiter
+    : public detail::vendor_event_waiter<detail::cuda_vendor, cuda_event_waiter, cuda_line> {
 public:
     /// A waiter with its own stream on `slot` of `line` (no other stream may store to that
     /// slot). Errors: errc::unavailable (the driver lacks cuStreamCreate, cuStreamDestroy or
     /// cuStreamWaitEvent), errc::backend (the line is closed), errc::driver_status.
     GPU_ASYNC_DECL static result<cuda_event_waiter> create(cuda_line& line, slot_id slot);
 
-    cuda_event_waiter(cuda_event_waiter&& other) noexcept
-        : line_(other.line_)
-        , stream_(std::exchange(other.stream_, nullptr))
-        , slot_(other.slot_) {}
-    cuda_event_waiter& operator=(cuda_event_waiter&& other) noexcept {
-        if (this != &other) {
-            static_cast<void>(close());
-            line_ = other.line_;
-            stream_ = std::exchange(other.stream_, nullptr);
-            slot_ = other.slot_;
-        }
-        return *this;
-    }
-    cuda_event_waiter(const cuda_event_waiter&) = delete;
-    cuda_event_waiter& operator=(const cuda_event_waiter&) = delete;
+    cuda_event_waiter(cuda_event_waiter&&) noexcept = default;
+    cuda_event_waiter& operator=(cuda_event_waiter&&) noexcept = default;
     ~cuda_event_waiter() { static_cast<void>(close()); }
 
     /// Enqueues on the waiter's stream a wait for `event` (cuStreamWaitEvent, flags 0) and then
@@ -362,19 +424,9 @@ public:
     /// or the pop returned. Closing a closed waiter does nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
-    /// The waiter's own stream (null once closed).
-    cuda::stream_t stream() const noexcept { return stream_; }
-    slot_id slot() const noexcept { return slot_; }
-
 private:
-    cuda_event_waiter(cuda_line& line, cuda::stream_t stream, slot_id slot) noexcept
-        : line_(&line)
-        , stream_(stream)
-        , slot_(slot) {}
-
-    cuda_line* line_;
-    cuda::stream_t stream_;
-    slot_id slot_;
+    friend vendor_event_waiter;
+    using vendor_event_waiter::vendor_event_waiter;
 };
 
 } // namespace gpu_async

@@ -46,7 +46,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/detail/config.hpp>
-#include <gpu_async/device/detail/vendor_line.hpp>
+#include <gpu_async/device/detail/mapped_vendor.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -56,6 +56,7 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 // The runtime's own handle types (hip_runtime_api.h declares them the same way).
@@ -130,8 +131,113 @@ using resolve_fn = void* (*)(void* context, const char* symbol);
 
 } // namespace hip
 
+namespace detail {
+
+/// The HIP runtime as a mapped-line vendor (device/detail/mapped_vendor.hpp): its calls, types
+/// and constants. A HIP domain is a device's primary context; its handle is the device, tagged so
+/// that device 0 is not a null handle. Entering it makes the device current (hipSetDevice, where
+/// another is), leaving makes the caller's current again.
+struct hip_vendor {
+    using api_type = hip::entry_points;
+    using status_t = hip::status_t;
+    using device_t = hip::device_t;
+    using context_t = hip::context_t;
+    using stream_t = hip::stream_t;
+    using event_t = hip::event_t;
+    using deviceptr_t = void*;            // hipHostGetDevicePointer, hipStreamWriteValue64
+    using stream_owner_t = hip::device_t; // hipStreamGetDevice names a stream's device
+    struct saved {
+        device_t previous = 0;
+    };
+
+    static constexpr const char* backend = "HIP";
+    static constexpr const char* noun = "the HIP runtime";
+    static constexpr const char* status_prefix = "hipError";
+    static constexpr const char* install_hint = "; is ROCm installed?";
+    static constexpr const char* missing_why = "no such symbol";
+    static constexpr const char* waiter_name = "hip_event_waiter";
+    // Named, never resolved: see the file comment.
+    static constexpr const char* batch_call_name = "hipStreamBatchMemOp";
+    static constexpr status_t success = hip::success;
+    static constexpr status_t not_ready = hip::error_not_ready;
+    static constexpr status_t not_found = hip::error_not_found;
+    static constexpr unsigned host_alloc_flags =
+        hip::host_malloc_mapped | hip::host_malloc_coherent;
+    static constexpr unsigned host_register_flags =
+        hip::host_register_mapped | hip::host_register_portable;
+    // A HIP stream carries its device, and hipStreamDestroy takes it from any device: a switch
+    // could only fail and leave the stream alive.
+    static constexpr bool destroy_in_domain = false;
+    static constexpr bool has_batch = false;
+
+    // Every entry point, in the order a load resolves them; `true`: a load fails without it.
+    using E = api_type;
+    static constexpr vendor_call init{&E::init, "hipInit", true};
+    static constexpr vendor_call driver_get_version{&E::driver_get_version, "hipDriverGetVersion",
+                                                    true};
+    static constexpr vendor_call get_device_count{&E::get_device_count, "hipGetDeviceCount", true};
+    static constexpr vendor_call current{&E::get_device, "hipGetDevice", true};
+    static constexpr vendor_call set_device{&E::set_device, "hipSetDevice", true};
+    static constexpr vendor_call retain{&E::device_primary_ctx_retain, "hipDevicePrimaryCtxRetain",
+                                        true};
+    static constexpr vendor_call release{&E::device_primary_ctx_release,
+                                         "hipDevicePrimaryCtxRelease", true};
+    static constexpr vendor_call host_alloc{&E::host_malloc, "hipHostMalloc", true};
+    static constexpr vendor_call host_device_pointer{&E::host_get_device_pointer,
+                                                     "hipHostGetDevicePointer", true};
+    static constexpr vendor_call host_free{&E::host_free, "hipHostFree", true};
+    static constexpr vendor_call settle{&E::device_synchronize, "hipDeviceSynchronize", true};
+    static constexpr vendor_call stream_query{&E::stream_query, "hipStreamQuery", true};
+    static constexpr vendor_call stream_synchronize{&E::stream_synchronize, "hipStreamSynchronize",
+                                                    true};
+    static constexpr vendor_call stream_owner{&E::stream_get_device, "hipStreamGetDevice"};
+    static constexpr vendor_call write_value64{&E::stream_write_value64, "hipStreamWriteValue64"};
+    static constexpr vendor_call stream_create{&E::stream_create, "hipStreamCreate"};
+    static constexpr vendor_call stream_destroy{&E::stream_destroy, "hipStreamDestroy"};
+    static constexpr vendor_call host_register{&E::host_register, "hipHostRegister"};
+    static constexpr vendor_call host_unregister{&E::host_unregister, "hipHostUnregister"};
+    static constexpr vendor_call stream_wait_event{&E::stream_wait_event, "hipStreamWaitEvent"};
+    static constexpr vendor_call get_error_name{&E::get_error_name, "hipGetErrorName", true};
+    static constexpr vendor_call device_malloc{&E::device_malloc, "hipMalloc"};
+    static constexpr vendor_call device_free{&E::device_free, "hipFree"};
+    static constexpr vendor_call memset_d8_async{&E::memset_d8_async, "hipMemsetD8Async"};
+    static constexpr auto calls =
+        std::tuple(init, driver_get_version, get_error_name, get_device_count, current, set_device,
+                   retain, release, host_alloc, host_device_pointer, host_free, settle,
+                   stream_query, stream_synchronize, stream_owner, write_value64, stream_create,
+                   stream_destroy, device_malloc, device_free, memset_d8_async, host_register,
+                   host_unregister, stream_wait_event);
+
+    static void* domain_of(context_t, device_t device) noexcept { return owner_domain(device); }
+    static void* owner_domain(device_t device) noexcept {
+        return reinterpret_cast<void*>(static_cast<std::uintptr_t>(device) + 1);
+    }
+    static device_t device_of(void* domain) noexcept {
+        return static_cast<device_t>(reinterpret_cast<std::uintptr_t>(domain) - 1);
+    }
+    static status_t create_stream(const api_type& a, stream_t* stream) noexcept {
+        return a.stream_create(stream);
+    }
+    static const char* error_name(const api_type& a, status_t status) noexcept {
+        return a.get_error_name != nullptr ? a.get_error_name(status) : nullptr;
+    }
+    GPU_ASYNC_DECL static driver_status enter(const api_type& a, void* domain, saved& s) noexcept;
+    GPU_ASYNC_DECL static driver_status leave(const api_type& a, void* domain,
+                                              const saved& s) noexcept;
+    static driver_status current_device(const api_type& a, int* device) noexcept {
+        return driver_status{a.get_device(device)};
+    }
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    check_event_domain(const vendor_driver<hip_vendor>& d, const mapped_line& line, event_t event);
+};
+
+} // namespace detail
+
 /// The HIP runtime, loaded at run time. Not copyable, not movable (its line table points at it).
-class hip_driver {
+/// api(), version() (hipDriverGetVersion), line_table(), status_name(status) (the runtime's
+/// name, "hipErrorNotReady", or "hipError<n>") and error(call, status) (errc::driver_status)
+/// come from detail::vendor_driver.
+class hip_driver : public detail::vendor_driver<detail::hip_vendor> {
 public:
     /// The library names `load()` tries, in order.
     static constexpr const char* library_names[] = {"libamdhip64.so", "libamdhip64.so.7",
@@ -150,25 +256,8 @@ public:
     GPU_ASYNC_DECL static result<std::unique_ptr<hip_driver>> from_resolver(hip::resolve_fn lookup,
                                                                             void* context);
 
-    hip_driver(const hip_driver&) = delete;
-    hip_driver& operator=(const hip_driver&) = delete;
-
-    const hip::entry_points& api() const noexcept { return api_; }
-
-    /// The runtime's version (hipDriverGetVersion).
-    int version() const noexcept { return version_; }
-
     /// The number of devices found at load.
     int device_count() const noexcept { return device_count_; }
-
-    /// The table a mapped_line uses.
-    const line_driver& line_table() const noexcept { return table_; }
-
-    /// The runtime's name of a status ("hipErrorNotReady"), or "hipError<n>".
-    GPU_ASYNC_DECL std::string status_name(hip::status_t status) const;
-
-    /// errc::driver_status for `call` returning `status`.
-    GPU_ASYNC_DECL coded_error error(const char* call, hip::status_t status) const;
 
     /// Checks that the runtime can run a line: it has hipStreamWriteValue64 and
     /// hipStreamGetDevice. Nothing when it can; otherwise errc::unavailable.
@@ -176,12 +265,7 @@ public:
 
 private:
     hip_driver() = default;
-    GPU_ASYNC_DECL std::optional<coded_error> resolve(hip::resolve_fn lookup, void* context);
-    GPU_ASYNC_DECL void fill_table() noexcept;
 
-    hip::entry_points api_{};
-    line_driver table_{};
-    int version_ = 0;
     int device_count_ = 0;
 };
 
@@ -207,29 +291,11 @@ private:
         : vendor_line(driver, std::move(line)) {}
 };
 
-/// The HIP calls a hip_source makes.
-struct hip_source_traits {
-    using driver_type = hip_driver;
-    using line_type = hip_line;
-    using stream_type = hip::stream_t;
-    using status_type = hip::status_t;
-    static constexpr status_type success = hip::success;
-    static constexpr status_type not_ready = hip::error_not_ready;
-    static constexpr const char* query_call = "hipStreamQuery";
-    static constexpr const char* synchronize_call = "hipStreamSynchronize";
-    static status_type query(const hip_driver& driver, stream_type stream) noexcept {
-        return driver.api().stream_query(stream);
-    }
-    static status_type synchronize(const hip_driver& driver, stream_type stream) noexcept {
-        return driver.api().stream_synchronize(stream);
-    }
-};
-
 /// A completion source over one HIP stream and one slot of a hip_line: query = hipStreamQuery
 /// (pending on hipErrorNotReady), block = hipStreamSynchronize, arm = hipStreamWriteValue64 of
 /// the slot's next sequence number, park = the word wait on the line (see
 /// detail::vendor_source). The line must outlive the source; one thread at a time.
-class hip_source : public detail::vendor_source<hip_source_traits> {
+class hip_source : public detail::vendor_source<detail::hip_vendor, hip_line> {
 public:
     /// A source for `stream` on `slot` of `line`. Errors: errc::foreign_stream when the stream
     /// is not of the line's device; errc::driver_status when hipStreamGetDevice fails.
@@ -249,28 +315,17 @@ static_assert(completion_source<hip_source>);
 /// that completes once the work captured in the event is done. The event is the caller's and is
 /// never destroyed here; the stream is the waiter's (hipStreamCreate on the line's device,
 /// hipStreamDestroy at close). The line must outlive the waiter. Move-only; one thread at a time.
-class hip_event_waiter {
+/// stream() (null once closed) and slot() come from detail::vendor_event_waiter.
+class hip_event_waiter
+    : public detail::vendor_event_waiter<detail::hip_vendor, hip_event_waiter, hip_line> {
 public:
     /// A waiter with its own stream on `slot` of `line` (no other stream may store to that
     /// slot). Errors: errc::unavailable (the runtime lacks hipStreamCreate, hipStreamDestroy or
     /// hipStreamWaitEvent), errc::backend (the line is closed), errc::driver_status.
     GPU_ASYNC_DECL static result<hip_event_waiter> create(hip_line& line, slot_id slot);
 
-    hip_event_waiter(hip_event_waiter&& other) noexcept
-        : line_(other.line_)
-        , stream_(std::exchange(other.stream_, nullptr))
-        , slot_(other.slot_) {}
-    hip_event_waiter& operator=(hip_event_waiter&& other) noexcept {
-        if (this != &other) {
-            static_cast<void>(close());
-            line_ = other.line_;
-            stream_ = std::exchange(other.stream_, nullptr);
-            slot_ = other.slot_;
-        }
-        return *this;
-    }
-    hip_event_waiter(const hip_event_waiter&) = delete;
-    hip_event_waiter& operator=(const hip_event_waiter&) = delete;
+    hip_event_waiter(hip_event_waiter&&) noexcept = default;
+    hip_event_waiter& operator=(hip_event_waiter&&) noexcept = default;
     ~hip_event_waiter() { static_cast<void>(close()); }
 
     /// Enqueues on the waiter's stream a wait for `event` (hipStreamWaitEvent, flags 0) and then
@@ -284,19 +339,9 @@ public:
     /// Destroys the waiter's stream. Errors: errc::driver_status. Closing twice does nothing.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
-    /// The waiter's own stream (null once closed).
-    hip::stream_t stream() const noexcept { return stream_; }
-    slot_id slot() const noexcept { return slot_; }
-
 private:
-    hip_event_waiter(hip_line& line, hip::stream_t stream, slot_id slot) noexcept
-        : line_(&line)
-        , stream_(stream)
-        , slot_(slot) {}
-
-    hip_line* line_;
-    hip::stream_t stream_;
-    slot_id slot_;
+    friend vendor_event_waiter;
+    using vendor_event_waiter::vendor_event_waiter;
 };
 
 } // namespace gpu_async

@@ -98,99 +98,29 @@ BOOST_FIXTURE_TEST_CASE(a_failed_push_at_close_keeps_the_stream_for_a_second_clo
 // all the same. It used to be destroyed only with the line's context pushed, so a failed push
 // there left it alive (and the sweep below did not count it).
 BOOST_AUTO_TEST_CASE(a_close_meeting_a_failed_push_destroys_the_probe) {
-    std::vector<int> pushes; // the call numbers of a clean close's pushes
-    {
-        fixture f;
-        auto d = f.driver();
-        f.state.current = 0;
-        auto line = cuda_line::create_on(*d, 0);
-        BOOST_TEST_REQUIRE(line.has_value());
-        f.state.calls.clear();
-        f.state.call_count = 0;
-        BOOST_TEST_REQUIRE(!line.value().close());
-        for (std::size_t i = 0; i < f.state.calls.size(); ++i)
-            if (f.state.calls[i].rfind("cuCtxPushCurrent", 0) == 0)
-                pushes.push_back(static_cast<int>(i + 1));
-    }
-    BOOST_TEST_REQUIRE(pushes.size() >= 2u); // the settle's and the free's, at least
-    for (const int n : pushes) {
-        fixture f;
-        auto d = f.driver();
-        f.state.current = 0;
-        auto line = cuda_line::create_on(*d, 0);
-        BOOST_TEST_REQUIRE(line.has_value());
-        BOOST_TEST_REQUIRE(f.state.live_streams == 1); // the probe
-        f.state.call_count = 0;
-        f.state.fail_at = n;
-        const auto e = line.value().close();
-        BOOST_TEST_CONTEXT("call " << n << " of the close") {
-            BOOST_TEST(f.state.failed_call == "cuCtxPushCurrent");
-            BOOST_TEST_REQUIRE(e.has_value());
-            BOOST_TEST(names(e->message(), "cuCtxPushCurrent"));
-            BOOST_TEST(f.state.live_streams == 0);
-            BOOST_TEST(f.state.pushed.empty());
-            BOOST_TEST(!detail::line_health_watched());
-        }
-    }
+    fail_each_enter_of_close<fixture>(
+        "cuCtxPushCurrent", [](const cuda_driver& d) { return cuda_line::create_on(d, 0); },
+        [](fake_cuda& s) { s.current = 0; },
+        [](const fake_cuda& s) { BOOST_TEST(s.pushed.empty()); });
 }
 
-// Every call of the scenario fails in turn. After each run: what failed is named by the error;
-// nothing the driver holds is left behind (pages, context references, registrations), except
-// where the failing call is a settle, a free or an unregistration, which leak by design rather
-// than free what a device may still use, or the release of a context reference itself; every
-// stream the library made (the line's probe, the waiter's) is destroyed whatever failed, but for
-// one whose cuStreamDestroy itself failed (never tried twice: the handle may be gone); the
-// caller's context is current again and the stack empty (unless the failing call is that
-// restore); every wait that started ended exactly once.
+// Every call of the scenario fails in turn (test::sweep_each_call), the caller's context 0
+// current: a failed push is meant for the next call, and the caller's context is current again
+// and the stack empty unless the failing call is that pop.
 BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
-    std::vector<std::string> clean;
-    {
-        fixture f;
-        auto d = f.driver();
-        f.state.current = 0;
-        const run_result r = scenario(*d);
-        BOOST_TEST_REQUIRE(r.error.empty(), r.error);
-        BOOST_TEST_REQUIRE(r.ends.size() == 2u);
-        clean = f.state.calls;
-        BOOST_TEST(f.state.pages.empty());
-        BOOST_TEST(f.state.live_streams == 0);
-    }
-    BOOST_TEST_REQUIRE(clean.size() > 10u);
-    BOOST_TEST_MESSAGE("CUDA sweep: " << clean.size() << " calls, each failed in turn");
-    for (int n = 1; n <= static_cast<int>(clean.size()); ++n) {
-        fixture f;
-        auto d = f.driver();
-        f.state.current = 0;
-        f.state.fail_at = n;
-        const run_result r = scenario(*d);
-        const std::string failed = f.state.failed_call;
-        BOOST_TEST_REQUIRE(!failed.empty(), "call " << n);
-        const std::string call = failed.substr(0, failed.find(' '));
-        // The call a failed push was for: the next one of the clean run.
-        const std::string meant =
-            call == "cuCtxPushCurrent" && static_cast<std::size_t>(n) < clean.size()
-                ? clean[static_cast<std::size_t>(n)]
-                : failed;
-        const bool may_leak = meant.rfind("cuCtxSynchronize", 0) == 0 ||
-                              meant.rfind("cuMemFreeHost", 0) == 0 ||
-                              meant.rfind("cuMemHostUnregister", 0) == 0 ||
-                              meant.rfind("cuDevicePrimaryCtxRelease", 0) == 0;
-        BOOST_TEST_CONTEXT("call " << n << ": " << failed << " (for " << meant << ")") {
-            BOOST_TEST(names(r.error, call), "error: " << r.error);
-            if (!may_leak) {
-                BOOST_TEST(f.state.pages.empty());
-                BOOST_TEST(f.state.refs[0] == 0);
-                BOOST_TEST(f.state.registered.empty());
-            }
-            BOOST_TEST(f.state.live_streams == (call == "cuStreamDestroy" ? 1 : 0));
-            if (call != "cuCtxPopCurrent") {
-                BOOST_TEST(f.state.current == 0);
-                BOOST_TEST(f.state.pushed.empty());
-            }
-            for (int ends : r.ends)
-                BOOST_TEST(ends == 1);
-        }
-    }
+    const sweep_vendor cuda{
+        "CUDA",
+        {"cuCtxPushCurrent"},
+        {"cuCtxSynchronize", "cuMemFreeHost", "cuMemHostUnregister", "cuDevicePrimaryCtxRelease"},
+        "cuStreamDestroy",
+        0};
+    sweep_each_call<fixture>(
+        cuda, scenario, [](fake_cuda& s) { s.current = 0; },
+        [](const fake_cuda& s, const std::string& failed) {
+            if (failed == "cuCtxPopCurrent") return;
+            BOOST_TEST(s.current == 0);
+            BOOST_TEST(s.pushed.empty());
+        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()

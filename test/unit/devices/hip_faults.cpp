@@ -84,94 +84,26 @@ BOOST_FIXTURE_TEST_CASE(a_failed_switch_back_after_the_waiters_stream_is_made_de
 // the same. It used to be destroyed with the line's device switched in, so a failed
 // hipGetDevice there left it alive (and the sweep below did not count it).
 BOOST_AUTO_TEST_CASE(a_close_meeting_a_failed_get_device_destroys_the_probe) {
-    std::vector<int> gets; // the call numbers of a clean close's hipGetDevice calls
-    {
-        fixture f;
-        auto d = f.driver();
-        auto line = hip_line::create_on(*d, 1);
-        BOOST_TEST_REQUIRE(line.has_value());
-        f.state.calls.clear();
-        f.state.call_count = 0;
-        BOOST_TEST_REQUIRE(!line.value().close());
-        for (std::size_t i = 0; i < f.state.calls.size(); ++i)
-            if (f.state.calls[i] == "hipGetDevice") gets.push_back(static_cast<int>(i + 1));
-    }
-    BOOST_TEST_REQUIRE(gets.size() >= 2u); // the settle's and the free's, at least
-    for (const int n : gets) {
-        fixture f;
-        auto d = f.driver();
-        auto line = hip_line::create_on(*d, 1);
-        BOOST_TEST_REQUIRE(line.has_value());
-        BOOST_TEST_REQUIRE(f.state.live_streams == 1); // the probe
-        f.state.call_count = 0;
-        f.state.fail_at = n;
-        const auto e = line.value().close();
-        BOOST_TEST_CONTEXT("call " << n << " of the close") {
-            BOOST_TEST(f.state.failed_call == "hipGetDevice");
-            BOOST_TEST_REQUIRE(e.has_value());
-            BOOST_TEST(names(e->message(), "hipGetDevice"));
-            BOOST_TEST(f.state.live_streams == 0);
-            BOOST_TEST(!detail::line_health_watched());
-        }
-    }
+    fail_each_enter_of_close<fixture>(
+        "hipGetDevice", [](const hip_driver& d) { return hip_line::create_on(d, 1); },
+        [](fake_hip&) {}, [](const fake_hip&) {});
 }
 
-// Every call of the scenario fails in turn. After each run: what failed is named by the error;
-// nothing the runtime holds is left behind (pages, context references, registrations), except
-// where the failing call is a settle, a free or an unregistration, which leak by design rather
-// than free what a device may still use, or the release of a context reference itself; every
-// stream the library made (the line's probe, the waiter's) is destroyed whatever failed, but for
-// one whose hipStreamDestroy itself failed (never tried twice: the handle may be gone); the
-// caller's device is current again (unless the failing call is that switch back); every wait
-// that started ended exactly once.
+// Every call of the scenario fails in turn (test::sweep_each_call): a failed switch to the line's
+// device is meant for the next other call, and the caller's device is current again unless the
+// failing call is that switch back.
 BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
-    std::vector<std::string> clean;
-    {
-        fixture f;
-        auto d = f.driver();
-        const run_result r = scenario(*d);
-        BOOST_TEST_REQUIRE(r.error.empty(), r.error);
-        BOOST_TEST_REQUIRE(r.ends.size() == 2u);
-        clean = f.state.calls;
-        BOOST_TEST(f.state.pages.empty());
-        BOOST_TEST(f.state.live_streams == 0);
-    }
-    BOOST_TEST_REQUIRE(clean.size() > 10u);
-    BOOST_TEST_MESSAGE("HIP sweep: " << clean.size() << " calls, each failed in turn");
-    for (int n = 1; n <= static_cast<int>(clean.size()); ++n) {
-        fixture f;
-        auto d = f.driver();
-        f.state.fail_at = n;
-        const run_result r = scenario(*d);
-        const std::string failed = f.state.failed_call;
-        BOOST_TEST_REQUIRE(!failed.empty(), "call " << n);
-        const std::string call = failed.substr(0, failed.find(' '));
-        // The call a failed switch to the line's device was for: the next other one of the
-        // clean run.
-        std::string meant = failed;
-        if (failed == "hipGetDevice" || failed == "hipSetDevice 1")
-            for (std::size_t i = static_cast<std::size_t>(n); i < clean.size(); ++i)
-                if (clean[i] != "hipGetDevice" && clean[i] != "hipSetDevice 1") {
-                    meant = clean[i];
-                    break;
-                }
-        const bool may_leak = meant.rfind("hipDeviceSynchronize", 0) == 0 ||
-                              meant.rfind("hipHostFree", 0) == 0 ||
-                              meant.rfind("hipHostUnregister", 0) == 0 ||
-                              meant.rfind("hipDevicePrimaryCtxRelease", 0) == 0;
-        BOOST_TEST_CONTEXT("call " << n << ": " << failed << " (for " << meant << ")") {
-            BOOST_TEST(names(r.error, call), "error: " << r.error);
-            if (!may_leak) {
-                BOOST_TEST(f.state.pages.empty());
-                BOOST_TEST(f.state.refs[1] == 0);
-                BOOST_TEST(f.state.registered.empty());
-            }
-            BOOST_TEST(f.state.live_streams == (call == "hipStreamDestroy" ? 1 : 0));
-            if (failed != "hipSetDevice 0") BOOST_TEST(f.state.current == 0);
-            for (int ends : r.ends)
-                BOOST_TEST(ends == 1);
-        }
-    }
+    const sweep_vendor hip{
+        "HIP",
+        {"hipGetDevice", "hipSetDevice 1"},
+        {"hipDeviceSynchronize", "hipHostFree", "hipHostUnregister", "hipDevicePrimaryCtxRelease"},
+        "hipStreamDestroy",
+        1};
+    sweep_each_call<fixture>(
+        hip, scenario, [](fake_hip&) {},
+        [](const fake_hip& s, const std::string& failed) {
+            if (failed != "hipSetDevice 0") BOOST_TEST(s.current == 0);
+        });
 }
 
 BOOST_AUTO_TEST_SUITE_END()
