@@ -38,21 +38,15 @@
 ///
 /// Reactors register themselves (`detail::add_line_watcher`).
 ///
-/// The lock hierarchy of the completion path, from the outside in (written here once; the
-/// reactors' headers refer to it):
-/// 1. The registry's lock: only to read or change its lists and to pin what it is about to ask
-///    (a reactor, a health query). Never held while a reactor or a query is asked, so a
-///    retirement may start from a reactor's callback while another retirement waits for that
-///    callback. Removing a reactor, or unwatching a line's health, waits for its pins with no
-///    lock held.
-/// 2. A reactor's own locks, each around its scan engine: the service's `mutex_`, then its
-///    `incoming_mutex_`; the std_watcher's; the fd notifier's; a port's registration lock before
-///    the service's. None is held while a handler or callback runs, while a reactor asks the
-///    registry, or while it waits for a callback that could take it.
-/// 3. The side table's shard locks: leaves, taken alone for an update or a thread's first look at
-///    a line (later looks read its state, an atomic, through a per-thread cache).
-/// 4. A device's own locks: never held while asking the registry (a retirement, a fault, a
-///    health query's fault_slot).
+/// Locks (every one is ranked in <gpu_async/host/ranked_mutex.hpp>, which checks the order in
+/// debug builds): the registry's lock is only held to read or change its lists and to pin what
+/// it is about to ask (a reactor, a health query), never while a reactor or a query is asked, so
+/// a retirement may start from a reactor's callback while another retirement waits for that
+/// callback; removing a reactor, or unwatching a line's health, waits for its pins with no lock
+/// held. A reactor's locks are not held while it asks the registry (a retirement, a fault, a
+/// health query), nor is a device's. The side table's shard locks are leaves, taken alone for an
+/// update or a thread's first look at a line (later looks read its state, an atomic, through a
+/// per-thread cache).
 #ifndef GPU_ASYNC_LINE_RETIREMENT_HPP
 #define GPU_ASYNC_LINE_RETIREMENT_HPP
 

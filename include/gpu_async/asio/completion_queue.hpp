@@ -16,6 +16,7 @@
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/error.hpp>
@@ -210,7 +211,9 @@ protected:
     /// failed before the drain took the reference (the caller still holds it and retries).
     using schedule_fn = bool (*)(completion_queue*) noexcept;
     using free_fn = void (*)(completion_queue*) noexcept;
-    /// Takes (`hold`) or lets go of the outstanding work on the I/O executor; taking may throw.
+    /// Takes (`hold`) one more hold of outstanding work on the I/O executor, or lets one go;
+    /// taking may throw. Holds are alike: which one goes does not matter. Called with no lock
+    /// held (the executor's work functions are its own code).
     using work_fn = void (*)(completion_queue*, bool hold);
 
     completion_queue(reactor_shell& svc, schedule_fn s, free_fn f, work_fn w) noexcept
@@ -242,11 +245,11 @@ private:
     free_fn free_;
     work_fn work_;
     std::atomic<std::size_t> refs_{1};
-    // Ops counted by work_started(); the work is taken and let go under work_mutex_, on the
-    // count's moves between 0 and 1 (other moves are one compare-and-swap).
+    // Ops counted by work_started(). A move from 0 takes a hold of the executor's work before
+    // it counts, a move to 0 lets one go after, so a hold is there while the count is not 0
+    // (other moves are one compare-and-swap).
     std::atomic<std::size_t> ops_{0};
-    std::mutex work_mutex_;
-    std::mutex mutex_;
+    ranked_mutex mutex_{lock_rank::completion_queue};
     reactor_op* head_ = nullptr;
     reactor_op* tail_ = nullptr;
     bool posted_ = false;                       // a drain is posted, running or awaiting a retry

@@ -18,6 +18,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
@@ -135,8 +136,8 @@ private:
         --retiring_;
     }
 
-    std::mutex calls_mutex_; // a leaf: never held across a source call or another lock
-    std::condition_variable calls_done_;
+    ranked_mutex calls_mutex_{lock_rank::plan_calls}; // never held across a source call
+    ranked_condition_variable calls_done_;
     std::array<std::uint64_t, line_words> retirements_{}; // per slot
     std::array<std::uint32_t, line_words> calls_{};       // source calls in progress, per slot
     std::uint32_t retiring_ = 0;                          // retirements waiting for calls
@@ -244,7 +245,7 @@ public:
     }
 
 private:
-    std::mutex mutex_; // a leaf: never held across a call out
+    ranked_mutex mutex_{lock_rank::cancel_link}; // never held across a call out
     std::optional<reactor_key> waiting_;
     std::atomic<bool> cancelled_{false};
     reactor_service* svc_;
@@ -361,21 +362,33 @@ private:
             const memory_descriptor d = source->descriptor();
             const completion_line& line = d.line();
             slot = d.slot();
-            std::lock_guard lk(state->points_mutex);
-            points_of(*state); // made with the first plan-driven wait
-            auto& watches = state->points->lines;
-            auto [it, made] = watches.try_emplace(&line);
-            if (made) {
-                try {
-                    it->second = std::make_unique<plan_line_watch>(*state, *svc, line);
-                    add_line_watcher(*it->second);
-                } catch (...) {
-                    watches.erase(it);
-                    throw;
-                }
+            if (find_watch(line)) return;
+            // Registered with no lock of ours held (the registry's is taken on its own), then
+            // published, unless another wait of the port published one first: ours goes then.
+            auto made = std::make_unique<plan_line_watch>(*state, *svc, line);
+            add_line_watcher(*made);
+            try {
+                std::lock_guard lk(state->points_mutex);
+                points_of(*state); // made with the first plan-driven wait
+                auto [it, first] = state->points->lines.try_emplace(&line);
+                if (first) it->second = std::move(made);
+                watch = it->second.get();
+                retirements_seen = watch->retirements(slot);
+            } catch (...) {
+                if (made) remove_line_watcher(*made);
+                throw;
             }
+            if (made) remove_line_watcher(*made);
+        }
+        /// The port's watch of `line`, if one is published: the wait uses it.
+        bool find_watch(const completion_line& line) {
+            std::lock_guard lk(state->points_mutex);
+            if (!state->points) return false;
+            const auto it = state->points->lines.find(&line);
+            if (it == state->points->lines.end()) return false;
             watch = it->second.get();
             retirements_seen = watch->retirements(slot);
+            return true;
         }
         /// Runs `f(source)` unless the source's line or slot was retired since the wait began;
         /// false when it was. No lock is held across the call (a block() lasts as long as the
@@ -439,7 +452,8 @@ private:
                 break;
             }
             case wait_action::type::block: {
-                std::error_code r; // the call before the clock is read
+                std::error_code r;     // the call before the clock is read
+                expect_no_lock_held(); // block() waits for the work
                 if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
                 m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
                 break;

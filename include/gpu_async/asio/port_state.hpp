@@ -8,6 +8,7 @@
 #define GPU_ASYNC_ASIO_PORT_STATE_HPP
 
 #include <gpu_async/asio/reactor_service.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -25,9 +26,10 @@ struct port_points;
 /// step), and the point table with its lock.
 struct port_state {
     reactor_port reactor;
-    std::mutex registration_mutex; // plan-driven parks register under it (line retirement)
+    ranked_mutex registration_mutex{
+        lock_rank::port_registration}; // plan-driven parks register under it (line retirement)
     std::atomic<std::uint64_t> generation{0};
-    mutable std::mutex points_mutex;
+    mutable ranked_mutex points_mutex{lock_rank::port_points};
     /// Created by the first plan-driven wait (detail::points_of), guarded by points_mutex. A
     /// shared_ptr because its deleter is bound where it is created: a translation unit that sees
     /// only the descriptor wait can still destroy a port whose table exists.

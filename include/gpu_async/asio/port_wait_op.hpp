@@ -20,6 +20,7 @@
 #include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
@@ -64,6 +65,7 @@
 #include <optional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace gpu_async {
 namespace detail {
@@ -233,16 +235,28 @@ private:
         delete static_cast<port_completion_queue*>(base);
     }
 
+    /// The executor's work is taken and let go with no lock held; the lock only guards the list.
     static void do_work(completion_queue* base, bool hold) {
         auto* self = static_cast<port_completion_queue*>(base);
-        if (hold)
-            self->work_.emplace(self->ex_);
-        else
-            self->work_.reset();
+        if (hold) {
+            work_holder<Executor> w(self->ex_);
+            std::lock_guard lk(self->work_mutex_);
+            self->work_.push_back(std::move(w)); // may throw: `w` lets its work go
+            return;
+        }
+        std::optional<work_holder<Executor>> gone;
+        {
+            std::lock_guard lk(self->work_mutex_);
+            gone.emplace(std::move(self->work_.back()));
+            self->work_.pop_back();
+        }
     }
 
     Executor ex_;
-    std::optional<work_holder<Executor>> work_; // while ops count on it (work_started)
+    ranked_mutex work_mutex_{lock_rank::queue_work};
+    // The holds of the executor's work: one while ops count on it (work_started), and for a
+    // moment one more per start that races another from 0.
+    std::vector<work_holder<Executor>> work_;
     bool block_used_ = false;
     alignas(std::max_align_t) unsigned char block_[256];
 };

@@ -49,8 +49,8 @@
 //   delivered: nothing posts into the context or reaches the service from a retirement after
 //   it), then destroys pending waits without invoking their handlers.
 // - The waits live in a scan engine (<gpu_async/core/scan_engine.hpp>); the watcher's steps are
-//   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then incoming_mutex_, in
-//   the hierarchy written at the top of <gpu_async/line_retirement.hpp>.
+//   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then incoming_mutex_,
+//   ranked in the hierarchy of <gpu_async/host/ranked_mutex.hpp>.
 //
 #ifndef GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP
 #define GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP
@@ -143,10 +143,10 @@ private:
     /// The watcher thread: passes of park_policy's steps until stopped.
     void watcher_main();
     /// The watcher's steps (lock held on entry and exit; each releases it while it waits).
-    void post_retries_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
-    void idle_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
-    void stand_back_step(std::unique_lock<std::mutex>& lk);
-    void scan_step(std::unique_lock<std::mutex>& lk, std::uint64_t seen);
+    void post_retries_step(std::unique_lock<ranked_mutex>& lk, std::uint64_t seen);
+    void idle_step(std::unique_lock<ranked_mutex>& lk, std::uint64_t seen);
+    void stand_back_step(std::unique_lock<ranked_mutex>& lk);
+    void scan_step(std::unique_lock<ranked_mutex>& lk, std::uint64_t seen);
     /// Parks until a ring or a device's signal, at most `bound` (the shared watcher wait,
     /// <gpu_async/detail/bell_waiter.hpp>). `watching`: waits are pending.
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {

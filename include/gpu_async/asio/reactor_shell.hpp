@@ -6,8 +6,8 @@
 // completion queues.
 //
 // The scan engine (<gpu_async/core/scan_engine.hpp>) holds the pending waits and decides what
-// leaves; this shell serializes it under mutex_ (then incoming_mutex_, in the hierarchy written
-// at the top of <gpu_async/line_retirement.hpp>), turns each wait that leaves into its op's
+// leaves; this shell serializes it under mutex_ (then incoming_mutex_, in the hierarchy of
+// <gpu_async/host/ranked_mutex.hpp>), turns each wait that leaves into its op's
 // result, and hands the ops, batched, to each port's completion queue, posting one drain per
 // batch with no lock held. The waiter (the service's watcher thread or a run_fill caller) is
 // the derived reactor_service's.
@@ -27,6 +27,7 @@
 #include <gpu_async/detail/stand_back.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -283,7 +284,7 @@ protected:
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
     std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest FILL driver's park bound (0: none)
     std::atomic<std::uint64_t> next_serial_{1};
-    mutable std::mutex mutex_;
+    mutable ranked_mutex mutex_{lock_rank::reactor};
     scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
     bool stop_ = false;          // the watcher is being stopped (under mutex_)
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
@@ -295,7 +296,7 @@ protected:
     // room, so a registration never allocates, then a stack). Under incoming_mutex_, held to add
     // one, to take them all or to count them (pending()), never during a scan; taken after
     // mutex_ when both are held.
-    mutable std::mutex incoming_mutex_;
+    mutable ranked_mutex incoming_mutex_{lock_rank::reactor_incoming};
     engine_batch incoming_ = engine_.make_batch();
     std::atomic<std::size_t> table_size_{0};   // engine_.size() as last published
     std::atomic<std::uint64_t> scanned_at_{0}; // the ring count before a drain's last scan

@@ -87,6 +87,7 @@
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 
 #include <gpu_async/detail/config.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
@@ -136,8 +137,8 @@ namespace detail {
 /// Shared between a device and its handles: the device while it lives, else null (from the
 /// start of its destructor on). Atomic so that a handle's checks read it without the lock.
 struct sim_life {
-    std::mutex mutex;
-    std::condition_variable idle;
+    ranked_mutex mutex{lock_rank::device_life};
+    ranked_condition_variable idle;
     std::atomic<sim_device*> device{nullptr};
     std::size_t giving_back = 0; // handles in reset(), counted rather than locked: a give-back
                                  // retires a line, which may wait for a callback that gives
@@ -192,9 +193,9 @@ struct sim_worker {
         }
     };
 
-    std::mutex mutex;
-    std::condition_variable work_cv; // the worker waits here for due items
-    std::condition_variable done_cv; // block() and drain wait here for completions
+    ranked_mutex mutex{lock_rank::device_worker};
+    ranked_condition_variable work_cv; // the worker waits here for due items
+    ranked_condition_variable done_cv; // block() and drain wait here for completions
     // A priority queue whose entries can be taken out (a stream given back while it waits).
     struct entry_heap : std::priority_queue<entry, std::vector<entry>, std::greater<>> {
         void remove(const sim_stream* s) {
@@ -481,7 +482,8 @@ private:
     GPU_ASYNC_DECL void schedule_locked(detail::sim_worker& w, sim_stream& s);
 
     bool manual_;
-    mutable std::mutex mutex_; // guards streams_, lines_, next_worker_, shut_
+    mutable detail::ranked_mutex mutex_{
+        detail::lock_rank::device}; // guards streams_, lines_, next_worker_, shut_
     std::deque<completion_line> lines_;
     std::unordered_set<const completion_line*> shared_lines_; // lines_ made by make_line()
     std::vector<completion_line*> free_lines_;                // own lines of freed streams, retired

@@ -106,6 +106,7 @@
 #include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <cstddef>
@@ -321,8 +322,10 @@ private:
     vulkan::device_size_t import_alignment_ = 0; ///< 0: no doorbell (no_import_ says why)
     std::string no_import_;
 
-    mutable std::mutex queue_mutex_; ///< around every vkQueueSubmit of the backend (a leaf)
-    mutable std::mutex lines_mutex_; ///< around lines_, kept_ and leaked_lines_ (a leaf)
+    mutable detail::ranked_mutex queue_mutex_{
+        detail::lock_rank::device_queue}; ///< around every vkQueueSubmit of the backend (a leaf)
+    mutable detail::ranked_mutex lines_mutex_{
+        detail::lock_rank::device}; ///< around lines_, kept_ and leaked_lines_ (a leaf)
     std::vector<detail::vulkan_line_state*> lines_;
     std::vector<detail::vulkan_kept_line> kept_;
     std::size_t leaked_lines_ = 0;

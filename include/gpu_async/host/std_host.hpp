@@ -34,6 +34,7 @@
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
 
@@ -200,8 +201,8 @@ struct watch_state : engine_wait, std::enable_shared_from_this<watch_state> {
 
     // The future form's own completion flag (no watcher lock needed to wait on it), and how it
     // ended: empty when the word reached the target.
-    std::mutex m;
-    std::condition_variable cv;
+    ranked_mutex m{lock_rank::watch_flag};
+    ranked_condition_variable cv;
     bool done = false;
     std::error_code error;
     // Why it ends without its word reaching the target (retired, faulted, stale), set under
@@ -296,7 +297,7 @@ private:
 ///   is, the thread sleeps until a registration or a stop rings. Every line is scanned after
 ///   each park.
 /// - The registrations live in a scan engine (<gpu_async/core/scan_engine.hpp>) under the
-///   watcher's one lock (the hierarchy is written at the top of <gpu_async/line_retirement.hpp>).
+///   watcher's one lock (ranked in the hierarchy of <gpu_async/host/ranked_mutex.hpp>).
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
 /// - A line must outlive its registrations (drop the handles before freeing the line), or be
@@ -563,6 +564,7 @@ private:
     // Runs the registration's function and resolves its handle. `ec`: the watcher's reason
     // (shut_down at the stop), unless the registration ended for its own (`ending`).
     static void fire(detail::watch_state& s, std::error_code ec) {
+        detail::expect_no_lock_held(); // the callbacks are the user's
         if (s.ending) ec = s.ending;
         if (s.end_fn) {
             auto fn = std::move(s.end_fn);
@@ -660,7 +662,7 @@ private:
     // The thread's last act (lock held, stop_ set): ends the on_end registrations with
     // errc::shut_down and runs the stop listeners, with the lock released; the other forms stay
     // registered (stranded_: never resolved, still dropped by their handles).
-    void stop_pass(std::unique_lock<std::mutex>& lk) {
+    void stop_pass(std::unique_lock<detail::ranked_mutex>& lk) {
         std::vector<state_ptr> ending;
         const std::size_t all =
             engine_.size() + ready_.size() + ended_.size() + stop_listeners_.size();
@@ -697,9 +699,9 @@ private:
     dur_ns park_bound_;
     std::shared_ptr<doorbell> bell_ = std::make_shared<doorbell>();
     detail::bell_waiter waiter_; // the wait between scans, as the reactor service's
-    mutable std::mutex m_;
-    std::condition_variable idle_cv_;        // the thread finished firing
-    scan_engine engine_{&descriptor_status}; // registrations not yet reached
+    mutable detail::ranked_mutex m_{detail::lock_rank::std_watcher};
+    detail::ranked_condition_variable idle_cv_; // the thread finished firing
+    scan_engine engine_{&descriptor_status};    // registrations not yet reached
     std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
     std::vector<state_ptr> ended_;          // ended unreached (retired, faulted, stale): fired next
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass
@@ -707,7 +709,7 @@ private:
     bool stop_ = false;
     std::atomic<std::uint64_t> scans_{0};
     std::thread::id thread_id_; // the watcher thread's, set by it (m_): drop() reads this
-    std::mutex join_m_;         // one shutdown() joins
+    detail::ranked_mutex join_m_{detail::lock_rank::watcher_join}; // one shutdown() joins
     std::thread thread_;
 };
 

@@ -94,6 +94,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
         if (batch != nullptr && batch->next != nullptr) prefetch_op(batch->next_op());
         const bool foreign = op->foreign_executor_; // read now: complete() consumes the op
         try {
+            expect_no_lock_held();
             op->complete();
         } catch (...) {
             // A handler invoked inline threw: as Asio's own queues do, the rest stays queued for
@@ -136,19 +137,18 @@ GPU_ASYNC_DECL void completion_queue::work_started() {
     std::size_t n = ops_.load(std::memory_order_relaxed);
     while (n != 0)
         if (ops_.compare_exchange_weak(n, n + 1, std::memory_order_relaxed)) return;
-    // From 0: under the lock, so that a last op's work_finished() (which lets the work go under
-    // it) and this one are ordered.
-    std::lock_guard lk(work_mutex_);
-    if (ops_.load(std::memory_order_relaxed) == 0) work_(this, true); // may throw: not counted
-    ops_.fetch_add(1, std::memory_order_relaxed);
+    // From 0: a hold first (may throw: nothing counted), then the count. Another start that
+    // moved the count from 0 meanwhile holds the work for this op too, so ours goes again; a last
+    // op's work_finished() that races this lets go of the hold of its own start, not ours.
+    work_(this, true);
+    if (ops_.fetch_add(1, std::memory_order_acq_rel) != 0) work_(this, false);
 }
 
 GPU_ASYNC_DECL void completion_queue::work_finished() noexcept {
     std::size_t n = ops_.load(std::memory_order_relaxed);
     while (n > 1)
         if (ops_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return;
-    std::lock_guard lk(work_mutex_);
-    if (ops_.fetch_sub(1, std::memory_order_relaxed) == 1) work_(this, false);
+    if (ops_.fetch_sub(1, std::memory_order_acq_rel) == 1) work_(this, false);
 }
 
 GPU_ASYNC_DECL void completion_queue::abandon() noexcept {

@@ -7,6 +7,7 @@
 #define GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
 
 #include <gpu_async/core/scan_engine.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 
 #include <algorithm>
@@ -26,16 +27,17 @@ namespace gpu_async {
 
 namespace detail {
 
-// Lock hierarchy: a watcher's own locks are taken while no registry lock is held (the registry
-// pins a watcher and releases its lock before asking it); a shard lock is a leaf.
+// Locks (ranked in <gpu_async/host/ranked_mutex.hpp>): a watcher's own locks are taken while no
+// registry lock is held (the registry pins a watcher and releases its lock before asking it); a
+// shard lock is a leaf.
 struct line_watcher_registry {
     struct entry {
         line_watcher* watcher;
         std::uint64_t order; // when it was added: `watchers` is sorted by it
         std::size_t pins;    // retirements and faults asking it now
     };
-    std::mutex mutex;
-    std::condition_variable unpinned;
+    ranked_mutex mutex{lock_rank::line_registry};
+    ranked_condition_variable unpinned;
     // Entries on the heap, in the order they were added: a retirement asks them one by one, each
     // found again by its order after the lock was let go (a pinned entry is never removed).
     std::vector<std::unique_ptr<entry>> watchers;
@@ -54,7 +56,7 @@ struct line_watcher_registry {
         std::uint64_t issued = 0; // the last generation given to the line or a slot (`mutex`)
     };
     struct shard {
-        std::mutex mutex;
+        ranked_mutex mutex{lock_rank::line_shard};
         // Written under `mutex`, read without it through state_of's per-thread cache: a node is
         // never erased, so a state's address is the line's for good.
         std::unordered_map<const completion_line*, line_state> states;
@@ -137,6 +139,7 @@ GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
 // Allocates nothing.
 template <class Ask>
 void ask_line_watchers(Ask&& ask) noexcept {
+    expect_no_lock_held(); // a watcher takes its own locks, which may rank above the caller's
     line_watcher_registry& r = line_watchers();
     std::uint64_t after = 0;
     for (;;) {
@@ -411,6 +414,7 @@ GPU_ASYNC_DECL bool query_line_health() noexcept {
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
     line_watcher_registry& r = line_watchers();
     if (r.health_watched.load(std::memory_order_acquire) == 0) return false;
+    expect_no_lock_held(); // the queries call their drivers
     const std::uint64_t backstop = r.health_backstop.load(std::memory_order_relaxed);
     if (backstop == dur_ns::max().ns) return false;
     // Due: no run yet, or one backstop away from the last run (either side).

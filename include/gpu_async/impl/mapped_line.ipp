@@ -6,6 +6,7 @@
 #define GPU_ASYNC_IMPL_MAPPED_LINE_IPP
 
 #include <gpu_async/device/mapped_line.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -32,7 +33,7 @@ struct doorbell_registration {
 
 /// Every live registration, and those whose unregistration failed (kept, never freed).
 struct doorbell_registry {
-    std::mutex mutex;
+    ranked_mutex mutex{lock_rank::doorbell_registrations};
     std::vector<std::unique_ptr<doorbell_registration>> live;
     std::vector<std::unique_ptr<doorbell_registration>> leaked;
 };

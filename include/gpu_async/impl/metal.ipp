@@ -6,6 +6,7 @@
 #define GPU_ASYNC_IMPL_METAL_IPP
 
 #include <gpu_async/device/metal.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #include <gpu_async/detail/dynamic_library.hpp>
 #include <gpu_async/device/mapped_line.hpp>
@@ -102,7 +103,7 @@ public:
         fault_slot(*mirror_, *slot_id::at(0));
     }
 
-    std::mutex mutex;
+    ranked_mutex mutex{lock_rank::device};
     std::vector<metal::object_t> watched; ///< retained, under `mutex`
 
 private:

@@ -240,7 +240,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     }
 }
 
-GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<std::mutex>& lk,
+GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<ranked_mutex>& lk,
                                                        std::uint64_t seen) {
     completion_queue* retries = take_retries_locked();
     lk.unlock();
@@ -256,7 +256,7 @@ GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<std::mut
     }
 }
 
-GPU_ASYNC_DECL void reactor_service::idle_step(std::unique_lock<std::mutex>& lk,
+GPU_ASYNC_DECL void reactor_service::idle_step(std::unique_lock<ranked_mutex>& lk,
                                                std::uint64_t seen) {
     // A FILL driver is the waiter (it scans): sleep on the doorbell until end_fill() or a stop
     // rings it (bell_waiter::idle_bound).
@@ -266,7 +266,7 @@ GPU_ASYNC_DECL void reactor_service::idle_step(std::unique_lock<std::mutex>& lk,
     lk.lock();
 }
 
-GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<std::mutex>& lk) {
+GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<ranked_mutex>& lk) {
     // A drain is out: it scans after its batch, on the executor's thread. Leave the table to it
     // rather than contend with it for the lock and for the lines a busy port's handlers write
     // (words, the incoming registrations, the queue); scan once it ends, or when a bound passes
@@ -293,7 +293,7 @@ GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<std::mutex
     lk.lock();
 }
 
-GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<std::mutex>& lk,
+GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& lk,
                                                std::uint64_t seen) {
     urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
     // A device's doorbell store ends the park below; taken just before the scan it announces

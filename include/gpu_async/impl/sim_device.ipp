@@ -30,7 +30,7 @@ inline std::error_code sim_cancelled() noexcept {
 
 GPU_ASYNC_DECL std::error_code sim_stream::error() const {
     if (!failed_.load(std::memory_order_acquire)) return {};
-    std::lock_guard<std::mutex> lk(worker_->mutex);
+    std::lock_guard<detail::ranked_mutex> lk(worker_->mutex);
     return error_;
 }
 
@@ -49,7 +49,7 @@ GPU_ASYNC_DECL std::error_code sim_stream::block() {
         if (q.is_failed()) return q.error;
         return make_error_code(errc::stalled);
     }
-    std::unique_lock<std::mutex> lk(worker_->mutex);
+    std::unique_lock<detail::ranked_mutex> lk(worker_->mutex);
     worker_->done_cv.wait(
         lk, [&] { return sequence_reached(word(), t) || failed_.load(std::memory_order_acquire); });
     if (sequence_reached(word(), t)) return {};
@@ -79,7 +79,7 @@ GPU_ASYNC_DECL std::uint64_t sim_stream::push(dur_ns d, std::unique_ptr<detail::
     std::uint64_t seq = 0;
     bool retire = false;
     {
-        std::lock_guard<std::mutex> lk(w.mutex);
+        std::lock_guard<detail::ranked_mutex> lk(w.mutex);
         seq = tail_.load(std::memory_order_relaxed) + 1;
         tail_.store(seq, std::memory_order_release);
         if (!w.closed) {
@@ -113,6 +113,7 @@ GPU_ASYNC_DECL void sim_stream::fail_locked(std::error_code ec) {
 }
 
 GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
+    detail::expect_no_lock_held(); // the work item is the user's
     std::error_code ec = item.fault;
     if (!ec && item.work) ec = item.work->run();
     // A device line's slot may have a new stream once this one is given back (release() marks
@@ -121,7 +122,7 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
         // The item's own writes happen before this release store (the default fence of
         // cuStreamWriteValue64).
         if (shared_slot_) {
-            std::lock_guard<std::mutex> lk(worker_->mutex);
+            std::lock_guard<detail::ranked_mutex> lk(worker_->mutex);
             if (!released_) line_->words[slot_.index()].store(item.seq, std::memory_order_release);
         } else {
             line_->words[slot_.index()].store(item.seq, std::memory_order_release);
@@ -129,7 +130,7 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
     } else {
         bool given_back = false;
         {
-            std::lock_guard<std::mutex> lk(worker_->mutex);
+            std::lock_guard<detail::ranked_mutex> lk(worker_->mutex);
             fail_locked(ec);
             queue_.clear(); // sticky: nothing behind a fault runs
             given_back = shared_slot_ && released_;
@@ -144,7 +145,7 @@ GPU_ASYNC_DECL void sim_stream::run(detail::sim_item& item) {
 }
 
 GPU_ASYNC_DECL void sim_stream::set_doorbell(std::shared_ptr<doorbell> bell, sim_signal how) {
-    std::lock_guard<std::mutex> lk(worker_->mutex);
+    std::lock_guard<detail::ranked_mutex> lk(worker_->mutex);
     doorbell* raw = bell.get();
     if (bell && std::find(bells_.begin(), bells_.end(), bell) == bells_.end())
         bells_.push_back(std::move(bell)); // a worker may be signalling the previous one now
@@ -199,14 +200,14 @@ GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {
     // no lock is held across it (see sim_life).
     sim_device* device = nullptr;
     {
-        std::lock_guard<std::mutex> lk(life->mutex);
+        std::lock_guard<detail::ranked_mutex> lk(life->mutex);
         device = life->device;
         if (device == nullptr) return;
         ++life->giving_back;
     }
     device->release(*s);
     {
-        std::lock_guard<std::mutex> lk(life->mutex);
+        std::lock_guard<detail::ranked_mutex> lk(life->mutex);
         --life->giving_back;
     }
     life->idle.notify_all();
@@ -237,7 +238,7 @@ GPU_ASYNC_DECL sim_device::sim_device(options opts)
 GPU_ASYNC_DECL sim_device::~sim_device() {
     {
         // Handles dropped from now on do nothing; a give-back in progress finishes first.
-        std::unique_lock<std::mutex> lk(life_->mutex);
+        std::unique_lock<detail::ranked_mutex> lk(life_->mutex);
         life_->device = nullptr;
         life_->idle.wait(lk, [&] { return life_->giving_back == 0; });
     }
@@ -250,7 +251,7 @@ GPU_ASYNC_DECL sim_device::~sim_device() {
 }
 
 GPU_ASYNC_DECL completion_line& sim_device::make_line() {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<detail::ranked_mutex> lk(mutex_);
     completion_line& line = lines_.emplace_back();
     try {
         shared_lines_.insert(&line);
@@ -266,7 +267,7 @@ GPU_ASYNC_DECL completion_line& sim_device::make_line() {
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
     completion_line* line = nullptr;
     {
-        std::lock_guard<std::mutex> lk(mutex_);
+        std::lock_guard<detail::ranked_mutex> lk(mutex_);
         if (!free_lines_.empty()) {
             // Retired already (no reactor reads it): zeroed, so the new stream starts at 0 as on
             // a fresh line.
@@ -286,7 +287,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream() {
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, slot_id slot) {
     bool shared = false;
     {
-        std::lock_guard<std::mutex> lk(mutex_);
+        std::lock_guard<detail::ranked_mutex> lk(mutex_);
         shared = shared_lines_.count(&line) != 0;
     }
     // A device line's slot begins a new generation for each stream: a fault that the slot's
@@ -298,7 +299,7 @@ GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream(completion_line& line, 
 
 GPU_ASYNC_DECL sim_stream_handle sim_device::make_stream_on(completion_line& line, slot_id slot,
                                                             bool own_line, bool shared_slot) {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<detail::ranked_mutex> lk(mutex_);
     detail::sim_worker& w = *workers_[next_worker_++ % workers_.size()];
     auto s = std::unique_ptr<sim_stream>(new sim_stream(*this, w, line, slot));
     s->own_line_ = own_line;
@@ -318,7 +319,7 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
     const std::uint64_t generation = s.generation_;
     detail::sim_worker& w = *s.worker_;
     {
-        std::lock_guard<std::mutex> lk(w.mutex);
+        std::lock_guard<detail::ranked_mutex> lk(w.mutex);
         s.released_ = true;
         // Its tail will never be stored: wakes block(). A device line's item still running
         // stores nothing once the stream is released, so it counts as well: a plan-driven wait
@@ -344,7 +345,7 @@ GPU_ASYNC_DECL void sim_device::release(sim_stream& s) noexcept {
         // block()), so the stream is freed only after it returns: a worker that lets go of it
         // meanwhile leaves the freeing to this thread.
         retire_slot(*line, slot, generation);
-        std::lock_guard<std::mutex> lk(w.mutex);
+        std::lock_guard<detail::ranked_mutex> lk(w.mutex);
         s.retiring_ = false;
         worker_has_it = s.running_;
     }
@@ -358,7 +359,7 @@ GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
     if (own) retire_line(*line); // waits on it end with operation_aborted
     std::unique_ptr<sim_stream> gone;
     {
-        std::lock_guard<std::mutex> lk(mutex_);
+        std::lock_guard<detail::ranked_mutex> lk(mutex_);
         const std::size_t i = s.index_;
         gone = std::move(streams_[i]);
         if (i + 1 != streams_.size()) {
@@ -378,12 +379,12 @@ GPU_ASYNC_DECL void sim_device::dispose(sim_stream& s) noexcept {
 }
 
 GPU_ASYNC_DECL std::size_t sim_device::stream_count() const {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<detail::ranked_mutex> lk(mutex_);
     return streams_.size();
 }
 
 GPU_ASYNC_DECL std::size_t sim_device::line_count() const {
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<detail::ranked_mutex> lk(mutex_);
     return lines_.size();
 }
 
@@ -396,7 +397,7 @@ GPU_ASYNC_DECL void sim_device::schedule_locked(detail::sim_worker& w, sim_strea
 }
 
 GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
-    std::unique_lock<std::mutex> lk(w.mutex);
+    std::unique_lock<detail::ranked_mutex> lk(w.mutex);
     for (;;) {
         if (w.stop) return;
         if (w.heap.empty()) {
@@ -444,14 +445,14 @@ GPU_ASYNC_DECL bool sim_device::step(sim_stream& s) {
     {
         detail::sim_item item;
         {
-            std::lock_guard<std::mutex> lk(w.mutex);
+            std::lock_guard<detail::ranked_mutex> lk(w.mutex);
             if (s.queue_.empty()) return false;
             item = std::move(s.queue_.front());
             s.queue_.pop_front();
         }
         s.run(item);
     }
-    std::lock_guard<std::mutex> lk(w.mutex);
+    std::lock_guard<detail::ranked_mutex> lk(w.mutex);
     w.done_cv.notify_all();
     return true;
 }
@@ -463,7 +464,7 @@ GPU_ASYNC_DECL std::size_t sim_device::step_all() {
         progress = false;
         std::vector<sim_stream*> snapshot;
         {
-            std::lock_guard<std::mutex> lk(mutex_);
+            std::lock_guard<detail::ranked_mutex> lk(mutex_);
             for (auto& s : streams_)
                 snapshot.push_back(s.get());
         }
@@ -479,12 +480,12 @@ GPU_ASYNC_DECL std::size_t sim_device::step_all() {
 
 GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
     {
-        std::lock_guard<std::mutex> lk(mutex_);
+        std::lock_guard<detail::ranked_mutex> lk(mutex_);
         if (shut_) return;
         shut_ = true;
     }
     for (auto& w : workers_) {
-        std::lock_guard<std::mutex> lk(w->mutex);
+        std::lock_guard<detail::ranked_mutex> lk(w->mutex);
         w->closed = true;
     }
     if (mode == sim_shutdown::drain) {
@@ -492,14 +493,14 @@ GPU_ASYNC_DECL void sim_device::shutdown(sim_shutdown mode) {
             step_all();
         } else {
             for (auto& w : workers_) {
-                std::unique_lock<std::mutex> lk(w->mutex);
+                std::unique_lock<detail::ranked_mutex> lk(w->mutex);
                 w->done_cv.wait(lk, [&] { return w->active == 0; });
             }
         }
     }
     for (auto& w : workers_) {
         {
-            std::lock_guard<std::mutex> lk(w->mutex);
+            std::lock_guard<detail::ranked_mutex> lk(w->mutex);
             w->stop = true;
         }
         w->work_cv.notify_all();
@@ -521,14 +522,14 @@ GPU_ASYNC_DECL std::vector<sim_device::dropped_slot> sim_device::drop_queued() n
     // now (an explicit shutdown takes no life lock), so it stays listed until that dispose
     // erases it.
     std::vector<dropped_slot> dropped;
-    std::lock_guard<std::mutex> lk(mutex_);
+    std::lock_guard<detail::ranked_mutex> lk(mutex_);
     try {
         dropped.reserve(streams_.size());
     } catch (...) {
         // Without room the waits end when the device goes (it retires its lines).
     }
     for (auto& s : streams_) {
-        std::lock_guard<std::mutex> wl(s->worker_->mutex);
+        std::lock_guard<detail::ranked_mutex> wl(s->worker_->mutex);
         if (!s->queue_.empty() || s->refused_) {
             s->fail_locked(detail::sim_cancelled());
             s->queue_.clear();
@@ -540,7 +541,7 @@ GPU_ASYNC_DECL std::vector<sim_device::dropped_slot> sim_device::drop_queued() n
         s->scheduled_ = false;
     }
     for (auto& w : workers_) {
-        std::lock_guard<std::mutex> wl(w->mutex);
+        std::lock_guard<detail::ranked_mutex> wl(w->mutex);
         w->heap = {};
         w->active = 0;
         w->done_cv.notify_all();

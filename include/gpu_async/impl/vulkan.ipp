@@ -6,6 +6,7 @@
 #define GPU_ASYNC_IMPL_VULKAN_IPP
 
 #include <gpu_async/device/vulkan.hpp>
+#include <gpu_async/host/ranked_mutex.hpp>
 
 #include <gpu_async/detail/dynamic_library.hpp>
 #include <gpu_async/device/detail/vulkan_line_store_spirv.hpp>
@@ -197,7 +198,7 @@ inline void destroy_line_objects(const device_api& a, device_t dev, vulkan_line_
 /// Keeps `bell` alive to the process's end (reachable: not a leak to a leak checker): a line that
 /// leaked may still have a store in flight that rings it.
 inline void keep_forever(std::shared_ptr<doorbell> bell) noexcept {
-    static std::mutex mutex;
+    static ranked_mutex mutex{lock_rank::doorbell_keep};
     static auto* kept = new std::vector<std::shared_ptr<doorbell>>(); // never destroyed
     std::lock_guard lk(mutex);
     try {

@@ -5,6 +5,7 @@
 #ifndef GPU_ASYNC_IMPL_WAIT_FD_IPP
 #define GPU_ASYNC_IMPL_WAIT_FD_IPP
 
+#include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/host/wait_fd.hpp>
 
 #if GPU_ASYNC_HAS_WAIT_FD
@@ -261,7 +262,7 @@ private:
     }
 
     std_watcher* watcher_; // used by watch() only before shut_
-    mutable std::mutex m_;
+    mutable ranked_mutex m_{lock_rank::fd_notifier};
     int fd_;
     rec_list pending_;
     std::unordered_multimap<std::uint64_t, rec_list::iterator> by_cookie_;
