@@ -51,8 +51,8 @@
 #define GPU_ASYNC_LINE_RETIREMENT_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 
 #include <cstddef>
 #include <cstdint>

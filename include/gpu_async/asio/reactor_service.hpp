@@ -58,9 +58,9 @@
 #include <gpu_async/asio/completion_queue.hpp>
 #include <gpu_async/asio/reactor_shell.hpp>
 #include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/execution_context.hpp>
@@ -148,7 +148,7 @@ private:
     void stand_back_step(std::unique_lock<ranked_mutex>& lk);
     void scan_step(std::unique_lock<ranked_mutex>& lk, std::uint64_t seen);
     /// Parks until a ring or a device's signal, at most `bound` (the shared watcher wait,
-    /// <gpu_async/detail/bell_waiter.hpp>). `watching`: waits are pending.
+    /// <gpu_async/host/detail/bell_waiter.hpp>). `watching`: waits are pending.
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
         waiter_.park(*bell_, seen, bound, watching);
     }

@@ -16,17 +16,17 @@
 #define GPU_ASYNC_ASIO_REACTOR_SHELL_HPP
 
 #include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/detail/stand_back.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/bell_waiter.hpp>
-#include <gpu_async/detail/config.hpp>
-#include <gpu_async/detail/stand_back.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/detail/bell_waiter.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>

@@ -45,9 +45,9 @@
 #define GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/line_retirement.hpp>
 

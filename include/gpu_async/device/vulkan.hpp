@@ -100,10 +100,10 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>

@@ -16,7 +16,7 @@
 #ifndef GPU_ASYNC_HOST_RANKED_MUTEX_HPP
 #define GPU_ASYNC_HOST_RANKED_MUTEX_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #include <array>
 #include <atomic>

@@ -32,8 +32,8 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/core/watch_table.hpp>
-#include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/detail/bell_waiter.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/wordwait.hpp>
@@ -289,7 +289,7 @@ private:
 ///   host shares): one scan costs a load per watched slot and O(log n) per completion, under the
 ///   wrapping rule for any history of stores.
 /// - The thread waits between scans as the Asio reactor service's does (one implementation,
-///   <gpu_async/detail/bell_waiter.hpp>): it parks on the watcher's doorbell (`bell()`), which
+///   <gpu_async/host/detail/bell_waiter.hpp>): it parks on the watcher's doorbell (`bell()`), which
 ///   producers ring after their store and devices with the doorbell attached store into, with a
 ///   user-mode monitor on its line where the CPU has one, otherwise on its futex (and in
 ///   device-poll steps while device producers are counted). While something is watched a park

@@ -70,7 +70,7 @@
 #ifndef GPU_ASYNC_HOST_WAIT_FD_HPP
 #define GPU_ASYNC_HOST_WAIT_FD_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #if defined(__linux__)
 #define GPU_ASYNC_HAS_WAIT_FD 1
