@@ -5,7 +5,8 @@
 #   core       core/ (with core/detail/), version.hpp: the standard library only
 #   word wait  host/detail/ (futex, the architecture loops, timer slack, the bell waiter),
 #              wordwait.hpp, doorbell.hpp: the host side's lowest rung, below the rest of host/
-#   hosts      host/ (but host/detail/), line_retirement.hpp: threads, locks, the line's life
+#   hosts      host/ (but host/detail/), line_life.hpp, line_watchers.hpp, line_health.hpp and
+#              their umbrella line_retirement.hpp: threads, locks, the line's life
 #   devices    device/: the simulated device, CUDA, HIP, Metal, Vulkan
 #   asio       asio/ (the reactor service, the operations), the public port headers
 # A file may include its own layer and the layers below; names each include that goes up and
@@ -17,11 +18,13 @@ import os, re, sys
 
 root = 'include/gpu_async'
 rank = {'core': 0, 'word wait': 1, 'hosts': 2, 'devices': 3, 'asio': 4}
-impl_layer = {'wordwait': 'word wait', 'line_retirement': 'hosts', 'wait_fd': 'hosts',
+impl_layer = {'wordwait': 'word wait', 'line_life': 'hosts', 'line_watchers': 'hosts',
+              'line_health': 'hosts', 'wait_fd': 'hosts',
               'sim_device': 'devices', 'mapped_line': 'devices', 'mapped_vendor': 'devices', 'cuda': 'devices',
               'hip': 'devices', 'metal': 'devices', 'vulkan': 'devices'}
 top_layer = {'version.hpp': 'core', 'wordwait.hpp': 'word wait', 'doorbell.hpp': 'word wait',
-             'line_retirement.hpp': 'hosts'}
+             'line_retirement.hpp': 'hosts', 'line_life.hpp': 'hosts', 'line_watchers.hpp': 'hosts',
+             'line_health.hpp': 'hosts'}
 
 
 def layer(rel):

@@ -43,7 +43,7 @@
 //   descriptor, its address and its serial number, and looks the wait up under the lock; it
 //   never dereferences a wait that is not registered, so a signal racing the completion on
 //   another thread is harmless.
-// - Line retirement: the service is a line watcher (<gpu_async/line_retirement.hpp>); a line
+// - Line retirement: the service is a line watcher (<gpu_async/line_watchers.hpp>); a line
 //   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
 // - shutdown() first leaves the line watchers (after a retirement asking the service has
 //   delivered: nothing posts into the context or reaches the service from a retirement after

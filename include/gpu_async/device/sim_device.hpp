@@ -94,7 +94,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/doorbell.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_life.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>

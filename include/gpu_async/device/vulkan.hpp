@@ -364,7 +364,7 @@ public:
 
     /// The line the host watches. Precondition: is_open().
     GPU_ASYNC_DECL const completion_line& line() const noexcept;
-    /// The line's generation, stamped into its descriptors (<gpu_async/line_retirement.hpp>).
+    /// The line's generation, stamped into its descriptors (<gpu_async/line_life.hpp>).
     GPU_ASYNC_DECL std::uint64_t generation() const noexcept;
     /// The device (null once moved from).
     GPU_ASYNC_DECL vulkan_device* device() const noexcept;

@@ -35,7 +35,9 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/host/detail/bell_waiter.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
+#include <gpu_async/line_watchers.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>
@@ -125,7 +127,7 @@ public:
         return ww_->park(line, std::forward<Pred>(done), bound);
     }
 
-    /// Runs the line owners' health queries if they are due (line_retirement.hpp: at most once
+    /// Runs the line owners' health queries if they are due (line_health.hpp: at most once
     /// per fault backstop in the process), so that a faulted context ends the FILL reactor's
     /// waits (errc::device_fault) within about a backstop and a park bound. True when they ran
     /// and a line's life moved meanwhile (else the park goes on: a zero backstop runs them at

@@ -10,7 +10,8 @@
 
 #include <gpu_async/device/detail/dynamic_library.hpp>
 #include <gpu_async/device/detail/vulkan_line_store_spirv.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
 
 #include <algorithm>
 #include <array>
