@@ -316,10 +316,10 @@ private:
     // Sorts what left the engine: reached to ready_, the rest (retired, faulted, stale) to
     // ended_ with its code; both fire at the thread's next pass. Lock held. Room is made first,
     // so that only that reserve can throw.
-    void settle_locked(engine_list& out) {
+    void settle_locked(detail::engine_list& out) {
         ready_.reserve(ready_.size() + out.count);
         ended_.reserve(ended_.size() + out.count);
-        while (engine_wait* w = out.pop()) {
+        while (detail::engine_wait* w = out.pop()) {
             auto* p = static_cast<detail::watch_state*>(w);
             switch (w->end()) {
             case wait_end::reached:
@@ -345,14 +345,14 @@ private:
     // settle_locked() where nothing may throw (retirement, a fault): room for every wait was made
     // when it registered (add), so it cannot fail; were it to, the waits stay unresolved rather
     // than lost to a throw in a noexcept path.
-    void settle_noexcept_locked(engine_list& out) noexcept {
+    void settle_noexcept_locked(detail::engine_list& out) noexcept {
         try {
             settle_locked(out);
         } catch (...) {
         }
     }
-    static constexpr auto no_fetch = [](engine_batch&) noexcept {};
-    static constexpr auto no_link = [](engine_wait&) noexcept {};
+    static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
+    static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
     watch_handle add(const memory_descriptor& d, std::function<void()> fn,
                      std::function<void(std::error_code)> end = {}) {
@@ -368,7 +368,7 @@ private:
             // One read of the word (complete now: fired at the next pass), after the status
             // check (a retired line's descriptor, a faulted slot's, ends unread). Under m_: a
             // retirement advances the generation before it takes m_.
-            engine_list out;
+            detail::engine_list out;
             engine_.take_in_one(*s, no_link, out);
             if (s->engine_wait::end() == wait_end::no_memory && !s->registered())
                 throw std::bad_alloc();
@@ -396,7 +396,7 @@ private:
 
     void unlink(detail::watch_state& s) {
         if (s.registered()) {
-            engine_list dropped; // it leaves uninvoked: its handle is going
+            detail::engine_list dropped; // it leaves uninvoked: its handle is going
             engine_.remove(s, dropped);
             return;
         }
@@ -419,10 +419,10 @@ private:
         for (state_ptr& p : ready_)
             out.push_back(std::move(p));
         ready_.clear();
-        engine_list found;
+        detail::engine_list found;
         engine_.scan(mono_ns{}, no_fetch, no_link, found); // no deadlines: the time is unused
         out.reserve(out.size() + found.count);
-        while (engine_wait* w = found.pop())
+        while (detail::engine_wait* w = found.pop())
             out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (const state_ptr& p : out)
             p->state = detail::watch_state::phase::firing;
@@ -454,7 +454,7 @@ private:
     // it scans, under m_). The registrations end on the watcher thread: nothing waits for a
     // callback here.
     void retire_line(const completion_line& line) noexcept override {
-        end_waits([&](engine_list& out) { engine_.retire_line(line, out); });
+        end_waits([&](detail::engine_list& out) { engine_.retire_line(line, out); });
     }
 
     // What the stream stored before its fault completes as usual; the rest fault. Only while
@@ -462,7 +462,7 @@ private:
     // later stream's waits are in the table then); a slot retired since had its waits ended.
     void fault_slot(const completion_line& line, slot_id slot,
                     std::uint64_t generation) noexcept override {
-        end_waits([&](engine_list& out) {
+        end_waits([&](detail::engine_list& out) {
             if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
         });
     }
@@ -471,7 +471,7 @@ private:
     // Only while the slot is at the retirement's generation: a later one visits too.
     void retire_slot(const completion_line& line, slot_id slot,
                      detail::slot_retirement r) noexcept override {
-        end_waits([&](engine_list& out) {
+        end_waits([&](detail::engine_list& out) {
             if (slot_generation(line, slot) == r.next) engine_.retire_slot(line, slot, out);
         });
     }
@@ -482,7 +482,7 @@ private:
     void end_waits(End&& end) noexcept {
         {
             std::lock_guard lk(m_);
-            engine_list out;
+            detail::engine_list out;
             end(out);
             settle_noexcept_locked(out);
         }
@@ -540,9 +540,9 @@ private:
         const auto sort = [&](state_ptr p) {
             (p->end_fn ? ending : stranded_).push_back(std::move(p));
         };
-        engine_list cleared;
+        detail::engine_list cleared;
         engine_.clear(cleared);
-        while (engine_wait* w = cleared.pop())
+        while (detail::engine_wait* w = cleared.pop())
             sort(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (state_ptr& p : ready_)
             sort(std::move(p));
@@ -569,8 +569,8 @@ private:
     std::shared_ptr<doorbell> bell_ = std::make_shared<doorbell>();
     detail::bell_waiter waiter_; // the wait between scans, as the reactor service's
     mutable detail::ranked_mutex m_{detail::lock_rank::std_watcher};
-    detail::ranked_condition_variable idle_cv_; // the thread finished firing
-    scan_engine engine_{&descriptor_status};    // registrations not yet reached
+    detail::ranked_condition_variable idle_cv_;      // the thread finished firing
+    detail::scan_engine engine_{&descriptor_status}; // registrations not yet reached
     std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
     std::vector<state_ptr> ended_;          // ended unreached (retired, faulted, stale): fired next
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass

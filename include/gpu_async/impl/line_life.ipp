@@ -131,7 +131,7 @@ GPU_ASYNC_DECL std::uint64_t adopt_line(const completion_line& line) {
     // From now on a descriptor may go stale: scan engines without a status function of their
     // own (the FILL executor's reactor) judge with this layer's.
     static const bool installed =
-        (install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
+        (detail::install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
     (void)installed;
     auto& sh = detail::line_table().shard_of(&line);
     std::uint64_t g = 0;
