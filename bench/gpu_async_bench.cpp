@@ -59,10 +59,10 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/detail/timer_slack.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/detail/timer_slack.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/wordwait.hpp>

@@ -23,7 +23,7 @@
 #ifndef GPU_ASYNC_ASIO_FLAVOUR_HPP
 #define GPU_ASYNC_ASIO_FLAVOUR_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 

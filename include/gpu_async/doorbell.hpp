@@ -38,7 +38,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/futex.hpp>
+#include <gpu_async/host/detail/futex.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <atomic>

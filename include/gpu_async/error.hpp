@@ -30,8 +30,8 @@
 #define GPU_ASYNC_ERROR_HPP
 
 #include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
-#include <gpu_async/detail/config.hpp>
 
 #if !defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <boost/system/error_category.hpp>

@@ -8,8 +8,8 @@
 
 #include <gpu_async/asio/reactor_service.hpp>
 #include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/error.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)

@@ -21,7 +21,9 @@
 #include <gpu_async/impl/cuda.ipp>
 #include <gpu_async/impl/error.ipp>
 #include <gpu_async/impl/hip.ipp>
-#include <gpu_async/impl/line_retirement.ipp>
+#include <gpu_async/impl/line_health.ipp>
+#include <gpu_async/impl/line_life.ipp>
+#include <gpu_async/impl/line_watchers.ipp>
 #include <gpu_async/impl/mapped_line.ipp>
 #include <gpu_async/impl/metal.ipp>
 #include <gpu_async/impl/reactor_service.ipp>

@@ -46,12 +46,12 @@
 #ifndef GPU_ASYNC_WORDWAIT_HPP
 #define GPU_ASYNC_WORDWAIT_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/wordwait_arm.hpp>
-#include <gpu_async/detail/wordwait_x86.hpp>
+#include <gpu_async/host/detail/wordwait_arm.hpp>
+#include <gpu_async/host/detail/wordwait_x86.hpp>
 
 #include <array>
 #include <chrono>

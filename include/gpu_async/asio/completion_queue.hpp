@@ -13,8 +13,8 @@
 
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/scan_engine.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 

@@ -19,7 +19,8 @@
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_life.hpp>
+#include <gpu_async/line_watchers.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/associated_cancellation_slot.hpp>

@@ -43,7 +43,7 @@
 //   descriptor, its address and its serial number, and looks the wait up under the lock; it
 //   never dereferences a wait that is not registered, so a signal racing the completion on
 //   another thread is harmless.
-// - Line retirement: the service is a line watcher (<gpu_async/line_retirement.hpp>); a line
+// - Line retirement: the service is a line watcher (<gpu_async/line_watchers.hpp>); a line
 //   owner that retires a line ends its waits here (operation_aborted) before the memory goes.
 // - shutdown() first leaves the line watchers (after a retirement asking the service has
 //   delivered: nothing posts into the context or reaches the service from a retirement after
@@ -58,9 +58,9 @@
 #include <gpu_async/asio/completion_queue.hpp>
 #include <gpu_async/asio/reactor_shell.hpp>
 #include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/execution_context.hpp>
@@ -148,7 +148,7 @@ private:
     void stand_back_step(std::unique_lock<ranked_mutex>& lk);
     void scan_step(std::unique_lock<ranked_mutex>& lk, std::uint64_t seen);
     /// Parks until a ring or a device's signal, at most `bound` (the shared watcher wait,
-    /// <gpu_async/detail/bell_waiter.hpp>). `watching`: waits are pending.
+    /// <gpu_async/host/detail/bell_waiter.hpp>). `watching`: waits are pending.
     void park_on_bell(std::uint64_t seen, dur_ns bound, bool watching = true) {
         waiter_.park(*bell_, seen, bound, watching);
     }

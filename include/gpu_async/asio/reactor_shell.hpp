@@ -16,19 +16,21 @@
 #define GPU_ASYNC_ASIO_REACTOR_SHELL_HPP
 
 #include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/detail/stand_back.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/bell_waiter.hpp>
-#include <gpu_async/detail/config.hpp>
-#include <gpu_async/detail/stand_back.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/detail/bell_waiter.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
+#include <gpu_async/line_watchers.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
@@ -257,7 +259,7 @@ protected:
     /// Takes the retry list (under the lock).
     completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
-    /// Runs the line owners' health queries when one is due (line_retirement.hpp: at most one
+    /// Runs the line owners' health queries when one is due (line_health.hpp: at most one
     /// run per fault backstop in the process); no lock held, waits pending.
     static void query_health() noexcept { query_line_health(); }
     /// Whether waits started now are predicted: predicts(), device producers on the doorbell, no

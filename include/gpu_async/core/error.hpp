@@ -27,7 +27,7 @@
 #ifndef GPU_ASYNC_CORE_ERROR_HPP
 #define GPU_ASYNC_CORE_ERROR_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #include <array>
 #include <concepts>

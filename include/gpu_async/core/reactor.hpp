@@ -193,7 +193,7 @@ public:
         early.swap(reached_);
         room(reached_, early.size() + engine_.size());
         room(ended_, ended_.size() + engine_.size() + early.size());
-        engine_list found;
+        detail::engine_list found;
         // No retirement or fault reaches this reactor: it judges its waits again when a line's
         // life moved, before the scan reads their lines; and what its reads found counts only
         // if the life did not move across them (the epoch is read before the first).
@@ -333,10 +333,10 @@ public:
     alarm_awaiter alarm(mono_ns at) noexcept;
 
 private:
-    struct watched : engine_wait {
+    struct watched : detail::engine_wait {
         watched(const memory_descriptor& d, registration i, std::optional<mono_ns> dl,
                 reactor_waiter* w) noexcept
-            : engine_wait(d)
+            : detail::engine_wait(d)
             , id(i)
             , deadline(dl)
             , waiter(w) {}
@@ -352,14 +352,14 @@ private:
         registration id;
         reactor_waiter* waiter;
     };
-    static constexpr auto no_fetch = [](engine_batch&) noexcept {};
-    static constexpr auto no_link = [](engine_wait&) noexcept {};
+    static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
+    static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
     // What left the engine goes to reached_ (it keeps no deadlines of its own) or, ended for
     // good (a stale or retired line, a faulted slot), to ended_; both fire at the next fire().
     // Room was reserved by the caller.
-    void reached(engine_list& out) {
-        while (engine_wait* e = out.pop()) {
+    void reached(detail::engine_list& out) {
+        while (detail::engine_wait* e = out.pop()) {
             const registration id = static_cast<watched*>(e)->id;
             if (e->end() == wait_end::reached)
                 reached_.push_back(id);
@@ -401,7 +401,7 @@ private:
     }
     // One read of the word: registered, or reached (with what the read completed besides).
     void take_in(watched& w) {
-        engine_list out;
+        detail::engine_list out;
         engine_.take_in_one(w, no_link, out);
         if (!w.registered() && w.end() == wait_end::no_memory) throw std::bad_alloc();
         reached(out);
@@ -412,7 +412,7 @@ private:
         watched& w = it->second;
         if (w.deadline) timeline_.erase({*w.deadline, id});
         if (w.registered()) {
-            engine_list removed; // leaves uninvoked: it is being cancelled or fired
+            detail::engine_list removed; // leaves uninvoked: it is being cancelled or fired
             engine_.remove(w, removed);
         } else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
                    r != reached_.end()) {
@@ -436,7 +436,7 @@ private:
     std::map<registration, watched> descriptors_;
     std::map<registration, alarm_entry> alarms_;
     std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
-    scan_engine engine_;
+    detail::scan_engine engine_;
     std::vector<registration> reached_; // out of the table, to fire at the next fire()
     std::vector<std::pair<registration, wait_end>> ended_; // the same, never to complete
     std::deque<fired_entry> fired_;
@@ -460,7 +460,9 @@ public:
         if (id_) reactor_->cancel(*id_);
     }
 
-    bool await_ready() const noexcept { return installed_read(desc_) == line_read::reached; }
+    bool await_ready() const noexcept {
+        return detail::installed_read(desc_) == line_read::reached;
+    }
     void await_suspend(std::coroutine_handle<> h) {
         waiter_.handle = h;
         id_ = reactor_->watch(desc_, until_, waiter_);

@@ -58,6 +58,8 @@ enum class wait_end : std::uint8_t {
     no_memory, ///< no memory for its place in the table
 };
 
+namespace detail {
+
 class scan_engine;
 
 /// The engine's part of a wait. A host's record of a wait derives from it; the engine links it
@@ -169,29 +171,28 @@ struct line_life_functions {
     std::uint64_t (*epoch)() noexcept = nullptr;
 };
 
-namespace detail {
+// The process-wide line life that install_line_life installs.
 inline std::atomic<line_status (*)(const memory_descriptor&) noexcept> installed_status{nullptr};
 inline std::atomic<std::uint64_t (*)() noexcept> installed_epoch{nullptr};
-} // namespace detail
 
 /// Installs the functions a scan engine built without its own uses: the hosts' layer installs
 /// its line life when it adopts its first line (before that no descriptor can be stale).
 inline void install_line_life(line_life_functions f) noexcept {
-    detail::installed_epoch.store(f.epoch, std::memory_order_release);
-    detail::installed_status.store(f.status, std::memory_order_release);
+    installed_epoch.store(f.epoch, std::memory_order_release);
+    installed_status.store(f.status, std::memory_order_release);
 }
 
 /// Whether the installed line life (if any) lets a wait on `d` read its line: not a retired
 /// line's descriptor, nor a faulted slot's whose word has not reached the target.
 inline bool installed_live(const memory_descriptor& d) noexcept {
-    const auto status = detail::installed_status.load(std::memory_order_acquire);
+    const auto status = installed_status.load(std::memory_order_acquire);
     return status == nullptr || !ends_unwatched(status(d), d);
 }
 
 /// read_checked(d) by the installed line life (none: a plain read): what a host with no status
 /// function of its own reads a descriptor with before it counts a completion.
 inline line_read installed_read(const memory_descriptor& d) noexcept {
-    return read_checked(d, detail::installed_status.load(std::memory_order_acquire));
+    return read_checked(d, installed_status.load(std::memory_order_acquire));
 }
 
 /// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
@@ -542,8 +543,8 @@ private:
     /// The status and epoch functions in force: the engine's own, else the installed ones.
     line_life_functions life() const noexcept {
         if (status_ != nullptr) return {status_, epoch_};
-        return {detail::installed_status.load(std::memory_order_acquire),
-                detail::installed_epoch.load(std::memory_order_acquire)};
+        return {installed_status.load(std::memory_order_acquire),
+                installed_epoch.load(std::memory_order_acquire)};
     }
 
     template <class OnRegistered>
@@ -754,6 +755,8 @@ private:
     std::vector<key> keys_;                       // the hand-out order's scratch
     std::uint64_t take_ins_ = 0;
 };
+
+} // namespace detail
 
 } // namespace gpu_async
 

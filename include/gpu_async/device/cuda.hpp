@@ -47,10 +47,10 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/detail/mapped_vendor.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/wordwait.hpp>

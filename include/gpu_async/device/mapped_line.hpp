@@ -45,11 +45,12 @@
 #define GPU_ASYNC_DEVICE_MAPPED_LINE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/doorbell.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
 
 #include <array>
 #include <charconv>
@@ -221,7 +222,7 @@ public:
 
     /// The line the host watches. Valid until the line is closed or destroyed.
     const completion_line& line() const noexcept { return *line_; }
-    /// The line's generation (see <gpu_async/line_retirement.hpp>): stamped into its descriptors.
+    /// The line's generation (see <gpu_async/line_life.hpp>): stamped into its descriptors.
     std::uint64_t generation() const noexcept { return generation_; }
 
     /// The device the line belongs to.

@@ -44,11 +44,12 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
 
 #include <cassert>
 #include <cstddef>

@@ -86,7 +86,7 @@
 #ifndef GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
@@ -94,7 +94,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/doorbell.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_life.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>

@@ -100,10 +100,10 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
+#include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/config.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
@@ -364,7 +364,7 @@ public:
 
     /// The line the host watches. Precondition: is_open().
     GPU_ASYNC_DECL const completion_line& line() const noexcept;
-    /// The line's generation, stamped into its descriptors (<gpu_async/line_retirement.hpp>).
+    /// The line's generation, stamped into its descriptors (<gpu_async/line_life.hpp>).
     GPU_ASYNC_DECL std::uint64_t generation() const noexcept;
     /// The device (null once moved from).
     GPU_ASYNC_DECL vulkan_device* device() const noexcept;

@@ -11,12 +11,21 @@
 ///
 /// What no lock is held across (in every rank): a handler or a user callback, a completion
 /// token's executor work, a blocking driver call (a stream synchronisation, a semaphore wait).
-/// A retirement asks the line watchers with no registry lock held (line_retirement.hpp), so a
+/// A retirement asks the line watchers with no registry lock held (line_watchers.hpp), so a
 /// watcher's locks may be taken during a retirement whatever its rank.
+///
+/// The line registry's lock (line_watchers.hpp, line_health.hpp) is only held to read or change
+/// its lists and to pin what it is about to ask (a reactor, a health query), never while a
+/// reactor or a query is asked, so a retirement may start from a reactor's callback while another
+/// retirement waits for that callback; removing a reactor, or unwatching a line's health, waits
+/// for its pins with no lock held. A reactor's locks are not held while it asks the registry (a
+/// retirement, a fault, a health query), nor is a device's. The side table's shard locks
+/// (line_life.hpp) are leaves, taken alone for an update or a thread's first look at a line
+/// (later looks read its state, an atomic, through a per-thread cache).
 #ifndef GPU_ASYNC_HOST_RANKED_MUTEX_HPP
 #define GPU_ASYNC_HOST_RANKED_MUTEX_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #include <array>
 #include <atomic>

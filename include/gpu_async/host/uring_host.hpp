@@ -43,7 +43,8 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/doorbell.hpp>
-#include <gpu_async/host/std_host.hpp>
+#include <gpu_async/host/std_clock.hpp>
+#include <gpu_async/host/std_idle.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <liburing.h>

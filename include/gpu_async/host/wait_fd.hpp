@@ -26,7 +26,7 @@
 /// `wait_fd` is one wait with an fd of its own (built on a notifier), for code that maps one fd to
 /// one future (asyncio) and has few waits.
 ///
-/// The feeder is `std_watcher` (<gpu_async/host/std_host.hpp>): its one thread is the reactor
+/// The feeder is `std_watcher` (<gpu_async/host/std_watcher.hpp>): its one thread is the reactor
 /// and watches every line of every notifier; a wait costs a registration in its watch table (the
 /// registry every host shares: the wrapping rule for any history of stores, targets near 2^64
 /// included), never a thread. The watcher ends a wait by running the notifier's callback on its
@@ -70,7 +70,7 @@
 #ifndef GPU_ASYNC_HOST_WAIT_FD_HPP
 #define GPU_ASYNC_HOST_WAIT_FD_HPP
 
-#include <gpu_async/detail/config.hpp>
+#include <gpu_async/core/detail/config.hpp>
 
 #if defined(__linux__)
 #define GPU_ASYNC_HAS_WAIT_FD 1
@@ -82,7 +82,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/error.hpp>
-#include <gpu_async/host/std_host.hpp>
+#include <gpu_async/host/std_watcher.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -8,7 +8,7 @@
 
 #include <gpu_async/device/hip.hpp>
 
-#include <gpu_async/detail/dynamic_library.hpp>
+#include <gpu_async/device/detail/dynamic_library.hpp>
 #include <gpu_async/impl/mapped_vendor.ipp>
 
 #include <string>

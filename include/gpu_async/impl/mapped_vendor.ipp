@@ -9,7 +9,7 @@
 
 #include <gpu_async/device/detail/mapped_vendor.hpp>
 
-#include <gpu_async/detail/dynamic_library.hpp>
+#include <gpu_async/device/detail/dynamic_library.hpp>
 
 #include <cstdint>
 #include <string>

@@ -8,7 +8,7 @@
 #include <gpu_async/device/metal.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 
-#include <gpu_async/detail/dynamic_library.hpp>
+#include <gpu_async/device/detail/dynamic_library.hpp>
 #include <gpu_async/device/mapped_line.hpp>
 
 #include <atomic>

@@ -7,7 +7,7 @@
 
 #include <gpu_async/run_fill.hpp>
 
-#include <gpu_async/detail/timer_slack.hpp>
+#include <gpu_async/host/detail/timer_slack.hpp>
 
 #include <chrono>
 

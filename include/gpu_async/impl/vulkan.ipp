@@ -8,9 +8,10 @@
 #include <gpu_async/device/vulkan.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 
-#include <gpu_async/detail/dynamic_library.hpp>
+#include <gpu_async/device/detail/dynamic_library.hpp>
 #include <gpu_async/device/detail/vulkan_line_store_spirv.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_health.hpp>
+#include <gpu_async/line_life.hpp>
 
 #include <algorithm>
 #include <array>

@@ -10,7 +10,8 @@
 
 #if GPU_ASYNC_HAS_WAIT_FD
 
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line_life.hpp>
+#include <gpu_async/line_watchers.hpp>
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -4,9 +4,9 @@
 // through the device word, within about one device poll interval without a user-mode monitor
 // and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
 #include <gpu_async/asio/reactor_service.hpp>
-#include <gpu_async/detail/bell_waiter.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/detail/bell_waiter.hpp>
 #include <gpu_async/line_retirement.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/wordwait.hpp>

@@ -12,6 +12,7 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::detail::install_line_life;
 using gpu_async::test::at_us;
 using gpu_async::test::desc;
 using gpu_async::test::scripted_idle;

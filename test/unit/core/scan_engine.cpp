@@ -10,6 +10,10 @@
 #include <vector>
 
 using namespace gpu_async;
+using gpu_async::detail::engine_batch;
+using gpu_async::detail::engine_list;
+using gpu_async::detail::engine_wait;
+using gpu_async::detail::scan_engine;
 
 namespace {
 

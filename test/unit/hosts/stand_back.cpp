@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
 // The stand-back gate: the count of drains out and the wait a reactor's waiter makes while
 // they scan for it.
-#include <gpu_async/detail/stand_back.hpp>
+#include <gpu_async/asio/detail/stand_back.hpp>
 
 #include <boost/test/unit_test.hpp>
 

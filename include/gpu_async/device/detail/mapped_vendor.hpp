@@ -123,7 +123,7 @@ class vendor_line {
 public:
     /// The line the host watches.
     const completion_line& line() const noexcept { return mapped_.line(); }
-    /// The line's generation, stamped into its descriptors (<gpu_async/line_retirement.hpp>).
+    /// The line's generation, stamped into its descriptors (<gpu_async/line_life.hpp>).
     std::uint64_t generation() const noexcept { return mapped_.generation(); }
 
     /// The mapped line underneath (ownership, sequences, device addresses).

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/futex.hpp: the Linux futex calls the doorbell uses, on shared (not private)
+// gpu_async/host/detail/futex.hpp: the Linux futex calls the doorbell uses, on shared (not private)
 // futexes: private io_uring futex waits can miss wakes from shared ones on some kernels, and a
 // doorbell's word may live in memory another process or a device also maps.
 //
-#ifndef GPU_ASYNC_DETAIL_FUTEX_HPP
-#define GPU_ASYNC_DETAIL_FUTEX_HPP
+#ifndef GPU_ASYNC_HOST_DETAIL_FUTEX_HPP
+#define GPU_ASYNC_HOST_DETAIL_FUTEX_HPP
 
 #include <cstdint>
 #include <limits>
@@ -43,4 +43,4 @@ inline void futex_wake_all(const std::uint32_t* word) noexcept {
 
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DETAIL_FUTEX_HPP
+#endif // GPU_ASYNC_HOST_DETAIL_FUTEX_HPP

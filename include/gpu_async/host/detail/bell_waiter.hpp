@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/bell_waiter.hpp: how a watcher thread waits between two scans of its lines,
+// gpu_async/host/detail/bell_waiter.hpp: how a watcher thread waits between two scans of its lines,
 // and how it is started. One implementation for every watcher of the library: the Asio reactor
 // service's thread (and run_fill's park), and std_watcher's.
 //
@@ -23,12 +23,12 @@
 //
 // Host layer: std threads, the word wait and the doorbell; no Boost, no Asio.
 //
-#ifndef GPU_ASYNC_DETAIL_BELL_WAITER_HPP
-#define GPU_ASYNC_DETAIL_BELL_WAITER_HPP
+#ifndef GPU_ASYNC_HOST_DETAIL_BELL_WAITER_HPP
+#define GPU_ASYNC_HOST_DETAIL_BELL_WAITER_HPP
 
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/timer_slack.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/detail/timer_slack.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>
@@ -170,4 +170,4 @@ private:
 } // namespace detail
 } // namespace gpu_async
 
-#endif // GPU_ASYNC_DETAIL_BELL_WAITER_HPP
+#endif // GPU_ASYNC_HOST_DETAIL_BELL_WAITER_HPP

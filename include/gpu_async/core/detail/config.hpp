@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/config.hpp: build configuration macros.
+// gpu_async/core/detail/config.hpp: build configuration macros.
 //
 // Header-only by default. Define GPU_ASYNC_SEPARATE_COMPILATION in every translation unit and
 // compile <gpu_async/src.hpp> in exactly one of them (the CMake target gpu_async::compiled does
@@ -8,8 +8,8 @@
 //
 // This header uses the preprocessor only, so the core may include it.
 //
-#ifndef GPU_ASYNC_DETAIL_CONFIG_HPP
-#define GPU_ASYNC_DETAIL_CONFIG_HPP
+#ifndef GPU_ASYNC_CORE_DETAIL_CONFIG_HPP
+#define GPU_ASYNC_CORE_DETAIL_CONFIG_HPP
 
 #if defined(GPU_ASYNC_SEPARATE_COMPILATION)
 #define GPU_ASYNC_DECL
@@ -21,4 +21,4 @@
 
 #include <gpu_async/version.hpp>
 
-#endif // GPU_ASYNC_DETAIL_CONFIG_HPP
+#endif // GPU_ASYNC_CORE_DETAIL_CONFIG_HPP

@@ -1,48 +1,31 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/impl/line_retirement.ipp: the process-wide registry of line watchers, the side
-// table of line generations, and the lines' health queries.
+// gpu_async/impl/line_life.ipp: the side table of line generations and faults, and the
+// retirements and faults that change it and tell the line watchers.
 //
-#ifndef GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
-#define GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
+#ifndef GPU_ASYNC_IMPL_LINE_LIFE_IPP
+#define GPU_ASYNC_IMPL_LINE_LIFE_IPP
 
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/impl/line_watchers.ipp>
+#include <gpu_async/line_life.hpp>
+#include <gpu_async/line_watchers.hpp>
 
-#include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
-#include <functional>
-#include <memory>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
-#include <vector>
 
 namespace gpu_async {
 
 namespace detail {
 
-// Locks (ranked in <gpu_async/host/ranked_mutex.hpp>): a watcher's own locks are taken while no
-// registry lock is held (the registry pins a watcher and releases its lock before asking it); a
-// shard lock is a leaf.
-struct line_watcher_registry {
-    struct entry {
-        line_watcher* watcher;
-        std::uint64_t order; // when it was added: `watchers` is sorted by it
-        std::size_t pins;    // retirements and faults asking it now
-    };
-    ranked_mutex mutex{lock_rank::line_registry};
-    ranked_condition_variable unpinned;
-    // Entries on the heap, in the order they were added: a retirement asks them one by one, each
-    // found again by its order after the lock was let go (a pinned entry is never removed).
-    std::vector<std::unique_ptr<entry>> watchers;
-    std::uint64_t added = 0;
-
+// The side table: a shard lock is a leaf (ranked in <gpu_async/host/ranked_mutex.hpp>).
+struct line_side_table {
     // A line's state in the side table: the generation adopt_line gave it, and each slot's
     // generation (shifted left by one) with the slot's fault in the low bit. Each slot is one
     // atomic so that a status reads a consistent pair.
@@ -69,101 +52,23 @@ struct line_watcher_registry {
     std::atomic<std::uint64_t> epoch{1};
     void bump() noexcept { epoch.fetch_add(1, std::memory_order_acq_rel); }
 
-    // The health queries (watch_line_health), under `mutex`. Shared: a run holds the entries it
-    // is about to ask, so unwatching never frees one a run still reads; `running` (under `mutex`)
-    // is what unwatching waits for, `removed` keeps a run from starting an unwatched query.
-    struct health_entry {
-        const completion_line* line;
-        line_health* health;
-        bool running = false;
-        bool removed = false;
-    };
-    std::vector<std::shared_ptr<health_entry>> health;
-    std::atomic<std::size_t> health_watched{0}; // health.size(), read without the lock
-    std::atomic<std::uint64_t> health_last{0};  // the last run's now_ns (0: none yet)
-    std::atomic<std::uint64_t> health_backstop{default_fault_backstop.ns};
-    std::atomic<bool> health_running{false}; // a run is under way
-
     shard& shard_of(const completion_line* line) noexcept {
         return table[(reinterpret_cast<std::uintptr_t>(line) / sizeof(completion_line)) % shards];
     }
 };
 
-GPU_ASYNC_DECL line_watcher_registry& line_watchers() noexcept {
+GPU_ASYNC_DECL line_side_table& line_table() noexcept {
     // Never destroyed: line owners with static storage may retire lines during exit, and a
     // descriptor of any line ever adopted must find its generation.
-    static line_watcher_registry* r = new line_watcher_registry();
-    return *r;
-}
-
-GPU_ASYNC_DECL void add_line_watcher(line_watcher& w) {
-    line_watcher_registry& r = line_watchers();
-    auto e = std::make_unique<line_watcher_registry::entry>(line_watcher_registry::entry{&w, 0, 0});
-    std::lock_guard lk(r.mutex);
-    r.watchers.reserve(r.watchers.size() + 1); // may throw: before the entry's order is taken
-    e->order = ++r.added;
-    r.watchers.push_back(std::move(e));
+    static line_side_table* t = new line_side_table();
+    return *t;
 }
 
 GPU_ASYNC_DECL std::uint64_t line_life_epoch() noexcept {
-    return line_watchers().epoch.load(std::memory_order_acquire);
+    return line_table().epoch.load(std::memory_order_acquire);
 }
 
-GPU_ASYNC_DECL std::size_t line_watcher_count() noexcept {
-    line_watcher_registry& r = line_watchers();
-    std::lock_guard lk(r.mutex);
-    return r.watchers.size();
-}
-
-GPU_ASYNC_DECL void remove_line_watcher(line_watcher& w) noexcept {
-    line_watcher_registry& r = line_watchers();
-    std::unique_lock lk(r.mutex);
-    const auto find = [&] {
-        return std::find_if(r.watchers.begin(), r.watchers.end(),
-                            [&](const auto& e) { return e->watcher == &w; });
-    };
-    r.unpinned.wait(lk, [&] {
-        const auto it = find();
-        return it == r.watchers.end() || (*it)->pins == 0;
-    });
-    const auto it = find();
-    if (it == r.watchers.end()) return;
-    std::unique_ptr<line_watcher_registry::entry> gone = std::move(*it);
-    r.watchers.erase(it); // the order is kept: ask_line_watchers walks by it
-    lk.unlock();          // freed outside the lock
-}
-
-// Asks every registered watcher `ask(watcher)`, one at a time, holding no registry lock while
-// it does: each is pinned first, so none is removed (and destroyed) while asked, and found by
-// its order after the one asked before, so none is missed however the list changed meanwhile.
-// Allocates nothing.
-template <class Ask>
-void ask_line_watchers(Ask&& ask) noexcept {
-    expect_no_lock_held(); // a watcher takes its own locks, which may rank above the caller's
-    line_watcher_registry& r = line_watchers();
-    std::uint64_t after = 0;
-    for (;;) {
-        line_watcher_registry::entry* e = nullptr;
-        {
-            std::lock_guard lk(r.mutex);
-            const auto it = std::upper_bound(
-                r.watchers.begin(), r.watchers.end(), after,
-                [](std::uint64_t order, const auto& x) { return order < x->order; });
-            if (it == r.watchers.end()) return;
-            e = it->get();
-            ++e->pins;
-            after = e->order;
-        }
-        ask(*e->watcher);
-        {
-            std::lock_guard lk(r.mutex);
-            --e->pins;
-        }
-        r.unpinned.notify_all();
-    }
-}
-
-using line_state = line_watcher_registry::line_state;
+using line_state = line_side_table::line_state;
 
 // A slot's state word: its generation (below 2^56) shifted left by one, its fault in the low
 // bit.
@@ -194,7 +99,7 @@ inline std::uint64_t renew_line(line_state& st) noexcept {
 // Calls f(line_state&) under the shard's lock if `line` was ever adopted.
 template <class F>
 void update_state(const completion_line& line, F&& f) noexcept {
-    auto& sh = line_watchers().shard_of(&line);
+    auto& sh = line_table().shard_of(&line);
     std::lock_guard lk(sh.mutex);
     const auto it = sh.states.find(&line);
     if (it != sh.states.end()) f(it->second);
@@ -212,7 +117,7 @@ inline const line_state* state_of(const completion_line& line) noexcept {
     static thread_local std::array<cached, ways> cache{};
     cached& c = cache[(reinterpret_cast<std::uintptr_t>(&line) / sizeof(completion_line)) % ways];
     if (c.line == &line) return c.state;
-    auto& sh = line_watchers().shard_of(&line);
+    auto& sh = line_table().shard_of(&line);
     std::lock_guard lk(sh.mutex);
     const auto it = sh.states.find(&line);
     if (it == sh.states.end()) return nullptr;
@@ -226,15 +131,15 @@ GPU_ASYNC_DECL std::uint64_t adopt_line(const completion_line& line) {
     // From now on a descriptor may go stale: scan engines without a status function of their
     // own (the FILL executor's reactor) judge with this layer's.
     static const bool installed =
-        (install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
+        (detail::install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
     (void)installed;
-    auto& sh = detail::line_watchers().shard_of(&line);
+    auto& sh = detail::line_table().shard_of(&line);
     std::uint64_t g = 0;
     {
         std::lock_guard lk(sh.mutex);
         g = detail::renew_line(sh.states[&line]); // new: generation 1
     }
-    detail::line_watchers().bump();
+    detail::line_table().bump();
     return g;
 }
 
@@ -270,7 +175,7 @@ GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcep
 // is asked sees the change and does not read what it ends.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
     detail::update_state(line, [](detail::line_state& st) { detail::renew_line(st); });
-    detail::line_watchers().bump();
+    detail::line_table().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
 }
 
@@ -284,7 +189,7 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
     bool adopted = false;
     std::atomic<std::uint64_t>* retiring = nullptr; // a state never moves (see `shard`)
     {
-        auto& sh = line_watchers().shard_of(&line);
+        auto& sh = line_table().shard_of(&line);
         std::lock_guard lk(sh.mutex);
         const auto it = sh.states.find(&line);
         if (it != sh.states.end()) {
@@ -302,7 +207,7 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
         }
     }
     if (!adopted && expected && *expected != 0) return false;
-    line_watchers().bump();
+    line_table().bump();
     ask_line_watchers([&](line_watcher& w) { w.retire_slot(line, slot, r); });
     if (retiring != nullptr) {
         // Every watcher ended the retired generation's waits: from here they are stale. A later
@@ -310,7 +215,7 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
         std::uint64_t expect = r.retired;
         retiring->compare_exchange_strong(expect, 0, std::memory_order_release,
                                           std::memory_order_relaxed);
-        line_watchers().bump();
+        line_table().bump();
     }
     return true;
 }
@@ -322,7 +227,7 @@ inline bool fault_slot_at(const completion_line& line, slot_id slot,
     std::uint64_t g = 0;
     bool adopted = false;
     {
-        auto& sh = line_watchers().shard_of(&line);
+        auto& sh = line_table().shard_of(&line);
         std::lock_guard lk(sh.mutex);
         const auto it = sh.states.find(&line);
         if (it != sh.states.end()) {
@@ -334,7 +239,7 @@ inline bool fault_slot_at(const completion_line& line, slot_id slot,
         }
     }
     if (!adopted && expected && *expected != 0) return false;
-    line_watchers().bump();
+    line_table().bump();
     ask_line_watchers([&](line_watcher& w) { w.fault_slot(line, slot, g); });
     return true;
 }
@@ -359,113 +264,6 @@ GPU_ASYNC_DECL bool fault_slot(const completion_line& line, slot_id slot,
     return detail::fault_slot_at(line, slot, generation);
 }
 
-GPU_ASYNC_DECL void watch_line_health(const completion_line& line, line_health& h) {
-    detail::line_watcher_registry& r = detail::line_watchers();
-    auto e = std::make_shared<detail::line_watcher_registry::health_entry>(
-        detail::line_watcher_registry::health_entry{&line, &h});
-    std::lock_guard lk(r.mutex);
-    r.health.push_back(std::move(e));
-    r.health_watched.store(r.health.size(), std::memory_order_release);
-}
-
-GPU_ASYNC_DECL void unwatch_line_health(const completion_line& line) noexcept {
-    detail::line_watcher_registry& r = detail::line_watchers();
-    std::unique_lock lk(r.mutex);
-    for (;;) {
-        const auto it = std::find_if(r.health.begin(), r.health.end(),
-                                     [&](const auto& e) { return e->line == &line; });
-        if (it == r.health.end()) return;
-        // Swapped with the last (order is not kept: every query runs, in any order).
-        std::swap(*it, r.health.back());
-        std::shared_ptr<detail::line_watcher_registry::health_entry> gone =
-            std::move(r.health.back());
-        r.health.pop_back();
-        r.health_watched.store(r.health.size(), std::memory_order_release);
-        gone->removed = true; // no run starts it from here on
-        r.unpinned.wait(lk, [&] { return !gone->running; });
-        lk.unlock();
-        gone.reset(); // freed outside the lock (or by the run that still holds it)
-        lk.lock();
-    }
-}
-
-GPU_ASYNC_DECL void set_fault_backstop(dur_ns backstop) noexcept {
-    detail::line_watchers().health_backstop.store(backstop.ns, std::memory_order_relaxed);
-}
-
-GPU_ASYNC_DECL dur_ns fault_backstop() noexcept {
-    return dur_ns{detail::line_watchers().health_backstop.load(std::memory_order_relaxed)};
-}
-
-namespace detail {
-
-GPU_ASYNC_DECL bool line_health_watched() noexcept {
-    return line_watchers().health_watched.load(std::memory_order_acquire) != 0;
-}
-
-GPU_ASYNC_DECL bool query_line_health() noexcept {
-    if (!line_health_watched()) return false;
-    return query_line_health(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count()));
-}
-
-GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {
-    line_watcher_registry& r = line_watchers();
-    if (r.health_watched.load(std::memory_order_acquire) == 0) return false;
-    expect_no_lock_held(); // the queries call their drivers
-    const std::uint64_t backstop = r.health_backstop.load(std::memory_order_relaxed);
-    if (backstop == dur_ns::max().ns) return false;
-    // Due: no run yet, or one backstop away from the last run (either side).
-    const auto due = [&] {
-        const std::uint64_t last = r.health_last.load(std::memory_order_relaxed);
-        return last == 0 || (now_ns > last ? now_ns - last : last - now_ns) >= backstop;
-    };
-    if (!due()) return false;
-    // One run at a time, and only the caller that holds the run claims the turn (health_last is
-    // written under health_running alone): one that finds a run under way leaves the turn due
-    // for the first call after that run. (Claiming it and then skipping it put the next run a
-    // whole backstop later.)
-    if (r.health_running.load(std::memory_order_relaxed) ||
-        r.health_running.exchange(true, std::memory_order_acquire))
-        return false;
-    if (!due()) { // a run took the turn between the look and the exchange
-        r.health_running.store(false, std::memory_order_release);
-        return false;
-    }
-    r.health_last.store(now_ns != 0 ? now_ns : 1, std::memory_order_relaxed);
-    std::vector<std::shared_ptr<line_watcher_registry::health_entry>> asked;
-    {
-        std::lock_guard lk(r.mutex);
-        try {
-            asked = r.health;
-        } catch (...) {
-            // No memory for the list: no run this turn; the next one tries again.
-            r.health_running.store(false, std::memory_order_release);
-            return false;
-        }
-    }
-    for (const auto& e : asked) {
-        {
-            std::lock_guard lk(r.mutex);
-            if (e->removed) continue;
-            e->running = true;
-        }
-        e->health->query(*e->line);
-        {
-            std::lock_guard lk(r.mutex);
-            e->running = false;
-        }
-        r.unpinned.notify_all();
-    }
-    asked.clear(); // the entries unwatched meanwhile go here, outside the lock
-    r.health_running.store(false, std::memory_order_release);
-    return true;
-}
-
-} // namespace detail
-
 } // namespace gpu_async
 
-#endif // GPU_ASYNC_IMPL_LINE_RETIREMENT_IPP
+#endif // GPU_ASYNC_IMPL_LINE_LIFE_IPP

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/wordwait_x86.hpp: x86-64 CPUID probing and the UMONITOR/UMWAIT and
+// gpu_async/host/detail/wordwait_x86.hpp: x86-64 CPUID probing and the UMONITOR/UMWAIT and
 // MONITORX/MWAITX instructions, as inline assembly so the build needs no -mwaitpkg.
 //
 // Never call the instruction wrappers unless the probe (word_wait::probe()) confirmed the CPU has
 // the instruction: on a CPU without it they raise SIGILL.
 //
-#ifndef GPU_ASYNC_DETAIL_WORDWAIT_X86_HPP
-#define GPU_ASYNC_DETAIL_WORDWAIT_X86_HPP
+#ifndef GPU_ASYNC_HOST_DETAIL_WORDWAIT_X86_HPP
+#define GPU_ASYNC_HOST_DETAIL_WORDWAIT_X86_HPP
 
 #include <cstdint>
 
@@ -75,4 +75,4 @@ inline void mwaitx(std::uint32_t cycles) noexcept {
 
 } // namespace gpu_async::detail::x86
 
-#endif // GPU_ASYNC_DETAIL_WORDWAIT_X86_HPP
+#endif // GPU_ASYNC_HOST_DETAIL_WORDWAIT_X86_HPP

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/wordwait_arm.hpp: aarch64 exclusive monitor (LDXR), WFE, WFET and the system
-// registers the word wait reads (CTR_EL0, CNTVCT_EL0, CNTFRQ_EL0), as inline assembly.
+// gpu_async/host/detail/wordwait_arm.hpp: aarch64 exclusive monitor (LDXR), WFE, WFET and the
+// system registers the word wait reads (CTR_EL0, CNTVCT_EL0, CNTFRQ_EL0), as inline assembly.
 //
 // LDXR, WFE, CLREX and the register reads exist on every ARMv8-A core. WFET (FEAT_WFxT) does not:
 // never call wfet() unless the probe (word_wait::probe()) saw HWCAP2_WFXT.
 //
-#ifndef GPU_ASYNC_DETAIL_WORDWAIT_ARM_HPP
-#define GPU_ASYNC_DETAIL_WORDWAIT_ARM_HPP
+#ifndef GPU_ASYNC_HOST_DETAIL_WORDWAIT_ARM_HPP
+#define GPU_ASYNC_HOST_DETAIL_WORDWAIT_ARM_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -86,4 +86,4 @@ inline void yield_hint() noexcept {
 
 } // namespace gpu_async::detail::arm
 
-#endif // GPU_ASYNC_DETAIL_WORDWAIT_ARM_HPP
+#endif // GPU_ASYNC_HOST_DETAIL_WORDWAIT_ARM_HPP

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/dynamic_library.hpp: opening a vendor library by name at run time.
+// gpu_async/device/detail/dynamic_library.hpp: opening a vendor library by name at run time.
 //
 // Libraries are opened once and never closed (a GPU driver must not be unloaded while the
 // process may still run its threads or its exit handlers).
 //
-#ifndef GPU_ASYNC_DETAIL_DYNAMIC_LIBRARY_HPP
-#define GPU_ASYNC_DETAIL_DYNAMIC_LIBRARY_HPP
+#ifndef GPU_ASYNC_DEVICE_DETAIL_DYNAMIC_LIBRARY_HPP
+#define GPU_ASYNC_DEVICE_DETAIL_DYNAMIC_LIBRARY_HPP
 
 #include <dlfcn.h>
 
@@ -31,4 +31,4 @@ inline void* library_symbol(void* handle, const char* name) noexcept {
 
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DETAIL_DYNAMIC_LIBRARY_HPP
+#endif // GPU_ASYNC_DEVICE_DETAIL_DYNAMIC_LIBRARY_HPP

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/timer_slack.hpp: short sleeps that stay short.
+// gpu_async/host/detail/timer_slack.hpp: short sleeps that stay short.
 //
 // Linux lets a sleeping thread wake up to its timer slack (50 us by default) after its deadline,
 // to batch wake-ups. A waiter whose whole budget is a park bound of 100 us cannot afford that:
 // its threads set their slack to 1 ns (prctl PR_SET_TIMERSLACK; it applies to the calling thread
 // only). Elsewhere this does nothing.
 //
-#ifndef GPU_ASYNC_DETAIL_TIMER_SLACK_HPP
-#define GPU_ASYNC_DETAIL_TIMER_SLACK_HPP
+#ifndef GPU_ASYNC_HOST_DETAIL_TIMER_SLACK_HPP
+#define GPU_ASYNC_HOST_DETAIL_TIMER_SLACK_HPP
 
 #if defined(__linux__)
 #include <sys/prctl.h>
@@ -47,4 +47,4 @@ private:
 
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DETAIL_TIMER_SLACK_HPP
+#endif // GPU_ASYNC_HOST_DETAIL_TIMER_SLACK_HPP

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSL-1.0
 //
-// gpu_async/detail/stand_back.hpp: the gate a waiter stands back at while another thread scans
+// gpu_async/asio/detail/stand_back.hpp: the gate a waiter stands back at while another thread scans
 // for it (an implementation detail of the reactor service).
 //
 // While a port's drains are out (posted, running or awaiting a retry), each drain's end scans
@@ -9,13 +9,13 @@
 // whatever ends a stand-back changes its state first and bumps the count after (wake()), so a
 // sleeper sees the new count or the new state.
 //
-#ifndef GPU_ASYNC_DETAIL_STAND_BACK_HPP
-#define GPU_ASYNC_DETAIL_STAND_BACK_HPP
+#ifndef GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
+#define GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
 
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/detail/bell_waiter.hpp>
-#include <gpu_async/detail/futex.hpp>
 #include <gpu_async/doorbell.hpp>
+#include <gpu_async/host/detail/bell_waiter.hpp>
+#include <gpu_async/host/detail/futex.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <algorithm>
@@ -105,4 +105,4 @@ private:
 
 } // namespace gpu_async::detail
 
-#endif // GPU_ASYNC_DETAIL_STAND_BACK_HPP
+#endif // GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
