@@ -639,7 +639,12 @@ private:
             }
             scans_.fetch_add(1, std::memory_order_relaxed);
             collect(fired);
-            if (!fired.empty()) {
+            park_policy::view scanned;
+            scanned.scanned = true;
+            scanned.found = !fired.empty();
+            scanned.pending = !engine_.empty();
+            const park_policy::step next = park_policy::next(scanned);
+            if (next == park_policy::step::deliver) {
                 lk.unlock();
                 for (const state_ptr& s : fired)
                     fire(*s, std::error_code());
@@ -650,6 +655,7 @@ private:
                 idle_cv_.notify_all();
                 continue;
             }
+            if (next == park_policy::step::idle) continue; // the top of the loop idles
             lk.unlock();
             // A faulted context ends its lines' waits (device_fault) within a fault backstop.
             detail::query_line_health();
