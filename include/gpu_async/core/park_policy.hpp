@@ -4,21 +4,23 @@
 /// long it waits between two scans.
 ///
 /// Sans-I/O, as the wait machine is: every decision is a function of what the caller saw (its
-/// clock, the engine's bounds, counts and flags), so it replays on virtual time. The thread
-/// that acts on it (a watcher thread, `run_fill`'s caller, the std_watcher's thread) reads the
-/// clock, parks and scans; the policy only decides.
+/// clock, the engine's bounds, counts and flags), so it replays on virtual time. The threads
+/// that act on it are runners that decide nothing themselves: the reactor service's watcher
+/// thread, `run_fill`'s caller, the std_watcher's thread and the FILL executor's `turn` read the
+/// clock, scan, park and deliver as `next` says.
 ///
 /// One pass of a waiter:
-/// 1. `before_scan`: post the drains whose post failed (and wait one park bound if some still
-///    fail); idle while a caller drives the engine (FILL); stand back while drains are out (their
-///    ends scan on the executor's thread); else scan.
+/// 1. `next` at the top of a pass: post the drains whose post failed (and wait one park bound if
+///    some still fail); idle while a caller drives the engine (FILL); stand back while drains are
+///    out (their ends scan on the executor's thread); else scan.
 /// 2. A stand-back lasts `stand_back_window`: rounds of one bound (the park bound, shortened to
 ///    the tightest registration bound and the earliest deadline) while the drains make progress,
 ///    at most `stand_back_bounds` park bounds in all.
-/// 3. After the scan, `between_scans`: nothing pending and nothing found, idle until a
-///    registration rings; something found, hand it out and pass again; else park for the bound,
-///    or, when every pending wait has a learnt rhythm, sleep to the earliest expected completion
-///    less a margin and poll from there (`predicted_sleep`).
+/// 3. `next` after the scan: something found, hand it out and pass again; words watched, park
+///    for the bound (`park_for`: never past a deadline), or, when every pending wait has a learnt
+///    rhythm, sleep to the earliest expected completion less a margin and poll from there
+///    (`predicted_sleep`); only deadlines left, sleep to the earliest; nothing, idle until a
+///    registration rings.
 #ifndef GPU_ASYNC_CORE_PARK_POLICY_HPP
 #define GPU_ASYNC_CORE_PARK_POLICY_HPP
 
@@ -39,20 +41,50 @@ struct park_policy {
     /// with more the waiter steps (a look per park would cost more than the steps it saves).
     static constexpr std::size_t predict_max_pending = 256;
 
-    /// What a waiter does at the top of a pass.
-    enum class step : std::uint8_t {
-        post_retries, ///< post the drains whose post failed first
-        idle,         ///< a caller drives the engine: wait for a ring, reading no line
-        stand_back,   ///< drains are out: let their ends scan (stand_back_window)
-        scan,         ///< take registrations in and scan
+    /// What a waiter sees when it asks the policy what to do next. Each runner fills in what
+    /// it has (a runner with no drains or no FILL caller leaves those false).
+    struct view {
+        bool scanned = false;       ///< false: the top of a pass; true: just after a scan
+        bool retries = false;       ///< drains whose post failed wait to be posted again
+        bool caller_drives = false; ///< a run_fill caller is the waiter: the thread stays out
+        bool drains_out = false;    ///< drains are out, and their ends scan on the executor
+        bool found = false;         ///< the scan found waits to hand out
+        bool pending = false;       ///< waits whose words are watched remain
+        bool deadlines = false;     ///< deadlines remain with no word watched (alarms)
     };
 
-    /// The step at the top of a pass, from what the waiter sees under its lock.
-    static constexpr step before_scan(bool retries, bool caller_drives, bool drains_out) noexcept {
-        if (retries) return step::post_retries;
-        if (caller_drives) return step::idle;
-        if (drains_out) return step::stand_back;
-        return step::scan;
+    /// What a waiter does next: the one decision of every waiting thread (the service's
+    /// watcher thread, run_fill's caller, the std_watcher's thread, the FILL executor's turn).
+    enum class step : std::uint8_t {
+        post_retries, ///< post the drains whose post failed first
+        idle,         ///< nothing to read: wait for a ring (FILL's turn: return, nothing due)
+        stand_back,   ///< drains are out: let their ends scan (stand_back_window)
+        scan,         ///< take registrations in and scan
+        deliver,      ///< hand out what the scan found, then pass again at once
+        park,         ///< park on the lines for the bound (or sleep as predicted_sleep says)
+        sleep,        ///< no word watched, deadlines left: sleep to the earliest
+    };
+
+    /// At the top of a pass: retries first, then stay out while a caller drives, then stand
+    /// back while drains are out, else scan. After a scan: hand out what it found before any
+    /// park; park while words are watched; sleep to a deadline when only deadlines remain; else
+    /// idle.
+    static constexpr step next(const view& v) noexcept {
+        if (!v.scanned) {
+            if (v.retries) return step::post_retries;
+            if (v.caller_drives) return step::idle;
+            if (v.drains_out) return step::stand_back;
+            return step::scan;
+        }
+        if (v.found) return step::deliver;
+        if (v.pending) return step::park;
+        return v.deadlines ? step::sleep : step::idle;
+    }
+
+    /// The park at `now` for `bound`, shortened to the earliest deadline (never past one).
+    static constexpr dur_ns park_for(mono_ns now, dur_ns bound,
+                                     std::optional<mono_ns> earliest) noexcept {
+        return earliest ? min(bound, earliest->since(now)) : bound;
     }
 
     /// How long a stand-back may last: rounds of `round` while the drains make progress, until
@@ -80,18 +112,6 @@ struct park_policy {
                                            std::uint64_t progress_after, bool over, mono_ns now,
                                            mono_ns until) noexcept {
         return progress_after != progress_before && !over && now < until;
-    }
-
-    /// What a waiter does after a scan.
-    enum class after : std::uint8_t {
-        idle,    ///< nothing pending: wait for a ring, reading no line
-        deliver, ///< hand out what the scan found, then pass again at once
-        park,    ///< park for the bound (or sleep as predicted_sleep says)
-    };
-
-    static constexpr after between_scans(bool found, bool pending) noexcept {
-        if (found) return after::deliver;
-        return pending ? after::park : after::idle;
     }
 
     /// A predicted park: sleep `sleep`, then poll for `poll` (see predicted_sleep).

@@ -23,6 +23,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/error.hpp>
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
@@ -273,22 +274,30 @@ public:
         const mono_ns now = idle.now();
         turn_report r;
         r.woken = fire(now);
-        if (r.woken > 0) return r;
-        if (descriptors_.empty() && alarms_.empty()) {
-            if (tasks_left == 0) return r;
-            return coded_error(errc::stalled, {std::to_string(tasks_left)});
-        }
+        park_policy::view fired;
+        fired.scanned = true;
+        fired.found = r.woken > 0;
+        fired.pending = !descriptors_.empty();
+        fired.deadlines = !alarms_.empty();
         const std::optional<mono_ns> earliest = earliest_deadline();
-        if (descriptors_.empty()) {
+        switch (park_policy::next(fired)) {
+        case park_policy::step::deliver: // the executor resumes them
+            return r;
+        case park_policy::step::sleep:
             r.idled = idle_kind::slept;
             idle.sleep_until(*earliest);
-        } else {
+            break;
+        case park_policy::step::park: {
             const completion_line& line = descriptors_.begin()->second.descriptor().line();
-            dur_ns bound = park_bound;
-            if (earliest) bound = min(bound, earliest->since(now));
+            const dur_ns bound = park_policy::park_for(now, park_bound, earliest);
             r.idled = idle_kind::parked;
             r.park_bound = bound;
             idle.park_line(line, line_predicate(*this, line), bound);
+            break;
+        }
+        default: // idle: nothing registered can wake a task
+            if (tasks_left == 0) return r;
+            return coded_error(errc::stalled, {std::to_string(tasks_left)});
         }
         const mono_ns after = idle.now();
         r.idle_time = after.since(now);

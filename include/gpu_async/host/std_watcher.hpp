@@ -17,6 +17,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/error.hpp>
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/watch_table.hpp>
@@ -508,7 +509,12 @@ private:
             }
             scans_.fetch_add(1, std::memory_order_relaxed);
             collect(fired);
-            if (!fired.empty()) {
+            park_policy::view scanned;
+            scanned.scanned = true;
+            scanned.found = !fired.empty();
+            scanned.pending = !engine_.empty();
+            const park_policy::step next = park_policy::next(scanned);
+            if (next == park_policy::step::deliver) {
                 lk.unlock();
                 for (const state_ptr& s : fired)
                     fire(*s, std::error_code());
@@ -519,6 +525,7 @@ private:
                 idle_cv_.notify_all();
                 continue;
             }
+            if (next == park_policy::step::idle) continue; // the top of the loop idles
             lk.unlock();
             // A faulted context ends its lines' waits (device_fault) within a fault backstop.
             detail::query_line_health();

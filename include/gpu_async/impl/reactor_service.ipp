@@ -221,7 +221,11 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     std::unique_lock lk(mutex_);
     while (!stop_) {
         std::uint64_t seen = bell_->count();
-        switch (park_policy::before_scan(retry_ != nullptr, fill_ > 0, gate_.drains_out() != 0)) {
+        park_policy::view top;
+        top.retries = retry_ != nullptr;
+        top.caller_drives = fill_ > 0;
+        top.drains_out = gate_.drains_out() != 0;
+        switch (park_policy::next(top)) {
         case park_policy::step::post_retries:
             post_retries_step(lk, seen);
             continue;
@@ -234,6 +238,8 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             seen = bell_->count();
             break;
         case park_policy::step::scan:
+            break;
+        default: // not an answer at the top of a pass
             break;
         }
         scan_step(lk, seen);
@@ -303,22 +309,27 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& l
     const auto now = std::chrono::steady_clock::now();
     ready_list list;
     pass_locked(now, list);
-    switch (park_policy::between_scans(list.head() != nullptr, !engine_.empty())) {
-    case park_policy::after::idle:
+    park_policy::view seen_now;
+    seen_now.scanned = true;
+    seen_now.found = list.head() != nullptr;
+    seen_now.pending = !engine_.empty(); // its deadlines are the pending waits' own
+    switch (park_policy::next(seen_now)) {
+    case park_policy::step::idle:
         // table_size_ (0) was published before the registrations were taken, so a registration
         // pushed after that take sees 0 and rings: it cannot be missed here.
         lk.unlock();
         park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
         lk.lock();
         return;
-    case park_policy::after::deliver: {
+    case park_policy::step::deliver: {
         completion_queue* sched = completion_queue::enqueue(list);
         lk.unlock();
         schedule(sched);
         lk.lock();
         return;
     }
-    case park_policy::after::park:
+    case park_policy::step::park:
+    default: // only the answers above after a scan
         break;
     }
     const dur_ns bound = bound_locked(now, park_bound());

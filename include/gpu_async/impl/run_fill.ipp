@@ -7,6 +7,7 @@
 
 #include <gpu_async/run_fill.hpp>
 
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/host/detail/timer_slack.hpp>
 
 #include <chrono>
@@ -64,11 +65,19 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
         // the scan ends the park below at once).
         const std::uint64_t seen = svc.bell().count();
         last_scan = clock::now();
-        if (svc.poll_ready() != 0) continue;
-        if (svc.pending() == 0) {
+        park_policy::view scanned;
+        scanned.scanned = true;
+        scanned.found = svc.poll_ready() != 0;
+        scanned.pending = svc.pending() != 0;
+        switch (park_policy::next(scanned)) {
+        case park_policy::step::deliver: // queued on the io_context: run at the loop's top
+            continue;
+        case park_policy::step::idle: // nothing watched: the io_context's own wait
             n += ctx.run_one_for(idle_bound);
             if (ctx.stopped()) return n;
             continue;
+        default: // park (the service's deadlines are its pending waits')
+            break;
         }
         svc.park(seen, park_bound);
         // What ended the park is most likely a completion: look before asking the io_context,

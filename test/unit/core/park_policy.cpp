@@ -12,7 +12,6 @@ using namespace gpu_async;
 namespace {
 
 using step = park_policy::step;
-using after = park_policy::after;
 
 /// The expected completions of the pending waits, as the service hands them to the policy.
 struct expectations {
@@ -29,17 +28,53 @@ BOOST_AUTO_TEST_SUITE(park_policy_suite)
 
 BOOST_AUTO_TEST_CASE(
     the_top_of_a_pass_posts_retries_first_then_idles_for_a_caller_then_stands_back) {
-    BOOST_TEST((park_policy::before_scan(true, true, true) == step::post_retries));
-    BOOST_TEST((park_policy::before_scan(false, true, true) == step::idle));
-    BOOST_TEST((park_policy::before_scan(false, false, true) == step::stand_back));
-    BOOST_TEST((park_policy::before_scan(false, false, false) == step::scan));
+    const auto top = [](bool retries, bool caller, bool drains) {
+        park_policy::view v;
+        v.retries = retries;
+        v.caller_drives = caller;
+        v.drains_out = drains;
+        v.found = true; // what a scan would find does not count before the scan
+        v.pending = true;
+        return park_policy::next(v);
+    };
+    BOOST_TEST((top(true, true, true) == step::post_retries));
+    BOOST_TEST((top(false, true, true) == step::idle));
+    BOOST_TEST((top(false, false, true) == step::stand_back));
+    BOOST_TEST((top(false, false, false) == step::scan));
 }
 
 BOOST_AUTO_TEST_CASE(after_a_scan_found_waits_go_out_before_any_park) {
-    BOOST_TEST((park_policy::between_scans(true, true) == after::deliver));
-    BOOST_TEST((park_policy::between_scans(true, false) == after::deliver));
-    BOOST_TEST((park_policy::between_scans(false, true) == after::park));
-    BOOST_TEST((park_policy::between_scans(false, false) == after::idle));
+    const auto after_scan = [](bool found, bool pending, bool deadlines) {
+        park_policy::view v;
+        v.scanned = true;
+        v.retries = true; // the top of a pass's concerns do not count after the scan
+        v.caller_drives = true;
+        v.drains_out = true;
+        v.found = found;
+        v.pending = pending;
+        v.deadlines = deadlines;
+        return park_policy::next(v);
+    };
+    BOOST_TEST((after_scan(true, true, true) == step::deliver));
+    BOOST_TEST((after_scan(true, false, false) == step::deliver));
+    BOOST_TEST((after_scan(false, true, true) == step::park));
+    BOOST_TEST((after_scan(false, true, false) == step::park));
+    BOOST_TEST((after_scan(false, false, true) == step::sleep));
+    BOOST_TEST((after_scan(false, false, false) == step::idle));
+}
+
+BOOST_AUTO_TEST_CASE(a_park_never_passes_the_earliest_deadline) {
+    manual_clock clock;
+    clock.advance(dur_ns::from_ms(1));
+    const mono_ns now = clock.now();
+    const dur_ns pb = dur_ns::from_us(100);
+    BOOST_TEST(park_policy::park_for(now, pb, std::nullopt).ns == pb.ns);
+    BOOST_TEST(park_policy::park_for(now, pb, now.after(dur_ns::from_us(40))).ns ==
+               dur_ns::from_us(40).ns);
+    BOOST_TEST(park_policy::park_for(now, pb, now.after(dur_ns::from_us(400))).ns == pb.ns);
+    // A deadline already passed: no park at all.
+    clock.advance(dur_ns::from_us(50));
+    BOOST_TEST(park_policy::park_for(clock.now(), pb, now).ns == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_stand_back_lasts_ten_park_bounds_at_most_and_never_past_a_deadline) {
