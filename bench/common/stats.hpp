@@ -6,11 +6,12 @@
 #ifndef GPU_ASYNC_BENCH_COMMON_STATS_HPP
 #define GPU_ASYNC_BENCH_COMMON_STATS_HPP
 
+#include <gpu_async/host/detail/mono_clock.hpp>
+
 #include <pthread.h>
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,11 +21,10 @@
 
 namespace gpu_async::bench {
 
-/// Monotonic nanoseconds (the same clock std::chrono::steady_clock reads on Linux).
+/// Monotonic nanoseconds: the library's clock (steady_clock), so a benchmark's times and the
+/// library's deadlines are one time line.
 inline std::uint64_t now_ns() noexcept {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
+    return gpu_async::detail::mono_now().ns;
 }
 
 /// CPU time of the whole process (all threads), in nanoseconds.

@@ -159,7 +159,7 @@ public:
     template <class Pred>
     bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
         if (done()) return true;
-        const std::uint64_t start = detail::wordwait_now_ns();
+        const std::uint64_t start = detail::mono_now().ns;
         const std::uint64_t deadline =
             bound.count() > std::numeric_limits<std::uint64_t>::max() - start
                 ? std::numeric_limits<std::uint64_t>::max()
@@ -169,7 +169,7 @@ public:
         for (unsigned i = 1; spin.count() != 0; ++i) {
             if (done()) return true;
             detail::cpu_relax();
-            if ((i & 15u) == 0 && detail::wordwait_now_ns() >= spin_end) break;
+            if ((i & 15u) == 0 && detail::mono_now().ns >= spin_end) break;
         }
         for (;;) {
             const auto seen = static_cast<std::uint32_t>(count());
@@ -178,7 +178,7 @@ public:
                 remove_sleeper();
                 return true;
             }
-            const std::uint64_t now = detail::wordwait_now_ns();
+            const std::uint64_t now = detail::mono_now().ns;
             if (now >= deadline) {
                 remove_sleeper();
                 return static_cast<bool>(done());

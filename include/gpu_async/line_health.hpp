@@ -71,7 +71,7 @@ namespace detail {
 
 /// Runs every registered health query, if they are due: for reactors, from their waiter loops
 /// while waits are pending, with none of their own locks held; `now_ns` is their monotonic
-/// clock (steady_clock, as wordwait_now_ns()). Due when no run has happened yet, or when `now_ns`
+/// clock (steady_clock, as detail::mono_now()). Due when no run has happened yet, or when `now_ns`
 /// is at least one fault backstop away from the last run's `now_ns` (on either side: a clock
 /// behind the last run by a whole backstop, such as a test's virtual time, counts as due too).
 /// Process-wide: of the callers that find them due, one runs them, the others return false at

@@ -50,6 +50,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/host/detail/mono_clock.hpp>
 #include <gpu_async/host/detail/wordwait_arm.hpp>
 #include <gpu_async/host/detail/wordwait_x86.hpp>
 
@@ -97,13 +98,6 @@ struct word_wait_path_report {
 
 namespace detail {
 
-/// Monotonic nanoseconds (steady clock) for park deadlines.
-inline std::uint64_t wordwait_now_ns() noexcept {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
-
 /// A spin hint: PAUSE on x86, YIELD on aarch64.
 inline void cpu_relax() noexcept {
 #if GPU_ASYNC_WORDWAIT_X86
@@ -120,17 +114,17 @@ inline constexpr std::uint64_t fallback_spin_ns = 2000;
 /// `deadline_ns`. Returns `done()`.
 template <class Pred>
 bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
-    const std::uint64_t start = wordwait_now_ns();
+    const std::uint64_t start = mono_now().ns;
     const std::uint64_t spin_end =
         deadline_ns - start < fallback_spin_ns ? deadline_ns : start + fallback_spin_ns;
     for (unsigned i = 1;; ++i) {
         if (done()) return true;
         cpu_relax();
-        if ((i & 15u) == 0 && wordwait_now_ns() >= spin_end) break;
+        if ((i & 15u) == 0 && mono_now().ns >= spin_end) break;
     }
     for (;;) {
         if (done()) return true;
-        if (wordwait_now_ns() >= deadline_ns) return static_cast<bool>(done());
+        if (mono_now().ns >= deadline_ns) return static_cast<bool>(done());
         std::this_thread::yield();
     }
 }
@@ -149,7 +143,7 @@ bool park_umwait(const completion_line& line, Pred& done, std::uint64_t deadline
     for (;;) {
         umonitor(&line);
         if (done()) return true;
-        const std::uint64_t now = wordwait_now_ns();
+        const std::uint64_t now = mono_now().ns;
         if (now >= deadline_ns) return static_cast<bool>(done());
         const std::uint64_t left = deadline_ns - now;
         umwait(rdtsc() + (left < max_ticks ? left : max_ticks));
@@ -161,7 +155,7 @@ bool park_monitorx(const completion_line& line, Pred& done, std::uint64_t deadli
     for (;;) {
         monitorx(&line);
         if (done()) return true;
-        const std::uint64_t now = wordwait_now_ns();
+        const std::uint64_t now = mono_now().ns;
         if (now >= deadline_ns) return static_cast<bool>(done());
         const std::uint64_t left = deadline_ns - now;
         constexpr std::uint64_t max_timer = std::numeric_limits<std::uint32_t>::max();
@@ -183,7 +177,7 @@ bool park_wfe(const completion_line& line, Pred& done, std::uint64_t deadline_ns
             clrex();
             return true;
         }
-        if (wordwait_now_ns() >= deadline_ns) {
+        if (mono_now().ns >= deadline_ns) {
             clrex();
             return static_cast<bool>(done());
         }
@@ -200,7 +194,7 @@ bool park_wfet(const completion_line& line, Pred& done, std::uint64_t deadline_n
             clrex();
             return true;
         }
-        const std::uint64_t now = wordwait_now_ns();
+        const std::uint64_t now = mono_now().ns;
         if (now >= deadline_ns) {
             clrex();
             return static_cast<bool>(done());
@@ -261,7 +255,7 @@ public:
     template <class Pred>
     bool park(const completion_line& line, Pred&& done, dur_ns bound) const {
         if (done()) return true;
-        const std::uint64_t start = detail::wordwait_now_ns();
+        const std::uint64_t start = detail::mono_now().ns;
         const std::uint64_t deadline =
             bound.count() > std::numeric_limits<std::uint64_t>::max() - start
                 ? std::numeric_limits<std::uint64_t>::max()

@@ -34,6 +34,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/host/std_clock.hpp>
 
 #if GPU_ASYNC_GPU_TESTS_HAVE_KERNELS
 #include "kernels.hpp"
@@ -55,23 +56,6 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace gpu_async;
-
-// --- a real clock and timer for the inline wait driver --------------------------------------
-
-struct steady_clock_port {
-    mono_ns now() const noexcept {
-        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               std::chrono::steady_clock::now().time_since_epoch())
-                                               .count())};
-    }
-};
-
-struct thread_timer {
-    void sleep_until(mono_ns at) {
-        std::this_thread::sleep_until(std::chrono::steady_clock::time_point(
-            std::chrono::nanoseconds(static_cast<std::int64_t>(at.ns))));
-    }
-};
 
 // --- a tiny harness ---------------------------------------------------------------------------
 
@@ -154,8 +138,8 @@ void memset_then_wait_each_plan(const gpu& g) {
     auto source = cuda_source::create(line.value(), *slot_id::at(0), stream);
     if (!source.has_value()) return check(false, "cuda_source::create", source.error().message());
 
-    steady_clock_port clock;
-    thread_timer timer;
+    std_clock clock;
+    std_timer timer;
     point_table<int> estimates;
     std::printf("  %-95s %-9s %10s %10s %6s %9s\n", "plan", "kind", "wait_us", "slept_us", "parks",
                 "backstops");
@@ -386,8 +370,8 @@ void device_error_reaches_waiter(const gpu& g) {
     // About 20 ms of spinning at ~2 GHz, then a trap: the wait is parked by then.
     if (int st = gpu_async_test_launch_spin_then_trap(stream, 40'000'000); st != 0)
         return check(false, "launch spin_then_trap", "cudaError " + std::to_string(st));
-    steady_clock_port clock;
-    thread_timer timer;
+    std_clock clock;
+    std_timer timer;
     const wait_plan plan = wait_plan::recommended();
     const wait_result r = run_wait(source.value(), plan, std::nullopt, clock, timer);
     const bool faulted =

@@ -18,6 +18,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/error.hpp>
+#include <gpu_async/host/detail/mono_clock.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_life.hpp>
 #include <gpu_async/line_watchers.hpp>
@@ -40,7 +41,6 @@
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -180,19 +180,6 @@ inline deadline_plan feeding_plan(const wait_plan& plan) noexcept {
     return d;
 }
 
-/// The process monotonic clock as the core's time points.
-inline mono_ns steady_now() noexcept {
-    const auto t = std::chrono::steady_clock::now().time_since_epoch();
-    return mono_ns{static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t).count())};
-}
-
-/// A point of steady_now()'s clock as a std::chrono::steady_clock time point.
-inline std::chrono::steady_clock::time_point steady_at(mono_ns t) noexcept {
-    return std::chrono::steady_clock::time_point(
-        std::chrono::nanoseconds(static_cast<std::int64_t>(t.ns)));
-}
-
 /// A line nothing stores into: word 0 never reaches 1. The predicted sleep of a plan that armed
 /// nothing is a reactor wait on it with the sleep's end as its deadline, so that a cancellation
 /// from any thread ends it at once by its key, as it ends a park (an Asio timer is not safe to
@@ -303,7 +290,7 @@ public:
                 if (const auto* points = find_points(*m.state))
                     sleep = points->sleep_ns(m.point, *m.plan.predict());
             }
-            m.action = m.machine.start(m.plan, sleep, steady_now());
+            m.action = m.machine.start(m.plan, sleep, mono_now());
             m.next = step::running;
             // Everything runs from the executor: never a completion inside the initiation.
             const Executor ex = m.ex;
@@ -318,8 +305,8 @@ public:
             // A flag plan's sleep watches its armed word: reached (no error), the word ended the
             // sleep; timed_out, the sleep's end. Any other sleep watches never_stored().
             m.action = m.machine.on_event(m.plan.kind() == plan_kind::flag && !ec
-                                              ? wait_event::slept_word_seen(steady_now())
-                                              : wait_event::slept(steady_now()));
+                                              ? wait_event::slept_word_seen(mono_now())
+                                              : wait_event::slept(mono_now()));
             break;
         case step::parking: {
             if (m.link) m.link->woken();
@@ -329,7 +316,7 @@ public:
             // at once again, a spin until the backstop).
             const bool word_or_end =
                 !ec || ec == errc::device_fault || ec == errc::stale_descriptor;
-            m.action = m.machine.on_event(wait_event::parked(word_or_end, steady_now()));
+            m.action = m.machine.on_event(wait_event::parked(word_or_end, mono_now()));
             break;
         }
         }
@@ -443,7 +430,7 @@ private:
                 // The call first, then the clock: argument order is unspecified.
                 query_result q = query_result::pending();
                 if (!m.with_source([&](Source& src) { q = src.query(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::queried(q, steady_now()));
+                m.action = m.machine.on_event(wait_event::queried(q, mono_now()));
                 if (m.action.kind == before) {
                     // Polling: let other handlers run between queries.
                     const Executor ex = m.ex;
@@ -456,13 +443,13 @@ private:
                 std::error_code r;     // the call before the clock is read
                 expect_no_lock_held(); // block() waits for the work
                 if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::blocked(r, steady_now()));
+                m.action = m.machine.on_event(wait_event::blocked(r, mono_now()));
                 break;
             }
             case wait_action::type::arm: {
                 std::error_code r; // the call before the clock is read
                 if (!m.with_source([&](Source& src) { r = src.arm(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::armed(r, steady_now()));
+                m.action = m.machine.on_event(wait_event::armed(r, mono_now()));
                 break;
             }
             case wait_action::type::sleep_until: {
@@ -483,7 +470,7 @@ private:
                 // registration, a timeout and a post each time and see nothing the reactor's
                 // scans do not, so one registration lasts until the backstop query is due.
                 const dur_ns bound = m.action.bound;
-                const mono_ns now = steady_now();
+                const mono_ns now = mono_now();
                 const dur_ns until_backstop = m.machine.backstop_due().since(now);
                 return on_word(self, bound, now.after(max(bound, until_backstop)));
             }
@@ -545,7 +532,7 @@ private:
         try {
             op->hold_work(ex);
             if (link) link->waiting_on(key);
-            started = svc.start(keep->reactor, op, bound, steady_at(end));
+            started = svc.start(keep->reactor, op, bound, steady_from(end));
         } catch (...) {
             op->destroy();
             throw;

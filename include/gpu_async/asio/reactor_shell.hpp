@@ -27,6 +27,7 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/host/detail/bell_waiter.hpp>
+#include <gpu_async/host/detail/mono_clock.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/line_health.hpp>
 #include <gpu_async/line_life.hpp>

@@ -12,10 +12,9 @@
 #define GPU_ASYNC_HOST_STD_CLOCK_HPP
 
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/host/detail/mono_clock.hpp>
 
 #include <chrono>
-#include <cstdint>
-#include <limits>
 #include <thread>
 
 namespace gpu_async {
@@ -23,18 +22,11 @@ namespace gpu_async {
 /// The process monotonic clock (std::chrono::steady_clock) as mono_ns.
 class std_clock {
 public:
-    mono_ns now() const noexcept {
-        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               std::chrono::steady_clock::now().time_since_epoch())
-                                               .count())};
-    }
+    mono_ns now() const noexcept { return detail::mono_now(); }
 
-    /// The steady_clock time point of `t`.
+    /// The steady_clock time point of `t` (saturating: mono_ns::max() stays in the far future).
     static std::chrono::steady_clock::time_point to_time_point(mono_ns t) noexcept {
-        using rep = std::chrono::nanoseconds::rep;
-        constexpr auto max_ns = static_cast<std::uint64_t>(std::numeric_limits<rep>::max());
-        return std::chrono::steady_clock::time_point(
-            std::chrono::nanoseconds(static_cast<rep>(t.ns < max_ns ? t.ns : max_ns)));
+        return detail::steady_from(t);
     }
 };
 

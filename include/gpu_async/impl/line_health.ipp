@@ -6,13 +6,13 @@
 #ifndef GPU_ASYNC_IMPL_LINE_HEALTH_IPP
 #define GPU_ASYNC_IMPL_LINE_HEALTH_IPP
 
+#include <gpu_async/host/detail/mono_clock.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/impl/line_watchers.ipp>
 #include <gpu_async/line_health.hpp>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -98,10 +98,7 @@ GPU_ASYNC_DECL bool line_health_watched() noexcept {
 
 GPU_ASYNC_DECL bool query_line_health() noexcept {
     if (!line_health_watched()) return false;
-    return query_line_health(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::steady_clock::now().time_since_epoch())
-                                       .count()));
+    return query_line_health(detail::mono_now().ns);
 }
 
 GPU_ASYNC_DECL bool query_line_health(std::uint64_t now_ns) noexcept {

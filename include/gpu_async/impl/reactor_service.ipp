@@ -96,7 +96,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
     std::optional<park_policy::predicted_park> sleep;
-    const std::uint64_t from = detail::wordwait_now_ns(); // the look before this park
+    const std::uint64_t from = detail::mono_now().ns; // the look before this park
     {
         std::lock_guard lk(mutex_);
         bound = bound_locked(std::chrono::steady_clock::now(), bound);
@@ -280,19 +280,18 @@ GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<ranked_mut
     // that cannot wait (a near deadline, a tight bound), and in any case after the policy's
     // window (a drain scans only when the bell rang or a device signalled).
     const auto now = std::chrono::steady_clock::now();
-    const park_policy::stand_back_window window =
-        park_policy::stand_back(mono_ns{detail::wordwait_now_ns()}, park_bound(),
-                                [&](dur_ns b) { return bound_locked(now, b); });
+    const park_policy::stand_back_window window = park_policy::stand_back(
+        detail::mono_now(), park_bound(), [&](dur_ns b) { return bound_locked(now, b); });
     lk.unlock();
     std::uint64_t progress = drain_progress_.load(std::memory_order_acquire);
     for (bool first = true;; first = false) {
-        const mono_ns t{detail::wordwait_now_ns()};
+        const mono_ns t{detail::mono_now().ns};
         if (t >= window.until) break;
         gate_.wait(*bell_, waiter_, min(window.round, window.until.since(t)), first,
                    [this] { return stand_back_over(); });
         const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
         if (!park_policy::stand_back_again(progress, now_progress, stand_back_over(),
-                                           mono_ns{detail::wordwait_now_ns()}, window.until))
+                                           detail::mono_now(), window.until))
             break;
         progress = now_progress; // the drains ran within the bound: one scans at its end
     }
@@ -333,7 +332,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& l
         break;
     }
     const dur_ns bound = bound_locked(now, park_bound());
-    const std::uint64_t from = detail::wordwait_now_ns(); // this look
+    const std::uint64_t from = detail::mono_now().ns; // this look
     const std::optional<park_policy::predicted_park> sleep = predicted_sleep_locked(from, bound);
     lk.unlock();
     query_health(); // a faulted context ends its lines' waits (device_fault) within a backstop

@@ -57,13 +57,6 @@ GPU_ASYNC_DECL reactor_key reactor_shell::make_key(reactor_op& op) noexcept {
     return reactor_key{op.descriptor(), &op, op.serial_};
 }
 
-/// The process monotonic clock (steady_clock) as the core's time points.
-inline mono_ns to_mono(std::chrono::steady_clock::time_point t) noexcept {
-    const auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-    return mono_ns{ns > 0 ? static_cast<std::uint64_t>(ns) : 0};
-}
-
 GPU_ASYNC_DECL void reactor_shell::fetch_incoming(engine_batch& b) noexcept {
     std::lock_guard in(incoming_mutex_);
     if (incoming_.empty()) {
@@ -124,7 +117,7 @@ GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_p
     } catch (...) {
         // A take-in ends what it cannot register (no_memory): nothing is lost.
     }
-    if (!engine_.empty()) engine_.scan(to_mono(now), fetch(), registered(), out);
+    if (!engine_.empty()) engine_.scan(mono_from(now), fetch(), registered(), out);
     finish_locked(out, list); // each op fed the rhythm as it left (left_locked), before scanned()
     rhythm_.scanned();
     publish_size();
@@ -139,7 +132,7 @@ GPU_ASYNC_DECL void reactor_shell::take_in_settled_locked(engine_list& out) noex
 
 GPU_ASYNC_DECL void reactor_shell::learn_locked(const reactor_op& op) noexcept {
     if (op.started_ns_ == 0) return; // started while nothing was predicted: no clock read
-    rhythm_.learn(op.descriptor(), op.started_ns_, detail::wordwait_now_ns(), rhythm_plan());
+    rhythm_.learn(op.descriptor(), op.started_ns_, detail::mono_now().ns, rhythm_plan());
 }
 
 GPU_ASYNC_DECL reactor_shell::start_result
@@ -162,10 +155,10 @@ reactor_shell::start(reactor_port& port, reactor_op* op, dur_ns bound,
             start_thread_locked();
     }
     op->port_ = &port;
-    op->started_ns_ = predicting() ? detail::wordwait_now_ns() : 0;
+    op->started_ns_ = predicting() ? detail::mono_now().ns : 0;
     op->bound_ns = bound.ns;
     op->has_deadline = deadline.has_value();
-    op->deadline_ns = deadline ? to_mono(*deadline).ns : 0;
+    op->deadline_ns = deadline ? mono_from(*deadline).ns : 0;
     push_incoming(*op, bound, deadline, now);
     if (!waiter_present_.load(std::memory_order_seq_cst)) {
         // The last FILL driver ended between the look above and the push, finding no waits:
@@ -381,7 +374,7 @@ GPU_ASYNC_DECL void reactor_shell::unlink_port_locked(reactor_op& op) noexcept {
 
 GPU_ASYNC_DECL dur_ns reactor_shell::bound_locked(std::chrono::steady_clock::time_point now,
                                                   dur_ns bound) const noexcept {
-    return engine_.bound(to_mono(now), bound);
+    return engine_.bound(mono_from(now), bound);
 }
 
 GPU_ASYNC_DECL void reactor_shell::retry_later(completion_queue* q) noexcept {

@@ -872,10 +872,10 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
     std::optional<coded_error> failure;
     bool settled = true;
     bool recorded = false;
-    const std::uint64_t start = detail::wordwait_now_ns();
+    const std::uint64_t start = detail::mono_now().ns;
     const std::uint64_t limit = s.settle_timeout.count();
     auto left = [&]() -> std::uint64_t {
-        const std::uint64_t spent = detail::wordwait_now_ns() - start;
+        const std::uint64_t spent = detail::mono_now().ns - start;
         return spent >= limit ? 0 : limit - spent;
     };
     try {

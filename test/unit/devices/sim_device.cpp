@@ -3,6 +3,7 @@
 
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/host/std_clock.hpp>
 
 #include "common/eventually.hpp"
 #include "common/work_gate.hpp"
@@ -46,22 +47,6 @@ bool settle(const sim_stream& s) {
     }
     return false;
 }
-
-// A real clock and a sleeping timer for driving the wait machine end to end.
-struct steady_clock_port {
-    mono_ns now() const noexcept {
-        return {static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               std::chrono::steady_clock::now().time_since_epoch())
-                                               .count())};
-    }
-};
-struct sleeping_timer {
-    steady_clock_port clk;
-    void sleep_until(mono_ns at) {
-        const mono_ns now = clk.now();
-        if (at > now) std::this_thread::sleep_for(std::chrono::nanoseconds(at.since(now).count()));
-    }
-};
 
 } // namespace
 
@@ -395,8 +380,8 @@ BOOST_AUTO_TEST_CASE(query_arm_park_loop) {
 }
 
 BOOST_AUTO_TEST_CASE(drives_the_wait_machine) {
-    steady_clock_port clk;
-    sleeping_timer tmr;
+    std_clock clk; // the process clock and a sleeping timer drive the machine end to end
+    std_timer tmr;
     sim_device dev;
     {
         // Flag plan: pending at the first query, the gate opens at the first park.

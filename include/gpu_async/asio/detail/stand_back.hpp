@@ -60,7 +60,7 @@ public:
     void wait(const doorbell& bell, const bell_waiter& waiter, dur_ns bound, bool spin_first,
               Over&& over) noexcept {
         if (over() || bound.ns == 0) return;
-        const std::uint64_t start = wordwait_now_ns();
+        const std::uint64_t start = mono_now().ns;
         const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
         // It reads lines that nobody writes per completion: the drains' count, the flags, the
         // doorbell's device word.
@@ -70,7 +70,7 @@ public:
         for (unsigned i = 1;; ++i) {
             if (over()) return;
             cpu_relax();
-            if ((i & 15u) == 0 && wordwait_now_ns() >= spin_end) break;
+            if ((i & 15u) == 0 && mono_now().ns >= spin_end) break;
         }
         if (spin != bell_waiter::max_spin_ns) return;
         const std::uint64_t step = bell.device_producers() != 0 && !waiter.has_monitor()
@@ -80,7 +80,7 @@ public:
         for (;;) {
             sleepers_.fetch_add(1, std::memory_order_seq_cst);
             const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-            const std::uint64_t now = wordwait_now_ns();
+            const std::uint64_t now = mono_now().ns;
             if (over() || now >= deadline) {
                 sleepers_.fetch_sub(1, std::memory_order_relaxed);
                 return;
@@ -91,7 +91,7 @@ public:
         }
 #else
         (void)step;
-        while (!over() && wordwait_now_ns() < deadline)
+        while (!over() && mono_now().ns < deadline)
             std::this_thread::yield();
 #endif
     }

@@ -87,7 +87,7 @@ public:
             ww_->park(bell.line(), rang, bound);
             return;
         }
-        const std::uint64_t now = wordwait_now_ns();
+        const std::uint64_t now = mono_now().ns;
         const std::uint64_t t0 = rate_t0_ns_.load(std::memory_order_relaxed);
         if (now - t0 >= 1000000) {
             const std::uint64_t rings = bell.count();
@@ -110,7 +110,7 @@ public:
             std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
         const std::uint64_t end = mono_ns{now}.after(bound).ns;
         for (dur_ns s = first_step_spin(spin, dense(), step);; s = dur_ns{}) {
-            const std::uint64_t t = wordwait_now_ns();
+            const std::uint64_t t = mono_now().ns;
             if (t >= end) return;
             if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
         }
@@ -129,11 +129,11 @@ public:
         if (bell.wait([&bell, seen] { return bell.count() != seen; }, sleep, dur_ns{}))
             return false;
         if (bell.device_signaled()) return true;
-        const std::uint64_t end = mono_ns{wordwait_now_ns()}.after(budget).ns;
+        const std::uint64_t end = mono_now().after(budget).ns;
         for (unsigned i = 1;; ++i) {
             if (rang()) return false;
             cpu_relax();
-            if ((i & 15u) == 0 && wordwait_now_ns() >= end) return false;
+            if ((i & 15u) == 0 && mono_now().ns >= end) return false;
         }
     }
 
