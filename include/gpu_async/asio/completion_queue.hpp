@@ -15,6 +15,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/scan_engine.hpp>
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/error.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 
@@ -40,34 +41,12 @@ struct ready_list;
 class completion_queue;
 struct reactor_port;
 
-/// How a reactor op ended: its handler's error code, kept in a byte (the op is on the hot path
-/// and every pending wait pays for its fields).
-enum class op_result : std::uint8_t {
-    success,          ///< its word reached its target
-    timed_out,        ///< a registration deadline passed first
-    aborted,          ///< cancelled, or its line retired while it was pending
-    device_fault,     ///< its slot's stream faulted before storing its target
-    stale_descriptor, ///< its descriptor's line had been retired when it started
-    no_memory,        ///< no memory for its place in the table
-};
-
-/// The error code of `r`.
-inline error_code to_error_code(op_result r) noexcept {
-    switch (r) {
-    case op_result::success:
-        break;
-    case op_result::timed_out:
-        return asio::error::timed_out;
-    case op_result::aborted:
-        return asio::error::operation_aborted;
-    case op_result::device_fault:
-        return errc::device_fault;
-    case op_result::stale_descriptor:
-        return errc::stale_descriptor;
-    case op_result::no_memory:
-        return asio::error::no_memory;
-    }
-    return {};
+/// The port's codes for the endings that are not the library's own: Asio's (the one mapping
+/// of a wait's end to a code is to_error_code in <gpu_async/core/wait_end.hpp>).
+inline const generic_codes<error_code>& asio_codes() noexcept {
+    static const generic_codes<error_code> codes{asio::error::operation_aborted,
+                                                 asio::error::timed_out, asio::error::no_memory};
+    return codes;
 }
 
 /// A pending wait as the reactor sees it. The concrete operation (a handler and its allocator,
@@ -87,9 +66,9 @@ public:
         , queue_(queue) {}
 
     /// Set by the reactor before `complete`.
-    void set_result(op_result r) noexcept { result_ = r; }
-    op_result result() const noexcept { return result_; }
-    error_code ec() const noexcept { return to_error_code(result_); }
+    void set_result(wait_end r) noexcept { result_ = r; }
+    wait_end result() const noexcept { return result_; }
+    error_code ec() const noexcept { return to_error_code(result_, asio_codes()); }
 
     /// Hands the completion to the executor. Consumes the op, also when it throws (posting
     /// failed: the op has been destroyed without invoking anything).
@@ -122,9 +101,9 @@ private:
     reactor_op* next_ = nullptr;
     completion_queue* queue_;  // where its completion is delivered from
     std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up (never wraps)
-    op_result result_ = op_result::success;
-    bool foreign_executor_ = false; // see set_foreign_executor
-    bool linked_ = false;           // in its port's list (while in the table)
+    wait_end result_ = wait_end::reached; // how it ended, kept in a byte (the hot path)
+    bool foreign_executor_ = false;       // see set_foreign_executor
+    bool linked_ = false;                 // in its port's list (while in the table)
 };
 
 /// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).

@@ -61,28 +61,14 @@ namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 /// How a wait on `d` ends before it is registered, by one checked read of its word
-/// (read_checked: judged, read, judged again): success when complete while its line's life
-/// stood still; stale_descriptor for a retired line's descriptor (its line is not read);
-/// operation_aborted when the line's life moved across the read (a retirement found it
-/// pending: what was read does not count) or its slot's stream was given back before storing
-/// the target; device_fault for a faulted slot whose word has not
-/// reached the target (what the stream stored before its fault still completes); none when it
-/// may wait.
-inline std::optional<op_result> result_at_start(const memory_descriptor& d) noexcept {
-    switch (read_checked(d, &descriptor_status)) {
-    case line_read::pending:
-        return std::nullopt;
-    case line_read::reached:
-        return op_result::success;
-    case line_read::faulted:
-        return op_result::device_fault;
-    case line_read::stale:
-        return op_result::stale_descriptor;
-    case line_read::retired:
-    case line_read::given_back:
-        break;
-    }
-    return op_result::aborted;
+/// (read_checked: judged, read, judged again; the ending by ending_of, judged at registration):
+/// reached when complete while its line's life stood still; stale for a retired line's
+/// descriptor (its line is not read); aborted when the line's life moved across the read (a
+/// retirement found it pending: what was read does not count) or its slot's stream was given
+/// back before storing the target; faulted for a faulted slot whose word has not reached the
+/// target (what the stream stored before its fault still completes); none when it may wait.
+inline std::optional<wait_end> result_at_start(const memory_descriptor& d) noexcept {
+    return ending_of(read_checked(d, &descriptor_status), judgement::at_registration);
 }
 
 /// The locked shell over the scan engine; see the header comment. The reactor service derives

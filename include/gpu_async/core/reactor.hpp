@@ -27,6 +27,7 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/watch_table.hpp>
 
 #include <algorithm>
@@ -206,22 +207,14 @@ public:
             watched& w = descriptors_.at(id);
             // Judged before the word is read (a retired line's memory may be gone or reused),
             // and again after it.
-            switch (engine_.read_checked(w.descriptor())) {
-            case line_read::reached:
+            const std::optional<wait_end> e =
+                ending_of(engine_.read_checked(w.descriptor()), judgement::while_pending);
+            if (!e)
+                take_in(w, judgement::while_pending);
+            else if (*e == wait_end::reached)
                 reached_.push_back(id);
-                break;
-            case line_read::pending:
-                take_in(w);
-                break;
-            case line_read::faulted:
-                ended_.emplace_back(id, wait_end::faulted);
-                break;
-            case line_read::stale:
-            case line_read::retired:
-            case line_read::given_back:
-                ended_.emplace_back(id, wait_end::aborted);
-                break;
-            }
+            else
+                ended_.emplace_back(id, *e);
         }
         if (engine_.life_epoch() != before) recheck_reached();
         for (const registration id : reached_)
@@ -409,9 +402,9 @@ private:
                     fired.end());
     }
     // One read of the word: registered, or reached (with what the read completed besides).
-    void take_in(watched& w) {
+    void take_in(watched& w, judgement when = judgement::at_registration) {
         detail::engine_list out;
-        engine_.take_in_one(w, no_link, out);
+        engine_.take_in_one(w, no_link, out, when);
         if (!w.registered() && w.end() == wait_end::no_memory) throw std::bad_alloc();
         reached(out);
     }

@@ -34,6 +34,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/watch_table.hpp>
 
 #include <algorithm>
@@ -47,16 +48,6 @@
 #include <vector>
 
 namespace gpu_async {
-
-/// Why a wait left a scan_engine.
-enum class wait_end : std::uint8_t {
-    reached,   ///< its word reached its target
-    expired,   ///< its deadline passed first
-    aborted,   ///< cancelled, its line retired while it was pending, or the engine cleared
-    faulted,   ///< its slot's stream faulted before storing its target
-    stale,     ///< its descriptor's line had been retired when it was taken in (never read)
-    no_memory, ///< no memory for its place in the table
-};
 
 namespace detail {
 
@@ -240,9 +231,10 @@ public:
     }
 
     /// Takes in what `fetch` hands over: each wait is judged (status), its word read once, and it
-    /// is either kept (`registered`) or put on `out` ended (reached, stale, faulted,
-    /// no_memory). With it leave the table's waits that a registration's read completed (the
-    /// word moved far since the last scan), in hand-out order. Returns whether anything came.
+    /// is either kept (`registered`) or put on `out` ended (reached, faulted, no_memory; aborted
+    /// when its line was retired: its host judged it live as it registered). With it leave the
+    /// table's waits that a registration's read completed (the word moved far since the last scan),
+    /// in hand-out order. Returns whether anything came.
     template <class Fetch, class OnRegistered>
     bool take_in(Fetch&& fetch, OnRegistered&& registered, engine_list& out) {
         fetch(spare_);
@@ -251,12 +243,22 @@ public:
         return true;
     }
 
-    /// Takes in one wait at once (a host whose registrations come under its own lock).
+    /// Takes in one wait at once (a host whose registrations come under its own lock). `when`:
+    /// whether this is the wait's registration (a descriptor found stale then ends `stale`) or
+    /// a wait already registered with its host (found stale, it ends `aborted`).
     template <class OnRegistered>
-    void take_in_one(engine_wait& w, OnRegistered&& registered, engine_list& out) {
+    void take_in_one(engine_wait& w, OnRegistered&& registered, engine_list& out,
+                     judgement when = judgement::at_registration) {
         begin_take();
         engine_list scanned;
-        take_one(w, registered, scanned, out);
+        taking_ = when;
+        try {
+            take_one(w, registered, scanned, out);
+        } catch (...) {
+            taking_ = judgement::while_pending;
+            throw;
+        }
+        taking_ = judgement::while_pending;
         end_take(scanned, out);
     }
 
@@ -350,7 +352,7 @@ public:
     /// stored before it went leave `reached`, the rest `aborted`, in target order.
     void retire_slot(const completion_line& line, slot_id slot, engine_list& out) noexcept {
         table_.collect(line, slot, sink(out));
-        table_.remove_slot(line, slot, sink(out), watch_end::removed);
+        table_.remove_slot(line, slot, sink(out), wait_end::aborted);
     }
 
     /// Ends every wait (`aborted`).
@@ -428,26 +430,12 @@ private:
     struct leave_sink {
         scan_engine* self;
         engine_list* out;
-        void operator()(engine_wait* w, watch_end why) const noexcept {
-            self->left(*w, to_end(why));
+        void operator()(engine_wait* w, wait_end why) const noexcept {
+            self->left(*w, why);
             out->push(w);
         }
     };
     leave_sink sink(engine_list& out) noexcept { return leave_sink{this, &out}; }
-
-    static wait_end to_end(watch_end why) noexcept {
-        switch (why) {
-        case watch_end::reached:
-            return wait_end::reached;
-        case watch_end::expired:
-            return wait_end::expired;
-        case watch_end::faulted:
-            return wait_end::faulted;
-        case watch_end::removed:
-            break;
-        }
-        return wait_end::aborted;
-    }
 
     // The wait has left the table: drop the engine's bookkeeping of it.
     void left(engine_wait& w, wait_end why) noexcept {
@@ -561,8 +549,11 @@ private:
                 return;
             }
             if (ends_unwatched(st, d) && !retired_here(d, st)) {
-                left_unregistered(w,
-                                  st == line_status::stale ? wait_end::stale : wait_end::faulted);
+                // Stale at its registration, the wait never began; stale later, its line was
+                // retired while it was pending (wait_end.hpp).
+                left_unregistered(w, st != line_status::stale                ? wait_end::faulted
+                                     : taking_ == judgement::at_registration ? wait_end::stale
+                                                                             : wait_end::aborted);
                 out.push(&w);
                 return;
             }
@@ -744,6 +735,9 @@ private:
     status_fn status_now_ = nullptr;      // the status function of the take-in under way
     std::uint64_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
     std::uint64_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
+    // Whether the take-in under way is its waits' registration (take_in_one); a batch's waits
+    // were judged by their host as they registered (the port's start).
+    judgement taking_ = judgement::while_pending;
     // The slot whose retirement is taking registrations in (take_in_retiring), if any.
     const completion_line* retiring_line_ = nullptr;
     std::size_t retiring_slot_ = 0;

@@ -42,13 +42,14 @@
 /// allocates: every way out of the table is noexcept.
 ///
 /// Sinks. `insert`, `collect`, `collect_expired`, `remove_line`, `remove_slot` and `clear` call
-/// `sink(T* wait, watch_end why)` once for each wait they remove, after it has left the table; a
+/// `sink(T* wait, wait_end why)` once for each wait they remove, after it has left the table; a
 /// sink must not throw nor call back into the table.
 #ifndef GPU_ASYNC_CORE_WATCH_TABLE_HPP
 #define GPU_ASYNC_CORE_WATCH_TABLE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_end.hpp>
 
 #include <algorithm>
 #include <array>
@@ -68,14 +69,6 @@
 #include <vector>
 
 namespace gpu_async {
-
-/// Why a wait left a watch_table through a sink.
-enum class watch_end : std::uint8_t {
-    reached, ///< its word reached its target
-    expired, ///< its deadline passed first
-    removed, ///< its line was removed (the line's owner is going away) or the table cleared
-    faulted, ///< its slot was removed: the stream storing into it faulted
-};
 
 namespace detail {
 
@@ -369,7 +362,7 @@ public:
     /// not, the word had reached the target and the caller completes the wait).
     ///
     /// When the slot's word moved far since its last scan, the slot is first scanned at the
-    /// value read: waits it completes are handed to `sink` (watch_end::reached) before this
+    /// value read: waits it completes are handed to `sink` (wait_end::reached) before this
     /// returns. With `deadline`, the wait is also handed out by collect_expired() once the
     /// caller's clock passes it. Throws std::bad_alloc (nothing registered) when a line's
     /// record or a deadline's node cannot be made.
@@ -442,7 +435,7 @@ public:
     }
 
     /// Scans every watched slot once (one acquire load each) and hands every completed wait to
-    /// `sink` (watch_end::reached), ascending target order within a slot. Returns how many.
+    /// `sink` (wait_end::reached), ascending target order within a slot. Returns how many.
     template <class Sink>
     std::size_t collect(Sink&& sink) {
         std::size_t n = 0;
@@ -477,7 +470,7 @@ public:
         return scan_slot(lr, s, word, sink);
     }
 
-    /// Hands every wait whose deadline is at or before `now` to `sink` (watch_end::expired),
+    /// Hands every wait whose deadline is at or before `now` to `sink` (wait_end::expired),
     /// earliest first. Returns how many.
     template <class Sink>
     std::size_t collect_expired(mono_ns now, Sink&& sink) {
@@ -485,7 +478,7 @@ public:
         while (!deadlines_.empty() && deadlines_.begin()->first <= now.ns) {
             T* w = wait_of(deadlines_.begin()->second);
             erase(*w);
-            sink(w, watch_end::expired);
+            sink(w, wait_end::expired);
             ++n;
         }
         return n;
@@ -513,7 +506,7 @@ public:
     }
 
     /// Removes every wait on `line` (its owner is about to free it) and hands each to `sink`
-    /// (watch_end::removed). After this returns the table no longer reads the line.
+    /// (wait_end::aborted). After this returns the table no longer reads the line.
     template <class Sink>
     std::size_t remove_line(const completion_line& line, Sink&& sink) noexcept {
         const auto it = lines_.find(&line);
@@ -522,12 +515,12 @@ public:
     }
 
     /// Removes every wait on `slot` of `line` (the stream storing into it faulted, or went, and
-    /// will store no more) and hands each to `sink` with `why` (watch_end::faulted or
-    /// watch_end::removed), in ascending target order, each once it has left the table. `sink`
+    /// will store no more) and hands each to `sink` with `why` (wait_end::faulted or
+    /// wait_end::aborted), in ascending target order, each once it has left the table. `sink`
     /// must not call back into the table.
     template <class Sink>
     std::size_t remove_slot(const completion_line& line, slot_id slot, Sink&& sink,
-                            watch_end why = watch_end::faulted) noexcept {
+                            wait_end why = wait_end::faulted) noexcept {
         const auto found = lines_.find(&line);
         if (found == lines_.end()) return 0;
         line_rec& lr = found->second;
@@ -538,7 +531,7 @@ public:
         return hand_out(taken, sink, why);
     }
 
-    /// Removes every wait and hands each to `sink` (watch_end::removed).
+    /// Removes every wait and hands each to `sink` (wait_end::aborted).
     template <class Sink>
     std::size_t clear(Sink&& sink) noexcept {
         std::size_t n = 0;
@@ -596,7 +589,7 @@ private:
         // The pending waits keep their order under the new anchor.
         sr.anchor = word;
         settle(lr, s, n, keep_record);
-        return hand_out(taken, sink, watch_end::reached);
+        return hand_out(taken, sink, wait_end::reached);
     }
 
     // Takes out of `sr`, in ascending order, its first waits at distance at most `upto`, with
@@ -641,7 +634,7 @@ private:
     }
     // Hands the waits linked through left_ to `sink`, in order, once each has left the table.
     template <class Sink>
-    static std::size_t hand_out(watch_node* list, Sink& sink, watch_end why) noexcept {
+    static std::size_t hand_out(watch_node* list, Sink& sink, wait_end why) noexcept {
         std::size_t n = 0;
         while (list != nullptr) {
             watch_node* w = std::exchange(list, list->left_);
@@ -671,7 +664,7 @@ private:
         lr.mask = 0;
         drop_record(lr);
         for (watch_node* list : taken)
-            hand_out(list, sink, watch_end::removed);
+            hand_out(list, sink, wait_end::aborted);
         return n;
     }
 

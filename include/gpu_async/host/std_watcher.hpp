@@ -20,6 +20,7 @@
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/host/detail/bell_waiter.hpp>
@@ -322,24 +323,11 @@ private:
         ended_.reserve(ended_.size() + out.count);
         while (detail::engine_wait* w = out.pop()) {
             auto* p = static_cast<detail::watch_state*>(w);
-            switch (w->end()) {
-            case wait_end::reached:
+            if (w->end() == wait_end::reached) {
                 ready_.push_back(p->shared_from_this()); // a handle owns it while registered
                 continue;
-            case wait_end::aborted:
-                p->ending = std::make_error_code(std::errc::operation_canceled);
-                break;
-            case wait_end::faulted:
-                p->ending = make_error_code(errc::device_fault);
-                break;
-            case wait_end::stale:
-                p->ending = make_error_code(errc::stale_descriptor);
-                break;
-            case wait_end::expired: // no deadlines here
-            case wait_end::no_memory:
-                p->ending = std::make_error_code(std::errc::not_enough_memory);
-                break;
             }
+            p->ending = to_error_code(w->end(), std_codes());
             ended_.push_back(p->shared_from_this());
         }
     }

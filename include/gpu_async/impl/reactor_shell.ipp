@@ -70,25 +70,8 @@ GPU_ASYNC_DECL void reactor_shell::fetch_incoming(engine_batch& b) noexcept {
 
 GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
     unlink_port_locked(op);
-    switch (op.end()) {
-    case wait_end::reached:
-        op.set_result(op_result::success);
-        learn_locked(op);
-        break;
-    case wait_end::expired:
-        op.set_result(op_result::timed_out);
-        break;
-    case wait_end::aborted:
-    case wait_end::stale: // live at start(): a retirement since found it pending
-        op.set_result(op_result::aborted);
-        break;
-    case wait_end::faulted:
-        op.set_result(op_result::device_fault);
-        break;
-    case wait_end::no_memory:
-        op.set_result(op_result::no_memory);
-        break;
-    }
+    op.set_result(op.end()); // the engine decided it (a retirement since start(): aborted)
+    if (op.end() == wait_end::reached) learn_locked(op);
     // The queues of what is leaving, noted while the op is at hand (finish_locked).
     if (leaving_.count++ == 0)
         leaving_.queue = op.queue_;
@@ -180,7 +163,7 @@ reactor_shell::ends_at_start(reactor_op& op,
                              std::optional<std::chrono::steady_clock::time_point> deadline,
                              std::chrono::steady_clock::time_point now) noexcept {
     if (deadline && *deadline <= now) {
-        op.set_result(op_result::timed_out);
+        op.set_result(wait_end::expired);
         return true;
     }
     // A descriptor of a retired line, or of a faulted slot, ends before its line is read; a
@@ -188,7 +171,7 @@ reactor_shell::ends_at_start(reactor_op& op,
     // read first: the take-in judges it again only if a line's life moved since. (The take-in
     // reads the word again; a store between the two reads only makes the wait complete there.)
     op.judged_at = line_life_epoch();
-    if (const std::optional<op_result> r = result_at_start(op.descriptor())) {
+    if (const std::optional<wait_end> r = result_at_start(op.descriptor())) {
         op.set_result(*r);
         return true;
     }

@@ -5,6 +5,7 @@
 #ifndef GPU_ASYNC_IMPL_WAIT_FD_IPP
 #define GPU_ASYNC_IMPL_WAIT_FD_IPP
 
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/host/wait_fd.hpp>
 
@@ -119,7 +120,7 @@ public:
                 const rec_list::iterator r = first->second;
                 first = by_cookie_.erase(first);
                 gone.splice(gone.end(), pending_, r);
-                push_locked({cookie, std::make_error_code(std::errc::operation_canceled)});
+                push_locked({cookie, to_error_code(wait_end::aborted, std_codes())});
             }
         }
         // Dropped outside the lock: a drop waits for a callback that is running, and that
@@ -185,7 +186,7 @@ public:
                 const auto next = std::next(r);
                 if (r->line == &line) {
                     unindex_locked(r);
-                    push_locked({r->cookie, std::make_error_code(std::errc::operation_canceled)});
+                    push_locked({r->cookie, to_error_code(wait_end::aborted, std_codes())});
                     gone.splice(gone.end(), pending_, r);
                 }
                 r = next;

@@ -3,6 +3,7 @@
 
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/wait_bands.hpp>
+#include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/error.hpp>
@@ -194,6 +195,19 @@ BOOST_AUTO_TEST_CASE(a_device_fault_reaches_the_handler_as_the_registry_code) {
     // The handler's code itself has the native category: it logs as gpu_async:14.
     BOOST_TEST(std::string(got->category().name()) == "gpu_async");
     BOOST_TEST(got->value() == 14);
+}
+
+BOOST_AUTO_TEST_CASE(a_port_wait_ends_with_asio_codes_through_the_one_mapping) {
+    const auto& g = gpu_async::detail::asio_codes();
+    BOOST_TEST(!to_error_code(wait_end::reached, g));
+    BOOST_TEST((to_error_code(wait_end::aborted, g) == boost::asio::error::operation_aborted));
+    BOOST_TEST((to_error_code(wait_end::expired, g) == boost::asio::error::timed_out));
+    BOOST_TEST((to_error_code(wait_end::no_memory, g) == boost::asio::error::no_memory));
+    // The library's own endings are registry codes of the Boost category.
+    const boost::system::error_code fault = to_error_code(wait_end::faulted, g);
+    BOOST_TEST((fault == errc::device_fault));
+    BOOST_TEST((fault.category() == gpu_async_boost_category()));
+    BOOST_TEST((to_error_code(wait_end::stale, g) == errc::stale_descriptor));
 }
 
 BOOST_AUTO_TEST_CASE(warnings_are_codes_of_the_same_registry) {

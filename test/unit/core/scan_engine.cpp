@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/scan_engine.hpp>
+#include <gpu_async/core/wait_end.hpp>
 
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -141,7 +144,37 @@ BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     h.take_in();
     BOOST_TEST(judged == 2);
     BOOST_REQUIRE(h.ended.size() == 1u);
-    BOOST_TEST((h.ended[0].second == wait_end::stale));
+    // The host judged it live as it registered: its line was retired while it was pending.
+    BOOST_TEST((h.ended[0].second == wait_end::aborted));
+}
+
+BOOST_AUTO_TEST_CASE(a_stale_descriptor_ends_stale_only_at_its_registration) {
+    completion_line line;
+    scan_engine engine(&status_of_generation_3);
+    const auto ignore = [](engine_wait&) noexcept {};
+    // Taken in as it registers (a std_watcher's add): its line was retired before it began.
+    wait first(desc(line, 0, 1, 2), 0);
+    engine_list out;
+    engine.take_in_one(first, ignore, out);
+    BOOST_REQUIRE(out.count == 1u);
+    BOOST_TEST((out.pop()->end() == wait_end::stale));
+    // Taken in again by a host that had registered it (the FILL reactor's early waits): the
+    // retirement came while it was pending.
+    wait again(desc(line, 0, 1, 2), 1);
+    engine.take_in_one(again, ignore, out, judgement::while_pending);
+    BOOST_REQUIRE(out.count == 1u);
+    BOOST_TEST((out.pop()->end() == wait_end::aborted));
+    // A live one is kept either way; the next registration is judged at registration again.
+    wait live(desc(line, 1, 1, 3), 2);
+    engine.take_in_one(live, ignore, out, judgement::while_pending);
+    BOOST_TEST(out.count == 0u);
+    BOOST_TEST(live.registered());
+    wait later(desc(line, 2, 1, 2), 3);
+    engine.take_in_one(later, ignore, out);
+    BOOST_REQUIRE(out.count == 1u);
+    BOOST_TEST((out.pop()->end() == wait_end::stale));
+    engine_list cleared;
+    engine.remove(live, cleared);
 }
 
 BOOST_AUTO_TEST_CASE(a_take_in_keeps_pending_waits_and_hands_out_the_complete_in_target_order) {
@@ -251,7 +284,7 @@ BOOST_AUTO_TEST_CASE(status_is_asked_before_the_line_is_read) {
     h.take_in();
     BOOST_TEST(h.kept == (std::vector<int>{3, 4}));
     BOOST_TEST(h.ended.size() == 3u);
-    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::stale}));
+    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::aborted}));
     BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{1, wait_end::faulted}));
     BOOST_TEST((h.ended[2] == std::pair<int, wait_end>{2, wait_end::reached}));
 }
@@ -402,9 +435,9 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     BOOST_TEST(h.kept == (std::vector<int>{1}));
     BOOST_REQUIRE(h.ended.size() == 3u);
     BOOST_TEST(h.ended[0].first == 2);
-    BOOST_TEST((h.ended[0].second == wait_end::stale));
+    BOOST_TEST((h.ended[0].second == wait_end::aborted));
     BOOST_TEST(h.ended[1].first == 3);
-    BOOST_TEST((h.ended[1].second == wait_end::stale));
+    BOOST_TEST((h.ended[1].second == wait_end::aborted));
     BOOST_TEST(h.ended[2].first == 0);
     BOOST_TEST((h.ended[2].second == wait_end::reached));
     // The retirement then ends the slot's pending wait; later take-ins judge as before.
@@ -417,7 +450,7 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     h.queue(desc(line, 0, 4, 3));
     h.take_in();
     BOOST_REQUIRE(h.ended.size() == 5u);
-    BOOST_TEST((h.ended[4].second == wait_end::stale));
+    BOOST_TEST((h.ended[4].second == wait_end::aborted));
 }
 
 BOOST_AUTO_TEST_CASE(a_take_in_during_a_give_back_reads_the_given_back_generation) {
@@ -438,7 +471,7 @@ BOOST_AUTO_TEST_CASE(a_take_in_during_a_give_back_reads_the_given_back_generatio
     BOOST_TEST(h.ended[0].first == 1);
     BOOST_TEST((h.ended[0].second == wait_end::aborted));
     BOOST_TEST(h.ended[1].first == 2);
-    BOOST_TEST((h.ended[1].second == wait_end::stale));
+    BOOST_TEST((h.ended[1].second == wait_end::aborted));
     BOOST_TEST(h.ended[2].first == 0);
     BOOST_TEST((h.ended[2].second == wait_end::reached));
     BOOST_TEST(h.engine.size() == 1u);
@@ -469,6 +502,49 @@ BOOST_AUTO_TEST_CASE(a_reactor_that_judges_its_waits_again_reads_a_given_back_sl
     BOOST_TEST(h.ended[1].first == 0);
     BOOST_TEST((h.ended[1].second == wait_end::reached));
     slot_0_given_back = false;
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// How a wait ended, mapped once (<gpu_async/core/wait_end.hpp>).
+BOOST_AUTO_TEST_SUITE(wait_end_suite)
+
+BOOST_AUTO_TEST_CASE(a_checked_read_decides_one_ending) {
+    const auto both = [](line_read r) {
+        return std::pair(ending_of(r, judgement::at_registration),
+                         ending_of(r, judgement::while_pending));
+    };
+    BOOST_TEST((both(line_read::pending) ==
+                std::pair<std::optional<wait_end>, std::optional<wait_end>>()));
+    BOOST_TEST((both(line_read::reached) ==
+                std::pair(std::optional(wait_end::reached), std::optional(wait_end::reached))));
+    BOOST_TEST((both(line_read::faulted) ==
+                std::pair(std::optional(wait_end::faulted), std::optional(wait_end::faulted))));
+    // Stale: never began at its registration; retired while pending later.
+    BOOST_TEST((both(line_read::stale) ==
+                std::pair(std::optional(wait_end::stale), std::optional(wait_end::aborted))));
+    BOOST_TEST((both(line_read::retired) ==
+                std::pair(std::optional(wait_end::aborted), std::optional(wait_end::aborted))));
+    BOOST_TEST((both(line_read::given_back) ==
+                std::pair(std::optional(wait_end::aborted), std::optional(wait_end::aborted))));
+}
+
+BOOST_AUTO_TEST_CASE(each_ending_has_one_code) {
+    const generic_codes<std::error_code>& g = std_codes();
+    BOOST_TEST(!to_error_code(wait_end::reached, g));
+    BOOST_TEST((to_error_code(wait_end::expired, g) == std::errc::timed_out));
+    BOOST_TEST((to_error_code(wait_end::aborted, g) == std::errc::operation_canceled));
+    BOOST_TEST((to_error_code(wait_end::faulted, g) == errc::device_fault));
+    BOOST_TEST((to_error_code(wait_end::stale, g) == errc::stale_descriptor));
+    BOOST_TEST((to_error_code(wait_end::no_memory, g) == std::errc::not_enough_memory));
+    // A host's own codes are used as given.
+    const generic_codes<std::error_code> mine{std::error_code(1, std::generic_category()),
+                                              std::error_code(2, std::generic_category()),
+                                              std::error_code(3, std::generic_category())};
+    BOOST_TEST(to_error_code(wait_end::aborted, mine).value() == 1);
+    BOOST_TEST(to_error_code(wait_end::expired, mine).value() == 2);
+    BOOST_TEST(to_error_code(wait_end::no_memory, mine).value() == 3);
+    BOOST_TEST((to_error_code(wait_end::faulted, mine) == errc::device_fault));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -25,9 +25,9 @@ memory_descriptor desc(const completion_line& line, std::size_t slot, std::uint6
 
 /// A sink that records what it is handed, in order (the waits' ids).
 struct recorder {
-    std::vector<std::pair<int, watch_end>> got;
+    std::vector<std::pair<int, wait_end>> got;
     template <class Wait>
-    void operator()(Wait* w, watch_end why) {
+    void operator()(Wait* w, wait_end why) {
         got.emplace_back(w->id, why);
     }
     std::vector<int> values() const {
@@ -100,7 +100,7 @@ BOOST_AUTO_TEST_CASE(a_scan_hands_out_reached_waits_in_ascending_target_order) {
     BOOST_TEST(t.collect(r) == 4u);
     BOOST_TEST((r.values() == std::vector<int>{3, 4, 5, 7}));
     for (const auto& g : r.got)
-        BOOST_TEST((g.second == watch_end::reached));
+        BOOST_TEST((g.second == wait_end::reached));
     BOOST_TEST(t.size() == 1u);
     line.words[0].store(9);
     BOOST_TEST(t.collect(line, *slot_id::at(0), r) == 1u);
@@ -181,7 +181,7 @@ BOOST_AUTO_TEST_CASE(a_slot_never_empty_across_more_than_half_the_ring) {
         t.collect(got);
         // Whatever the table hands out must be reached now, and the new wait must be in it.
         for (const auto& g : got.got)
-            BOOST_TEST((g.second == watch_end::reached));
+            BOOST_TEST((g.second == wait_end::reached));
         const std::vector<int> values = got.values();
         BOOST_TEST((std::find(values.begin(), values.end(), next) != values.end()));
         ++next;
@@ -228,7 +228,7 @@ BOOST_AUTO_TEST_CASE(deadlines_expire_earliest_first_and_leave_the_slot) {
     BOOST_TEST(t.collect_expired(mono_ns{9}, r) == 0u);
     BOOST_TEST(t.collect_expired(mono_ns{30}, r) == 2u);
     BOOST_TEST((r.values() == std::vector<int>{2, 1}));
-    BOOST_TEST((r.got[0].second == watch_end::expired));
+    BOOST_TEST((r.got[0].second == wait_end::expired));
     BOOST_TEST(!t.earliest_deadline().has_value());
     line.words[0].store(3);
     recorder r2;
@@ -258,7 +258,7 @@ BOOST_AUTO_TEST_CASE(remove_line_and_clear_hand_out_every_wait) {
     std::sort(v.begin(), v.end());
     BOOST_TEST((v == std::vector<int>{1, 2, 3}));
     for (const auto& g : r.got)
-        BOOST_TEST((g.second == watch_end::removed));
+        BOOST_TEST((g.second == wait_end::aborted));
 }
 
 // Property: over random store histories (small steps, jumps near 2^63 and 2^64, arbitrary
