@@ -72,7 +72,6 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
 
 namespace gpu_async::detail {
@@ -135,7 +134,6 @@ private:
     GPU_ASYNC_DECL void shutdown() override;
     GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
 
-    bool no_waiter_locked() const noexcept override { return fill_ == 0 && !thread_.joinable(); }
     GPU_ASYNC_DECL void start_thread_locked() override;
     /// Whether waits are registered or queued (under the lock).
     bool waits_locked() const;
@@ -163,8 +161,6 @@ private:
     /// What ends a stand-back: no drain out, a stop, an urgent registration, a device's signal.
     GPU_ASYNC_DECL bool stand_back_over() const noexcept;
 
-    std::multiset<std::uint64_t> fill_bounds_; // the FILL drivers' park bounds (under mutex_)
-    std::size_t fill_ = 0;                     // FILL drivers active (under mutex_)
     std::thread thread_;
 };
 

@@ -17,6 +17,7 @@
 
 #include <gpu_async/asio/completion_queue.hpp>
 #include <gpu_async/asio/detail/stand_back.hpp>
+#include <gpu_async/asio/detail/waiter_roster.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_rhythm.hpp>
@@ -177,9 +178,6 @@ protected:
 
     // --- the waiter's side, which the derived service provides (under the lock) -------------
 
-    /// Whether no thread is the waiter: a wait registered then is scanned by nobody until a
-    /// watcher starts.
-    virtual bool no_waiter_locked() const noexcept = 0;
     /// Starts the watcher thread (throws std::system_error when it cannot).
     virtual void start_thread_locked() = 0;
 
@@ -260,7 +258,7 @@ protected:
     /// The park bound of the thread that waits for the table: the longest of the FILL drivers'
     /// own while any runs, else the watcher's, park_bound().
     dur_ns waiter_bound() const noexcept {
-        const std::uint64_t fill = fill_bound_ns_.load(std::memory_order_relaxed);
+        const std::uint64_t fill = roster_.fill_bound_ns();
         return dur_ns{fill != 0 ? fill : park_bound_ns_.load(std::memory_order_relaxed)};
     }
     /// The estimator's plan for the rhythm: the margin is one device poll interval.
@@ -271,16 +269,17 @@ protected:
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
-    std::atomic<std::uint64_t> fill_bound_ns_{0}; // the longest FILL driver's park bound (0: none)
     std::atomic<std::uint64_t> next_serial_{1};
     mutable ranked_mutex mutex_{lock_rank::reactor};
     scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
-    bool stop_ = false;          // the watcher is being stopped (under mutex_)
+    // Who waits for the table (the watcher thread, FILL drivers): changed under mutex_, read
+    // without it through what it publishes (whether a waiter is present, a stop, the FILL
+    // bound). A wait registered while none waits is scanned by nobody until a watcher starts.
+    waiter_roster roster_;
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
     std::atomic<bool> predict_{true};
     rhythm_learner rhythm_; // per slot, registration to completion (under the lock)
     std::atomic<bool> shut_down_{false};
-    std::atomic<bool> waiter_present_{false}; // the watcher runs or a FILL driver is active
     // Registered, not yet taken in, in registration order (engine_batch: an array while it has
     // room, so a registration never allocates, then a stack). Under incoming_mutex_, held to add
     // one, to take them all or to count them (pending()), never during a scan; taken after
@@ -295,7 +294,6 @@ protected:
     // A registration with a deadline within one park bound or a bound tighter than the park
     // bound came in: the watcher scans now rather than stand back.
     std::atomic<bool> urgent_{false};
-    std::atomic<bool> stopping_{false}; // stop_, readable without the lock (ends a stand-back)
     std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
     completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
     // What left the engine since the last finish_locked (under mutex_): how many, the first

@@ -41,27 +41,22 @@ GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
 GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
     {
         std::lock_guard lk(mutex_);
-        fill_bounds_.insert(park_bound.ns); // first: it may throw
-        fill_bound_ns_.store(*fill_bounds_.rbegin(), std::memory_order_relaxed);
-        ++fill_;
-        waiter_present_.store(true, std::memory_order_release);
+        roster_.fill_begun(park_bound); // may throw: nothing changed
     }
     // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
-    // start() launches none while fill_ > 0 and end_fill() restarts it when waits are pending.
+    // start() launches none while one is active and end_fill() restarts it when waits are
+    // pending.
     stop_thread();
 }
 
 GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
     {
         std::lock_guard lk(mutex_);
-        --fill_;
-        fill_bounds_.erase(fill_bounds_.find(park_bound.ns));
-        fill_bound_ns_.store(fill_bounds_.empty() ? 0 : *fill_bounds_.rbegin(),
-                             std::memory_order_relaxed);
-        if (no_waiter_locked()) {
-            // No waiter now: a registration from here on starts the watcher (start() reads this
-            // after its push, so one pushed after the look below sees it).
-            waiter_present_.store(false, std::memory_order_seq_cst);
+        // With the last one gone no waiter is present: a registration from here on starts the
+        // watcher (start() reads that after its push, so one pushed after the look below sees
+        // it).
+        roster_.fill_ended(park_bound);
+        if (roster_.needs_watcher()) {
             if (waits_locked() && !shut_down_) {
                 try {
                     start_thread_locked();
@@ -189,14 +184,12 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     }
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
-    if (no_waiter_locked() && waits_locked() && !shut_down_) start_thread_locked();
+    if (roster_.needs_watcher() && waits_locked() && !shut_down_) start_thread_locked();
 }
 
 GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
-    stop_ = false;
-    stopping_.store(false, std::memory_order_relaxed);
     thread_ = start_watcher_thread([this] { watcher_main(); });
-    waiter_present_.store(true, std::memory_order_release);
+    roster_.watcher_started(); // under mutex_: the thread reads it once it has the lock
 }
 
 GPU_ASYNC_DECL void reactor_service::stop_thread() {
@@ -204,26 +197,23 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
     {
         std::lock_guard lk(mutex_);
         if (!thread_.joinable()) return;
-        stop_ = true;
-        stopping_.store(true, std::memory_order_seq_cst);
+        roster_.watcher_stopping();
         t = std::move(thread_);
-        waiter_present_.store(fill_ > 0, std::memory_order_release);
     }
     bell_->ring();
     gate_.wake();
     t.join();
     std::lock_guard lk(mutex_);
-    stop_ = false;
-    stopping_.store(false, std::memory_order_relaxed);
+    roster_.watcher_joined();
 }
 
 GPU_ASYNC_DECL void reactor_service::watcher_main() {
     std::unique_lock lk(mutex_);
-    while (!stop_) {
+    while (roster_.thread() == waiter_roster::watcher::running) {
         std::uint64_t seen = bell_->count();
         park_policy::view top;
         top.retries = retry_ != nullptr;
-        top.caller_drives = fill_ > 0;
+        top.caller_drives = roster_.fill_active();
         top.drains_out = gate_.drains_out() != 0;
         switch (park_policy::next(top)) {
         case park_policy::step::post_retries:
@@ -234,7 +224,7 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
             continue;
         case park_policy::step::stand_back:
             stand_back_step(lk);
-            if (stop_) return;
+            if (roster_.thread() != waiter_roster::watcher::running) return;
             seen = bell_->count();
             break;
         case park_policy::step::scan:
@@ -342,7 +332,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& l
 }
 
 GPU_ASYNC_DECL bool reactor_service::stand_back_over() const noexcept {
-    return gate_.drains_out() == 0 || stopping_.load(std::memory_order_seq_cst) ||
+    return gate_.drains_out() == 0 || roster_.stopping() ||
            urgent_.load(std::memory_order_seq_cst) || bell_->device_signaled();
 }
 

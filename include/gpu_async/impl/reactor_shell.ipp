@@ -131,10 +131,10 @@ reactor_shell::start(reactor_port& port, reactor_op* op, dur_ns bound,
     const auto now =
         deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (ends_at_start(*op, deadline, now)) return start_result::finished;
-    if (!waiter_present_.load(std::memory_order_acquire)) {
+    if (!roster_.present()) {
         // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
         std::lock_guard lk(mutex_);
-        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed))
+        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed))
             start_thread_locked();
     }
     op->port_ = &port;
@@ -143,11 +143,11 @@ reactor_shell::start(reactor_port& port, reactor_op* op, dur_ns bound,
     op->has_deadline = deadline.has_value();
     op->deadline_ns = deadline ? mono_from(*deadline).ns : 0;
     push_incoming(*op, bound, deadline, now);
-    if (!waiter_present_.load(std::memory_order_seq_cst)) {
+    if (!roster_.present()) {
         // The last FILL driver ended between the look above and the push, finding no waits:
         // this one is registered, so a watcher must run for it.
         std::lock_guard lk(mutex_);
-        if (no_waiter_locked() && !shut_down_.load(std::memory_order_relaxed)) {
+        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed)) {
             try {
                 start_thread_locked();
             } catch (...) {
@@ -369,7 +369,7 @@ GPU_ASYNC_DECL void reactor_shell::retry_later(completion_queue* q) noexcept {
     }
     q->next_schedule_ = retry_;
     retry_ = q;
-    if (no_waiter_locked() && !stop_) {
+    if (roster_.needs_watcher()) {
         try {
             start_thread_locked();
         } catch (...) {

@@ -219,3 +219,54 @@ BOOST_AUTO_TEST_CASE(fill_options_take_std_chrono_and_dur_ns) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// Who waits for the service's lines: one record, each change published at once.
+BOOST_AUTO_TEST_SUITE(waiter_roster_suite)
+
+using gpu_async::dur_ns;
+using gpu_async::detail::waiter_roster;
+
+BOOST_AUTO_TEST_CASE(a_watcher_is_needed_only_while_nobody_waits_or_stops) {
+    waiter_roster r;
+    BOOST_TEST(r.needs_watcher());
+    BOOST_TEST(!r.present());
+    r.watcher_started();
+    BOOST_TEST(!r.needs_watcher());
+    BOOST_TEST(r.present());
+    BOOST_TEST(!r.stopping());
+    // Being stopped: no waiter, yet none may start until its stopper has joined it.
+    r.watcher_stopping();
+    BOOST_TEST(!r.present());
+    BOOST_TEST(r.stopping());
+    BOOST_TEST(!r.needs_watcher());
+    r.watcher_joined();
+    BOOST_TEST(!r.stopping());
+    BOOST_TEST(r.needs_watcher());
+}
+
+BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
+    waiter_roster r;
+    BOOST_TEST(r.fill_bound_ns() == 0u);
+    r.fill_begun(dur_ns::from_us(50));
+    r.fill_begun(dur_ns::from_us(200));
+    r.fill_begun(dur_ns::from_us(200));
+    BOOST_TEST(r.fill_active());
+    BOOST_TEST(r.present());
+    BOOST_TEST(!r.needs_watcher());
+    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns);
+    r.fill_ended(dur_ns::from_us(200));
+    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns); // the other 200 us driver runs
+    r.fill_ended(dur_ns::from_us(200));
+    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(50).ns);
+    // A watcher stopped while a driver runs leaves the driver present.
+    r.watcher_started();
+    r.watcher_stopping();
+    BOOST_TEST(r.present());
+    r.watcher_joined();
+    r.fill_ended(dur_ns::from_us(50));
+    BOOST_TEST(!r.present());
+    BOOST_TEST(r.fill_bound_ns() == 0u);
+    BOOST_TEST(r.needs_watcher());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
