@@ -74,6 +74,14 @@ GPU_ASYNC_DECL std::uint64_t slot_generation(const completion_line& line, slot_i
 /// look takes one of the side table's leaf locks).
 GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcept;
 
+/// The library's line life, for whatever reads lines and is not told of retirements: its
+/// descriptor_status and line-life epoch. Pass it to a FILL reactor you drive yourself
+/// (`reactor r(library_line_life());`); std_idle and the io_uring idle hand it to the FILL
+/// executor's reactor as it runs, and the reactor service and std_watcher judge with it.
+inline line_life_functions library_line_life() noexcept {
+    return {&descriptor_status, &detail::line_life_epoch};
+}
+
 /// Ends every pending wait on `line` in every reactor of the process (operation_aborted) and
 /// returns once no reactor reads `line` any more; advances the line's generation first (if it
 /// was adopted), so descriptors made before are stale from then on. Call it before freeing a

@@ -271,7 +271,7 @@ protected:
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};
     std::atomic<std::uint64_t> next_serial_{1};
     mutable ranked_mutex mutex_{lock_rank::reactor};
-    scan_engine engine_{&descriptor_status, &line_life_epoch}; // the pending waits (mutex_)
+    scan_engine engine_{library_line_life()}; // the pending waits (mutex_)
     // Who waits for the table (the watcher thread, FILL drivers): changed under mutex_, read
     // without it through what it publishes (whether a waiter is present, a stop, the FILL
     // bound). A wait registered while none waits is scanned by nobody until a watcher starts.

@@ -162,6 +162,16 @@ inline bool ends_unwatched(line_status st, const memory_descriptor& d) noexcept 
            ((st == line_status::faulted || st == line_status::retiring) && !d.is_complete());
 }
 
+/// A line owner's judgement of descriptors, handed to whatever reads lines: how a descriptor's
+/// line and slot stand before the line is read (`status`), and a counter that moves whenever a
+/// status may have changed (`epoch`; none: every read judges). The library's lines answer
+/// through gpu_async::library_line_life() (<gpu_async/line_life.hpp>); with no status function
+/// every descriptor is live, as for lines the caller owns.
+struct line_life_functions {
+    line_status (*status)(const memory_descriptor&) noexcept = nullptr;
+    std::uint64_t (*epoch)() noexcept = nullptr;
+};
+
 /// What a checked read of a descriptor's word found (read_checked).
 enum class line_read : std::uint8_t {
     pending,    ///< live, its word below the target

@@ -198,6 +198,7 @@ public:
     /// later run() may continue them). Statistics accumulate over runs.
     template <reactor_idle Idle>
     result<fill_stats> run(Idle& idle) {
+        reactor_.use_line_life_of(idle); // before a task registers anything
         for (;;) {
             // Completions found now run before the tasks that just yielded.
             collect(idle.now());

@@ -7,7 +7,7 @@
 /// The reactor never reads a clock, sleeps or parks by itself: `turn()` asks an idle (the host's
 /// clock, sleep and park on a line) to do that, so every decision replays on virtual time.
 ///
-///     reactor r;
+///     reactor r(life);                           // the lines' owner's judgement, passed in
 ///     reactor_waiter w;
 ///     r.watch(descriptor, deadline, w);          // or r.add_alarm(at, w)
 ///     auto t = r.turn(idle, park_bound, tasks_left);
@@ -16,6 +16,11 @@
 /// Coroutines await it directly: `co_await r.ready(descriptor, until)` gives true when the
 /// descriptor completed, false when `until` passed first; `co_await r.alarm(at)` resumes at `at`.
 /// Whoever drains pop_fired() (the FILL executor) resumes the waiting coroutines.
+///
+/// Lines the library hands out (the simulated device's, the GPU backends') are retired and
+/// reused; the reactor judges their descriptors with the line life it is given: at
+/// construction, or by an idle that offers one (`idle.line_life()`, as std_idle and the io_uring
+/// idle do) at each turn. Without one every descriptor is live, as for lines the caller owns.
 ///
 /// Standard library only: no threads, no blocking, no clock.
 #ifndef GPU_ASYNC_CORE_REACTOR_HPP
@@ -126,9 +131,29 @@ class reactor {
 public:
     using registration = std::uint64_t;
 
-    reactor() = default;
+    /// A reactor judging descriptors with `life` (none: every descriptor is live).
+    explicit reactor(line_life_functions life = {})
+        : engine_(life) {}
     reactor(const reactor&) = delete;
     reactor& operator=(const reactor&) = delete;
+
+    /// Judges descriptors with `life` from now on.
+    void use_line_life(line_life_functions life) noexcept { engine_.use_life(life); }
+    /// Judges descriptors with the line life `idle` offers (`idle.line_life()`), if it offers
+    /// one; the FILL executor calls it as it starts to run, and turn() at each turn.
+    template <class Idle>
+    void use_line_life_of(const Idle& idle) noexcept {
+        if constexpr (requires {
+                          { idle.line_life() } -> std::convertible_to<line_life_functions>;
+                      })
+            use_line_life(idle.line_life());
+    }
+
+    /// A checked read of `d`'s word by the reactor's line life (read_checked): reached only
+    /// when its line's life stood still across the read.
+    line_read read_checked(const memory_descriptor& d) const noexcept {
+        return engine_.read_checked(d);
+    }
 
     /// Watches `d` until it completes or, when given, `deadline` passes. Returns the id for
     /// cancel(). Registration order is kept: parks go to the earliest-registered descriptor's
@@ -182,7 +207,7 @@ public:
     /// Fires every registration that is due at `now`: descriptors that completed (completed =
     /// true; completion wins over a deadline that passed too), descriptors whose deadline passed
     /// or that can never complete (completed = false: a retired line, a faulted slot, when the
-    /// hosts' layer has installed its line life; `end` says which), alarms that fell due
+    /// reactor judges with a line life; `end` says which), alarms that fell due
     /// (completed = true). Fired waiters go on the fired list, descriptors first, each group in
     /// registration order. Returns how many fired.
     std::size_t fire(mono_ns now) {
@@ -264,6 +289,7 @@ public:
     /// After idling, fires what is due at the idle's new time.
     template <reactor_idle Idle>
     result<turn_report> turn(Idle& idle, dur_ns park_bound, std::size_t tasks_left) {
+        use_line_life_of(idle);
         const mono_ns now = idle.now();
         turn_report r;
         r.woken = fire(now);
@@ -463,7 +489,7 @@ public:
     }
 
     bool await_ready() const noexcept {
-        return detail::installed_read(desc_) == line_read::reached;
+        return reactor_->read_checked(desc_) == line_read::reached;
     }
     void await_suspend(std::coroutine_handle<> h) {
         waiter_.handle = h;

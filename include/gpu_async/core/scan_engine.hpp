@@ -155,37 +155,6 @@ struct engine_batch {
     }
 };
 
-/// How a host judges a descriptor before its line is read, and the counter that moves whenever a
-/// judgement may have changed: `descriptor_status` and `line_life_epoch` of the hosts' layer.
-struct line_life_functions {
-    line_status (*status)(const memory_descriptor&) noexcept = nullptr;
-    std::uint64_t (*epoch)() noexcept = nullptr;
-};
-
-// The process-wide line life that install_line_life installs.
-inline std::atomic<line_status (*)(const memory_descriptor&) noexcept> installed_status{nullptr};
-inline std::atomic<std::uint64_t (*)() noexcept> installed_epoch{nullptr};
-
-/// Installs the functions a scan engine built without its own uses: the hosts' layer installs
-/// its line life when it adopts its first line (before that no descriptor can be stale).
-inline void install_line_life(line_life_functions f) noexcept {
-    installed_epoch.store(f.epoch, std::memory_order_release);
-    installed_status.store(f.status, std::memory_order_release);
-}
-
-/// Whether the installed line life (if any) lets a wait on `d` read its line: not a retired
-/// line's descriptor, nor a faulted slot's whose word has not reached the target.
-inline bool installed_live(const memory_descriptor& d) noexcept {
-    const auto status = installed_status.load(std::memory_order_acquire);
-    return status == nullptr || !ends_unwatched(status(d), d);
-}
-
-/// read_checked(d) by the installed line life (none: a plain read): what a host with no status
-/// function of its own reads a descriptor with before it counts a completion.
-inline line_read installed_read(const memory_descriptor& d) noexcept {
-    return read_checked(d, installed_status.load(std::memory_order_acquire));
-}
-
 /// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
 /// Sinks: the `registered(engine_wait&)` a take-in calls for each wait it keeps in the table
 /// (noexcept; the host links it into its own lists there), and `fetch(engine_batch&)`, which
@@ -193,8 +162,7 @@ inline line_read installed_read(const memory_descriptor& d) noexcept {
 class scan_engine {
 public:
     /// How the host judges a descriptor before its line is read (descriptor_status, from the
-    /// hosts' layer); none: the installed one (install_line_life), or, with none installed,
-    /// every descriptor is live.
+    /// hosts' layer); none: every descriptor is live.
     using status_fn = line_status (*)(const memory_descriptor&) noexcept;
     /// A counter that moves whenever a status may have changed (line_life_epoch, from the hosts'
     /// layer); none with a status function: every take-in judges every wait.
@@ -208,6 +176,18 @@ public:
         : status_(status)
         , epoch_(epoch) {
         spare_.waits.reserve(initial_batch);
+    }
+    /// An engine judging with `life` (the host's line life, passed in).
+    explicit scan_engine(line_life_functions life)
+        : scan_engine(life.status, life.epoch) {}
+    /// Judges with `life` from now on (a host that learns its line life after it was made:
+    /// the FILL reactor, from its idle). Waits already registered are judged again at the next
+    /// take-in or judge_pending.
+    void use_life(line_life_functions life) noexcept {
+        if (life.status == status_ && life.epoch == epoch_) return;
+        status_ = life.status;
+        epoch_ = life.epoch;
+        judged_pending_at_ = 0;
     }
     scan_engine(const scan_engine&) = delete;
     scan_engine& operator=(const scan_engine&) = delete;
@@ -299,7 +279,7 @@ public:
         retiring_line_ = nullptr;
     }
 
-    /// The line-life epoch now (the engine's epoch function, or the installed one); 0 when there
+    /// The line-life epoch now (the engine's epoch function); 0 when there
     /// is none. A host with no lock that retirements take (the FILL executor's reactor) reads it
     /// before and after reading lines: when it moved, what the reads found counts only after the
     /// waits are judged again (status_of).
@@ -389,14 +369,14 @@ public:
         ending_.clear();
     }
 
-    /// The status of `d` by the engine's status function (or the installed one): live when
+    /// The status of `d` by the engine's status function: live when
     /// there is none. Reads no line.
     line_status status_of(const memory_descriptor& d) const noexcept {
         const status_fn f = life().status;
         return f != nullptr ? f(d) : line_status::live;
     }
 
-    /// A checked read of `d`'s word by the engine's status function (or the installed one):
+    /// A checked read of `d`'s word by the engine's status function:
     /// judged, read, judged again (read_checked).
     line_read read_checked(const memory_descriptor& d) const noexcept {
         return gpu_async::read_checked(d, life().status);
@@ -528,12 +508,8 @@ private:
         epoch_now_ = life_now.epoch != nullptr ? life_now.epoch() : 0;
     }
 
-    /// The status and epoch functions in force: the engine's own, else the installed ones.
-    line_life_functions life() const noexcept {
-        if (status_ != nullptr) return {status_, epoch_};
-        return {installed_status.load(std::memory_order_acquire),
-                installed_epoch.load(std::memory_order_acquire)};
-    }
+    /// The status and epoch functions in force.
+    line_life_functions life() const noexcept { return {status_, epoch_}; }
 
     template <class OnRegistered>
     void take_one(engine_wait& w, OnRegistered& registered, engine_list& scanned,

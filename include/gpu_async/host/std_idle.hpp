@@ -35,6 +35,9 @@ public:
 
     mono_ns now() const noexcept { return clock_.now(); }
 
+    /// The library's line life: the FILL executor's reactor judges descriptors with it.
+    static line_life_functions line_life() noexcept { return library_line_life(); }
+
     void sleep_until(mono_ns at) const { std_timer{}.sleep_until(at); }
 
     /// Parks on `line` until `done()`, a store, or `bound`; returns `done()`. First runs the

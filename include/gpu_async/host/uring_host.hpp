@@ -45,6 +45,7 @@
 #include <gpu_async/doorbell.hpp>
 #include <gpu_async/host/std_clock.hpp>
 #include <gpu_async/host/std_idle.hpp>
+#include <gpu_async/line_life.hpp>
 #include <gpu_async/wordwait.hpp>
 
 #include <liburing.h>
@@ -166,6 +167,9 @@ public:
     // reactor_idle
 
     mono_ns now() const noexcept { return std_clock{}.now(); }
+
+    /// The library's line life: the FILL executor's reactor judges descriptors with it.
+    static line_life_functions line_life() noexcept { return library_line_life(); }
 
     /// Sleeps until `at` with one IORING_OP_TIMEOUT (again, if the timeout ended early), or
     /// returns early when a completion of the program's own operations was dispatched. A

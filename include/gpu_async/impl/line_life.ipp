@@ -128,11 +128,6 @@ inline const line_state* state_of(const completion_line& line) noexcept {
 } // namespace detail
 
 GPU_ASYNC_DECL std::uint64_t adopt_line(const completion_line& line) {
-    // From now on a descriptor may go stale: scan engines without a status function of their
-    // own (the FILL executor's reactor) judge with this layer's.
-    static const bool installed =
-        (detail::install_line_life({&descriptor_status, &detail::line_life_epoch}), true);
-    (void)installed;
     auto& sh = detail::line_table().shard_of(&line);
     std::uint64_t g = 0;
     {

@@ -12,7 +12,6 @@
 #include <vector>
 
 using namespace gpu_async;
-using gpu_async::detail::install_line_life;
 using gpu_async::test::at_us;
 using gpu_async::test::desc;
 using gpu_async::test::scripted_idle;
@@ -23,8 +22,8 @@ namespace {
 
 static_assert(reactor_idle<scripted_idle>);
 
-// An installed line life whose slot 0 is retired and reused right after it judged a wait of
-// generation 1 (when `retire_next` is set): the judgement says live, then the slot moves to
+// A line life (given to the reactor) whose slot 0 is retired and reused right after it judged a
+// wait of generation 1 (when `retire_next` is set): the judgement says live, then the slot moves to
 // generation 3, the epoch moves, and the new stream stores `store`. The FILL reactor hears of
 // no retirement; it must not complete the old wait with the new stream's number.
 struct reused_slot {
@@ -51,17 +50,16 @@ std::uint64_t reused_epoch() noexcept {
     return life.epoch;
 }
 
-/// Installs reused_status for one test, and takes it out again.
-struct installed_life {
-    explicit installed_life(completion_line& line, std::uint64_t store) {
+/// Sets reused_status's slot up for one test; its reactor is given it (life()).
+struct reused_life {
+    explicit reused_life(completion_line& line, std::uint64_t store) {
         life = reused_slot{};
         life.line = &line;
         life.store = store;
-        install_line_life({&reused_status, &reused_epoch});
     }
-    ~installed_life() { install_line_life({}); }
-    installed_life(const installed_life&) = delete;
-    installed_life& operator=(const installed_life&) = delete;
+    static line_life_functions functions() noexcept { return {&reused_status, &reused_epoch}; }
+    reused_life(const reused_life&) = delete;
+    reused_life& operator=(const reused_life&) = delete;
 };
 
 } // namespace
@@ -395,8 +393,8 @@ BOOST_AUTO_TEST_CASE(nothing_registered_with_tasks_left_is_a_stall) {
 
 BOOST_AUTO_TEST_CASE(ready_is_not_complete_when_its_slot_is_reused_across_the_read) {
     completion_line line;
-    installed_life installed(line, 5);
-    reactor r;
+    reused_life slot_life(line, 5);
+    reactor r(reused_life::functions());
     life.retire_next = true; // between ready()'s judgement and its read
     auto awaiter = r.ready(memory_descriptor(line, *slot_id::at(0), 5, 1));
     BOOST_TEST(!awaiter.await_ready());
@@ -405,8 +403,8 @@ BOOST_AUTO_TEST_CASE(ready_is_not_complete_when_its_slot_is_reused_across_the_re
 
 BOOST_AUTO_TEST_CASE(fire_does_not_complete_a_wait_whose_slot_was_reused_while_it_scanned) {
     completion_line line;
-    installed_life installed(line, 5);
-    reactor r;
+    reused_life slot_life(line, 5);
+    reactor r(reused_life::functions());
     reactor_waiter old_w;
     r.watch(memory_descriptor(line, *slot_id::at(0), 5, 1), std::nullopt, old_w);
     BOOST_TEST(r.fire(at_us(1)) == 0u);
@@ -432,8 +430,8 @@ BOOST_AUTO_TEST_CASE(fire_does_not_complete_an_early_wait_whose_slot_was_reused)
     // between that judgement and that read.
     completion_line line;
     line.words[0].store(5);
-    installed_life installed(line, 6);
-    reactor r;
+    reused_life slot_life(line, 6);
+    reactor r(reused_life::functions());
     reactor_waiter early_w;
     r.watch(memory_descriptor(line, *slot_id::at(0), 5, 1), std::nullopt, early_w);
     life.retire_next = true;

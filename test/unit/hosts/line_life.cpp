@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(the_watcher_ends_stale_and_faulted_descriptors_unread) {
 // with success; at a fault, what the stream stored before it still completes.
 BOOST_AUTO_TEST_CASE(the_fill_reactor_ends_retired_stale_and_faulted_waits) {
     sim_device dev(manual());
-    reactor r;
+    reactor r(library_line_life());
     const mono_ns now{1};
     auto first = dev.make_stream();
     const memory_descriptor old = first->descriptor_for(first->enqueue(1us));
@@ -166,11 +166,43 @@ BOOST_AUTO_TEST_CASE(the_fill_reactor_ends_retired_stale_and_faulted_waits) {
     BOOST_TEST(r.empty());
 }
 
+// The line life is passed in, never installed for the process: a reactor given none judges
+// nothing (every descriptor live, as for lines the caller owns); one given the library's, at
+// construction or by its idle at a turn, ends a stale descriptor's wait stale.
+BOOST_AUTO_TEST_CASE(the_fill_reactor_judges_with_the_line_life_it_is_given) {
+    sim_device dev(manual());
+    auto first = dev.make_stream();
+    const memory_descriptor old = first->descriptor_for(first->enqueue(1us));
+    first.reset(); // retired: `old` is stale
+    reactor blind;
+    BOOST_TEST((blind.read_checked(old) == line_read::pending));
+    reactor given(library_line_life());
+    BOOST_TEST((given.read_checked(old) == line_read::stale));
+    reactor_waiter w;
+    given.watch(old, std::nullopt, w);
+    BOOST_TEST(given.fire(mono_ns{1}) == 1u);
+    BOOST_TEST(given.pop_fired() == &w);
+    BOOST_TEST((w.end == wait_end::stale));
+    // The idle hands its line life over at the turn: the blind reactor now judges too.
+    std_idle idle;
+    blind.use_line_life_of(idle);
+    BOOST_TEST((blind.read_checked(old) == line_read::stale));
+    // And the FILL executor hands it over as it starts to run, before a task registers.
+    fill_executor ex(dur_ns::from_us(100));
+    bool completed = true;
+    ex.spawn([](reactor& re, memory_descriptor d, bool& out) -> fill_task<> {
+        const bool ok = co_await re.ready(d, std::nullopt);
+        out = ok;
+    }(ex.get_reactor(), old, completed));
+    BOOST_TEST_REQUIRE(ex.run(idle).has_value());
+    BOOST_TEST(!completed);
+}
+
 // What the FILL reactor found complete at registration, and what passed its deadline, is not read
 // again at fire() once the line was retired: a reused line cannot complete it, and a destroyed
 // device's memory is not touched (AddressSanitizer reports any read of it).
 BOOST_AUTO_TEST_CASE(the_fill_reactor_reads_no_retired_line_at_fire) {
-    reactor r;
+    reactor r(library_line_life());
     reactor_waiter early;
     reactor_waiter timed;
     {
