@@ -204,7 +204,11 @@ protected:
         return [this](engine_wait& w) { link_locked(static_cast<reactor_op&>(w)); };
     }
 
-    /// What left the engine (each op finished as it left: left_locked) onto `list`, in order.
+    /// What left the engine (each op finished as it left: left_locked) onto `list`, in order;
+    /// then publishes the table's size. Every change to the table ends here (a pass, a
+    /// settle, the shutdown), so table_size_ is published in this one place and in
+    /// fetch_incoming, where a take that finds nothing publishes it under incoming_mutex_ for a
+    /// registration's idle check.
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
     /// The engine's leave hook: the op's result from why it ended, the port's list, the
     /// rhythm's sample, and the queue it goes to, while the op is at hand.
@@ -230,7 +234,7 @@ protected:
     friend class completion_queue;
     /// What left the engine, finished (finish_locked), handed to its completion queues in order
     /// (completion_queue::enqueue; under the lock, so no queue can go away meanwhile); returns
-    /// the queues that need a drain posted (with a reference each). Publishes the table's size.
+    /// the queues that need a drain posted (with a reference each).
     GPU_ASYNC_DECL completion_queue* settle_locked(engine_list& out) noexcept;
     /// Posts a drain for each queue of the list; one that cannot be posted waits in the retry
     /// list (the waiter posts it again within one park bound) or, after shutdown, is abandoned.

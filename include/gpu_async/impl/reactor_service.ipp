@@ -158,7 +158,6 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
         }
         engine_.clear(out);
         finish_locked(out, list);
-        publish_size();
         retries = take_retries_locked();
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).

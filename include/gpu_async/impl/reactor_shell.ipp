@@ -90,6 +90,7 @@ GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& l
             list.push(static_cast<reactor_op*>(w));
     }
     leaving_ = {};
+    publish_size();
 }
 
 GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_point now,
@@ -103,7 +104,6 @@ GPU_ASYNC_DECL void reactor_shell::pass_locked(std::chrono::steady_clock::time_p
     if (!engine_.empty()) engine_.scan(mono_from(now), fetch(), registered(), out);
     finish_locked(out, list); // each op fed the rhythm as it left (left_locked), before scanned()
     rhythm_.scanned();
-    publish_size();
 }
 
 GPU_ASYNC_DECL void reactor_shell::take_in_settled_locked(engine_list& out) noexcept {
@@ -383,7 +383,6 @@ GPU_ASYNC_DECL void reactor_shell::retry_later(completion_queue* q) noexcept {
 GPU_ASYNC_DECL completion_queue* reactor_shell::settle_locked(engine_list& out) noexcept {
     ready_list list;
     finish_locked(out, list);
-    publish_size();
     return completion_queue::enqueue(list);
 }
 
