@@ -793,6 +793,53 @@ BOOST_AUTO_TEST_CASE(watcher_starts_lazily_and_survives_fork_notifications) {
     BOOST_TEST(calls == 2);
 }
 
+// A registration that comes while notify_fork(fork_prepare) stops and joins the watcher starts no
+// second watcher: the one being joined must still see its stop. (Before, a start in that window
+// cleared the stop flag the first watcher was joined on, and the join never returned.) Looped:
+// the window is one wake of the watcher long.
+BOOST_AUTO_TEST_CASE(a_registration_while_the_watcher_is_joined_for_fork_starts_no_second_one) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    completion_line line; // never stored: every wait stays pending until cancelled
+    std::atomic<int> ended{0};
+    const auto count = [&](error_code ec) {
+        BOOST_TEST((ec == asio::error::operation_aborted));
+        ended.fetch_add(1);
+    };
+    constexpr int rounds = 200;
+    constexpr int per_round = 8;
+    for (int round = 0; round < rounds; ++round) {
+        port.async_wait(memory_descriptor(line, slot(0), 1), count); // the watcher runs
+        BOOST_TEST_REQUIRE(reactor_of(port).watcher_running());
+        std::atomic<bool> go{false};
+        std::thread registrar([&] {
+            while (!go.load()) {
+            }
+            for (int i = 0; i < per_round; ++i)
+                port.async_wait(memory_descriptor(line, slot(1), 1), count);
+        });
+        auto joined = std::make_shared<std::promise<void>>();
+        std::future<void> done = joined->get_future();
+        std::thread forker([&, joined] {
+            go.store(true);
+            ctx.notify_fork(asio::execution_context::fork_prepare);
+            joined->set_value();
+        });
+        if (done.wait_for(2 * gpu_async::test::run_bound) != std::future_status::ready) {
+            // A hang, not a slow machine: the stopped watcher never ends. Nothing can join it.
+            BOOST_ERROR("notify_fork(fork_prepare) never returned in round " << round);
+            std::abort();
+        }
+        forker.join();
+        registrar.join();
+        ctx.notify_fork(asio::execution_context::fork_parent);
+        BOOST_TEST_REQUIRE(reactor_of(port).watcher_running()); // waits pending: restarted
+    }
+    port.cancel();
+    run_to_completion(ctx);
+    BOOST_TEST(ended.load() == rounds * (per_round + 1));
+}
+
 BOOST_AUTO_TEST_CASE(real_fork_with_a_pending_wait) {
     // notify_fork around a real fork(): in the child the watcher restarts and completes the wait
     // inherited from the parent; in the parent it completes as well.
