@@ -49,8 +49,9 @@
 //   delivered: nothing posts into the context or reaches the service from a retirement after
 //   it), then destroys pending waits without invoking their handlers.
 // - The waits live in a scan engine (<gpu_async/core/scan_engine.hpp>); the watcher's steps are
-//   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then incoming_mutex_,
-//   ranked in the hierarchy of <gpu_async/host/ranked_mutex.hpp>.
+//   the park policy's (<gpu_async/core/park_policy.hpp>). Locks: mutex_ then the registration
+//   queue's (asio/detail/registration_queue.hpp), ranked in the hierarchy of
+//   <gpu_async/host/ranked_mutex.hpp>.
 //
 #ifndef GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP
 #define GPU_ASYNC_ASIO_REACTOR_SERVICE_HPP

@@ -6,8 +6,8 @@
 // completion queues.
 //
 // The scan engine (<gpu_async/core/scan_engine.hpp>) holds the pending waits and decides what
-// leaves; this shell serializes it under mutex_ (then incoming_mutex_, in the hierarchy of
-// <gpu_async/host/ranked_mutex.hpp>), turns each wait that leaves into its op's
+// leaves; this shell serializes it under mutex_ (then the registration queue's lock, in the
+// hierarchy of <gpu_async/host/ranked_mutex.hpp>), turns each wait that leaves into its op's
 // result, and hands the ops, batched, to each port's completion queue, posting one drain per
 // batch with no lock held. The waiter (the service's watcher thread or a run_fill caller) is
 // the derived reactor_service's.
@@ -16,6 +16,7 @@
 #define GPU_ASYNC_ASIO_REACTOR_SHELL_HPP
 
 #include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/detail/registration_queue.hpp>
 #include <gpu_async/asio/detail/stand_back.hpp>
 #include <gpu_async/asio/detail/waiter_roster.hpp>
 #include <gpu_async/asio_flavour.hpp>
@@ -206,9 +207,9 @@ protected:
 
     /// What left the engine (each op finished as it left: left_locked) onto `list`, in order;
     /// then publishes the table's size. Every change to the table ends here (a pass, a
-    /// settle, the shutdown), so table_size_ is published in this one place and in
-    /// fetch_incoming, where a take that finds nothing publishes it under incoming_mutex_ for a
-    /// registration's idle check.
+    /// settle, the shutdown), so the size is published in this one place and in
+    /// fetch_incoming, where a take that finds nothing publishes it under the queue's lock for a
+    /// registration's idle check (registration_queue).
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
     /// The engine's leave hook: the op's result from why it ended, the port's list, the
     /// rhythm's sample, and the queue it goes to, while the op is at hand.
@@ -224,7 +225,7 @@ protected:
     /// (a retirement, a fault); they are settled and scheduled after it.
     template <class End>
     void end_waits(End&& end) noexcept;
-    void publish_size() noexcept { table_size_.store(engine_.size(), std::memory_order_seq_cst); }
+    void publish_size() noexcept { incoming_.publish(engine_.size()); }
     void link_locked(reactor_op& op) noexcept;
     void unlink_port_locked(reactor_op& op) noexcept;
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const noexcept;
@@ -284,13 +285,9 @@ protected:
     std::atomic<bool> predict_{true};
     rhythm_learner rhythm_; // per slot, registration to completion (under the lock)
     std::atomic<bool> shut_down_{false};
-    // Registered, not yet taken in, in registration order (engine_batch: an array while it has
-    // room, so a registration never allocates, then a stack). Under incoming_mutex_, held to add
-    // one, to take them all or to count them (pending()), never during a scan; taken after
-    // mutex_ when both are held.
-    mutable ranked_mutex incoming_mutex_{lock_rank::reactor_incoming};
-    engine_batch incoming_ = engine_.make_batch();
-    std::atomic<std::size_t> table_size_{0};   // engine_.size() as last published
+    // Registered, not yet taken in, with the table's size as last published (its own lock,
+    // taken after mutex_ when both are held).
+    registration_queue incoming_{engine_.make_batch()};
     std::atomic<std::uint64_t> scanned_at_{0}; // the ring count before a drain's last scan
     // Drains posted, running or awaiting a retry (queues with posted_ set), and the eventcount
     // the watcher sleeps on while it stands back for them.

@@ -63,7 +63,7 @@ enum class lock_rank : std::uint8_t {
     std_watcher,
     /// The reactor service's scan engine (reactor_shell::mutex_).
     reactor,
-    /// The reactor service's incoming batch (reactor_shell::incoming_mutex_).
+    /// The reactor service's registrations not yet taken in (detail::registration_queue).
     reactor_incoming,
     /// A port's completion queue (completion_queue::mutex_), taken under the service's.
     completion_queue,

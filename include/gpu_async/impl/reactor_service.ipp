@@ -28,9 +28,7 @@ GPU_ASYNC_DECL reactor_service::~reactor_service() {
 }
 
 GPU_ASYNC_DECL bool reactor_service::waits_locked() const {
-    if (!engine_.empty()) return true;
-    std::lock_guard in(incoming_mutex_);
-    return !incoming_.empty();
+    return !engine_.empty() || !incoming_.empty();
 }
 
 GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
@@ -85,7 +83,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
     }
     schedule(retries);
     schedule(sched);
-    if (table_size_.load(std::memory_order_relaxed) != 0) query_health();
+    if (incoming_.published_size() != 0) query_health();
     return n;
 }
 
@@ -303,7 +301,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& l
     seen_now.pending = !engine_.empty(); // its deadlines are the pending waits' own
     switch (park_policy::next(seen_now)) {
     case park_policy::step::idle:
-        // table_size_ (0) was published before the registrations were taken, so a registration
+        // The table's size (0) was published before the registrations were taken, so a registration
         // pushed after that take sees 0 and rings: it cannot be missed here.
         lk.unlock();
         park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);

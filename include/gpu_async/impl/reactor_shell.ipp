@@ -37,7 +37,6 @@ GPU_ASYNC_DECL void reactor_shell::park_bound(dur_ns bound) noexcept {
 GPU_ASYNC_DECL std::size_t reactor_shell::pending() const {
     std::lock_guard lk(mutex_);
     std::size_t n = engine_.size();
-    std::lock_guard in(incoming_mutex_);
     incoming_.for_each([&](const engine_wait*) { ++n; });
     return n;
 }
@@ -45,7 +44,6 @@ GPU_ASYNC_DECL std::size_t reactor_shell::pending() const {
 GPU_ASYNC_DECL std::size_t reactor_shell::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
     std::size_t n = port.count;
-    std::lock_guard in(incoming_mutex_);
     incoming_.for_each([&](const engine_wait* w) {
         n += static_cast<const reactor_op*>(w)->port_ == &port ? 1 : 0;
     });
@@ -58,14 +56,10 @@ GPU_ASYNC_DECL reactor_key reactor_shell::make_key(reactor_op& op) noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_shell::fetch_incoming(engine_batch& b) noexcept {
-    std::lock_guard in(incoming_mutex_);
-    if (incoming_.empty()) {
-        // Published under incoming_mutex_: a registration after this take reads it (0: it
-        // rings an idle waiter).
-        publish_size();
-        return;
-    }
-    std::swap(incoming_, b); // new registrations go into the (empty) batch the engine gave
+    // New registrations go into the (empty) batch the engine gave; with none, the table's size
+    // is published under the queue's lock: a registration after this take reads it (0: it rings
+    // an idle waiter).
+    incoming_.take(b, engine_.size());
 }
 
 GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
@@ -188,15 +182,10 @@ reactor_shell::push_incoming(reactor_op& op, dur_ns bound,
     // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
     // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
     // latest one park bound away, and a store to the wait's word is seen by that scan.
-    // Idle is decided in the same section as the push: a waiter that found nothing published
-    // table_size_ 0 while it took the registrations under incoming_mutex_ (fetch_incoming), so
-    // the first one added after that take reads 0 here and rings.
-    bool idle = false;
-    {
-        std::lock_guard in(incoming_mutex_);
-        idle = incoming_.empty() && table_size_.load(std::memory_order_seq_cst) == 0;
-        incoming_.push(&op);
-    }
+    // Idle is decided in the same section as the push (registration_queue::push): a waiter that
+    // found nothing published the table's size, 0, under the queue's lock as it took, so the
+    // first registration after that take reads 0 and rings.
+    const bool idle = incoming_.push(op);
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
     // A deadline further than one park bound away is met by the waiter's next pass.
