@@ -24,6 +24,8 @@
 #include <type_traits>
 #include <utility>
 
+namespace unit_asio_error {
+
 using namespace gpu_async;
 
 BOOST_AUTO_TEST_SUITE(error_suite)
@@ -281,3 +283,5 @@ BOOST_AUTO_TEST_CASE(result_holds_value_or_error) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_error

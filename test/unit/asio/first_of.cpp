@@ -21,6 +21,8 @@
 #include <optional>
 #include <variant>
 
+namespace unit_asio_first_of {
+
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::sim_device;
@@ -210,3 +212,5 @@ BOOST_AUTO_TEST_CASE(operators_every_copy_fails_the_fault_is_thrown) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_first_of

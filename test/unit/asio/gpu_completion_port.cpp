@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_asio_gpu_completion_port {
+
 using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
@@ -1083,3 +1085,5 @@ BOOST_AUTO_TEST_CASE(park_bound_takes_std_chrono) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port

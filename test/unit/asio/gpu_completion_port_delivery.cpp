@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_asio_gpu_completion_port_delivery {
+
 using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
@@ -334,3 +336,5 @@ BOOST_AUTO_TEST_CASE(throwing_strand_handlers_each_leave_their_own_run) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port_delivery

@@ -21,6 +21,8 @@
 #include <chrono>
 #include <thread>
 
+namespace unit_asio_gpu_completion_port_device_word {
+
 using gpu_async::error_code;
 using namespace gpu_async;
 
@@ -399,3 +401,5 @@ BOOST_AUTO_TEST_CASE(under_run_fill_its_own_park_bound_decides_whether_a_rhythm_
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port_device_word

@@ -27,6 +27,8 @@
 #include <tuple>
 #include <vector>
 
+namespace unit_asio_gpu_completion_port_plan {
+
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
 using gpu_async::sim_device;
@@ -613,3 +615,5 @@ BOOST_AUTO_TEST_CASE(sim_device_4096_descriptors_over_512_lines_complete_exactly
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port_plan

@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_asio_gpu_completion_port_races_and_teardown {
+
 using gpu_async::error_code;
 using namespace gpu_async;
 using gpu_async::test::eventually;
@@ -756,3 +758,5 @@ BOOST_AUTO_TEST_CASE(a_registration_racing_run_fills_return_is_never_stranded) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port_races_and_teardown

@@ -14,6 +14,8 @@
 
 #include <thread>
 
+namespace unit_asio_gpu_completion_port_spawn {
+
 namespace asio = boost::asio;
 using boost::system::error_code;
 
@@ -51,5 +53,7 @@ BOOST_AUTO_TEST_CASE(yield_context) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_gpu_completion_port_spawn
 
 #endif

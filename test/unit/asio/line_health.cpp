@@ -38,6 +38,8 @@
 #include <thread>
 #include <utility>
 
+namespace unit_asio_line_health {
+
 using gpu_async::completion_line;
 using gpu_async::dur_ns;
 using gpu_async::errc;
@@ -279,3 +281,5 @@ BOOST_FIXTURE_TEST_CASE(a_failed_metal_buffer_ends_a_mirror_wait_under_run_fill,
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_line_health

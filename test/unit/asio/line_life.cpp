@@ -28,6 +28,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_asio_line_life {
+
 using gpu_async::errc;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
@@ -949,3 +951,5 @@ BOOST_AUTO_TEST_CASE(giving_back_the_stream_a_plan_wait_blocks_on_ends_the_wait)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_line_life

@@ -22,6 +22,8 @@
 #include <string>
 #include <string_view>
 
+namespace unit_asio_plan_resolution {
+
 using gpu_async::error_code;
 using namespace gpu_async;
 using gpu_async::test::manual;
@@ -233,3 +235,5 @@ BOOST_AUTO_TEST_CASE(the_fill_executor_runs_a_block_plan_as_poll_with_a_warning)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_plan_resolution

@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+namespace unit_asio_run_fill {
+
 using gpu_async::completion_line;
 using gpu_async::error_code;
 using gpu_async::gpu_completion_port;
@@ -270,3 +272,5 @@ BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_run_fill

@@ -19,6 +19,8 @@
 #error "this file tests the standalone Asio flavour"
 #endif
 
+namespace unit_asio_standalone_asio {
+
 BOOST_AUTO_TEST_SUITE(standalone_asio_suite)
 
 static_assert(std::is_same_v<gpu_async::error_code, std::error_code>);
@@ -65,3 +67,5 @@ BOOST_AUTO_TEST_CASE(a_cancelled_wait_ends_with_asio_operation_aborted) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_asio_standalone_asio

@@ -11,6 +11,8 @@
 #include <thread>
 #include <type_traits>
 
+namespace unit_core_completion_line {
+
 using namespace gpu_async;
 
 namespace {
@@ -293,3 +295,5 @@ BOOST_AUTO_TEST_CASE(generations_never_come_back) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_completion_line

@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+namespace unit_core_completion_rhythm {
+
 using namespace gpu_async;
 using gpu_async::test::slot;
 
@@ -169,3 +171,5 @@ BOOST_AUTO_TEST_CASE(after_a_late_sleep_the_first_scan_learns_between_the_two_lo
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_completion_rhythm

@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <unordered_map>
 
+namespace unit_core_estimator {
+
 using namespace gpu_async;
 
 namespace {
@@ -47,10 +49,16 @@ struct not_a_key {
 
 } // namespace
 
+} // namespace unit_core_estimator
+
 template <>
-struct std::hash<hashed_key> {
-    std::size_t operator()(const hashed_key& k) const noexcept { return std::hash<int>{}(k.v); }
+struct std::hash<unit_core_estimator::hashed_key> {
+    std::size_t operator()(const unit_core_estimator::hashed_key& k) const noexcept {
+        return std::hash<int>{}(k.v);
+    }
 };
+
+namespace unit_core_estimator {
 
 BOOST_AUTO_TEST_SUITE(estimator_suite)
 
@@ -255,3 +263,5 @@ BOOST_AUTO_TEST_CASE(estimates_are_constexpr) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_estimator

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+namespace unit_core_executor_kind {
+
 using namespace gpu_async;
 
 BOOST_AUTO_TEST_SUITE(executor_kind_suite)
@@ -134,3 +136,5 @@ BOOST_AUTO_TEST_CASE(fallback_messages_read_well) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_executor_kind

@@ -12,6 +12,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_core_fill_executor {
+
 using namespace gpu_async;
 using gpu_async::test::at_us;
 using gpu_async::test::desc;
@@ -508,3 +510,5 @@ BOOST_AUTO_TEST_CASE(fill_wait_poll_and_errors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_fill_executor

@@ -5,6 +5,8 @@
 
 #include <string>
 
+namespace unit_core_park_fallback {
+
 using namespace gpu_async;
 
 namespace {
@@ -144,3 +146,5 @@ BOOST_AUTO_TEST_CASE(an_unrelated_missing_capability_changes_nothing) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_park_fallback

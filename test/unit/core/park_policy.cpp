@@ -7,6 +7,8 @@
 #include <optional>
 #include <vector>
 
+namespace unit_core_park_policy {
+
 using namespace gpu_async;
 
 namespace {
@@ -143,3 +145,5 @@ BOOST_AUTO_TEST_CASE(two_polls_saturate) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_park_policy

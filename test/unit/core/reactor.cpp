@@ -11,6 +11,8 @@
 #include <random>
 #include <vector>
 
+namespace unit_core_reactor {
+
 using namespace gpu_async;
 using gpu_async::test::at_us;
 using gpu_async::test::desc;
@@ -442,3 +444,5 @@ BOOST_AUTO_TEST_CASE(fire_does_not_complete_an_early_wait_whose_slot_was_reused)
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_reactor

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_core_scan_engine {
+
 using namespace gpu_async;
 using gpu_async::detail::engine_batch;
 using gpu_async::detail::engine_list;
@@ -548,3 +550,5 @@ BOOST_AUTO_TEST_CASE(each_ending_has_one_code) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_scan_engine

@@ -8,6 +8,8 @@
 #include <limits>
 #include <vector>
 
+namespace unit_core_time {
+
 using namespace gpu_async;
 
 BOOST_AUTO_TEST_SUITE(time_suite)
@@ -124,3 +126,5 @@ BOOST_AUTO_TEST_CASE(dur_ns_and_std_chrono) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_time

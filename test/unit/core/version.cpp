@@ -5,6 +5,8 @@
 
 #include <string>
 
+namespace unit_core_version {
+
 BOOST_AUTO_TEST_SUITE(version_suite)
 
 BOOST_AUTO_TEST_CASE(the_number_and_the_text_agree_with_the_parts) {
@@ -27,3 +29,5 @@ BOOST_AUTO_TEST_CASE(the_header_is_the_cmake_package_version) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_version

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+namespace unit_core_wait_bands {
+
 using namespace gpu_async;
 
 namespace {
@@ -298,3 +300,5 @@ BOOST_AUTO_TEST_CASE(round_trip_and_selection_over_random_valid_bands) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_wait_bands

@@ -12,6 +12,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_core_wait_machine {
+
 using namespace gpu_async;
 using gpu_async::test::at_us;
 using gpu_async::test::fake_source;
@@ -808,3 +810,5 @@ BOOST_AUTO_TEST_CASE(run_inline_names_the_site_that_pended) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_wait_machine

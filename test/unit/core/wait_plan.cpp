@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+namespace unit_core_wait_plan {
+
 using namespace gpu_async;
 
 namespace {
@@ -461,3 +463,5 @@ BOOST_AUTO_TEST_CASE(chrono_accessors) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_wait_plan

@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_core_watch_table {
+
 using namespace gpu_async;
 
 namespace {
@@ -534,3 +536,5 @@ BOOST_AUTO_TEST_CASE(a_lines_record_is_kept_for_the_next_line_emptied) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_core_watch_table

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_devices_cuda {
+
 using namespace gpu_async;
 
 // The fake CUDA driver (test/common/fake_cuda_driver.hpp) records every call, so the tests check
@@ -711,3 +713,5 @@ BOOST_FIXTURE_TEST_CASE(the_port_awaits_an_event, fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_cuda

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_devices_cuda_faults {
+
 // The CUDA backend when driver calls fail: a context pop that fails after the
 // real call succeeded, and a sweep failing each call of a line's and an event waiter's life.
 
@@ -124,3 +126,5 @@ BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_cuda_faults

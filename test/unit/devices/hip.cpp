@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_devices_hip {
+
 using namespace gpu_async;
 
 // The fake HIP runtime (test/common/fake_hip_driver.hpp) records every call, so the tests check
@@ -383,3 +385,5 @@ BOOST_FIXTURE_TEST_CASE(a_hip_event_waiter_needs_its_entry_points, fixture) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_hip

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_devices_hip_faults {
+
 // The HIP backend when runtime calls fail: a switch back to the caller's device
 // that fails after the real call succeeded, and a sweep failing each call of a line's and an
 // event waiter's life.
@@ -107,3 +109,5 @@ BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_hip_faults

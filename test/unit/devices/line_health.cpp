@@ -29,6 +29,8 @@
 #include <system_error>
 #include <vector>
 
+namespace unit_devices_line_health {
+
 using namespace gpu_async;
 using namespace gpu_async::test;
 using calls_t = std::vector<std::string>;
@@ -408,3 +410,5 @@ BOOST_FIXTURE_TEST_CASE(a_moved_source_keeps_and_a_gone_one_drops_its_query, met
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_line_health

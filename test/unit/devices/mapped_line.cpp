@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_devices_mapped_line {
+
 using namespace gpu_async;
 using gpu_async::test::fake_line_driver;
 using gpu_async::test::fake_stream;
@@ -389,3 +391,5 @@ BOOST_AUTO_TEST_CASE(move_assignment_closes_the_line_it_replaces) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_mapped_line

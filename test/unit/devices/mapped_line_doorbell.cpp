@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_devices_mapped_line_doorbell {
+
 using namespace gpu_async;
 using gpu_async::test::fake_line_driver;
 using gpu_async::test::fake_stream;
@@ -471,3 +473,5 @@ BOOST_AUTO_TEST_CASE(the_port_awaits_a_store_that_signals_its_own_doorbell) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_mapped_line_doorbell

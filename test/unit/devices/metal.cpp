@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+namespace unit_devices_metal {
+
 // The Metal backend against a fake Objective-C runtime (test/common/fake_metal_runtime.hpp): the
 // messages it sends and in which order, retain/release balance, the OS wait's time-outs and its
 // polling fallback, command buffer errors, and signaledValue's wrap-around, with no Apple
@@ -706,3 +708,5 @@ BOOST_FIXTURE_TEST_CASE(the_port_waits_on_a_metal_sources_mirror_descriptor, por
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_metal

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_devices_sim_device {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 
@@ -724,3 +726,5 @@ BOOST_AUTO_TEST_CASE(device_store_producers_end_with_their_device) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_sim_device

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_devices_sim_device_teardown {
+
 // Handles dropped on one thread while another stops or destroys the device.
 
 using namespace gpu_async;
@@ -223,3 +225,5 @@ BOOST_AUTO_TEST_CASE(sweep_drops_racing_the_destructor) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_sim_device_teardown

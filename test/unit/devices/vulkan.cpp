@@ -34,6 +34,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_devices_vulkan {
+
 // The Vulkan backend on a real driver: Mesa's lavapipe on CI (a CPU device, no GPU needed),
 // whatever device a developer's machine has elsewhere. The device work is the spin shader
 // (bench/common/vulkan_spin.comp): it runs for a number of iterations, and a gated submission
@@ -856,3 +858,5 @@ BOOST_FIXTURE_TEST_CASE(a_store_wakes_a_port_parked_with_a_long_bound, rig) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_vulkan

@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+namespace unit_devices_vulkan_faults {
+
 // The Vulkan backend against a fake driver (test/common/fake_vulkan_driver.hpp): refusals of a
 // device that lacks something, a lost device, a store that never lands, and a sweep failing
 // each call of a device's and a line's life in turn. The real driver's tests are in vulkan.cpp.
@@ -433,3 +435,5 @@ BOOST_AUTO_TEST_CASE(sweep_fails_each_call_in_turn) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_devices_vulkan_faults

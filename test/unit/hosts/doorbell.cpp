@@ -13,6 +13,8 @@
 #include <thread>
 #include <type_traits>
 
+namespace unit_hosts_doorbell {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 
@@ -283,3 +285,5 @@ BOOST_AUTO_TEST_CASE(lost_wake_soak, *boost::unit_test::disabled()) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_doorbell

@@ -21,6 +21,8 @@
 #include <thread>
 #include <utility>
 
+namespace unit_hosts_line_health {
+
 using namespace gpu_async;
 using namespace gpu_async::test;
 using namespace std::chrono_literals;
@@ -343,3 +345,5 @@ BOOST_AUTO_TEST_CASE(the_fill_reactors_idle_still_parks_when_the_queries_find_no
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_line_health

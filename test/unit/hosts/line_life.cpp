@@ -25,6 +25,8 @@
 #include <thread>
 #include <vector>
 
+namespace unit_hosts_line_life {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 using gpu_async::test::manual;
@@ -390,3 +392,5 @@ BOOST_AUTO_TEST_CASE(generations_only_move_forward) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_line_life

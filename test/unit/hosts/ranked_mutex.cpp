@@ -17,6 +17,8 @@
 
 BOOST_TEST_DONT_PRINT_LOG_VALUE(gpu_async::detail::lock_rank)
 
+namespace unit_hosts_ranked_mutex {
+
 namespace {
 
 using gpu_async::detail::held_ranks;
@@ -218,3 +220,5 @@ BOOST_AUTO_TEST_CASE(a_call_out_with_a_lock_held_is_reported,
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_ranked_mutex

@@ -5,6 +5,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+namespace unit_hosts_stand_back {
+
 using namespace gpu_async;
 
 BOOST_AUTO_TEST_SUITE(stand_back_suite)
@@ -40,3 +42,5 @@ BOOST_AUTO_TEST_CASE(a_wait_that_is_over_or_unbounded_returns_without_looking_ag
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_stand_back

@@ -12,6 +12,8 @@
 #include <string>
 #include <thread>
 
+namespace unit_hosts_std_host {
+
 using namespace gpu_async;
 
 namespace {
@@ -224,3 +226,5 @@ BOOST_AUTO_TEST_CASE(fill_executor_runs_on_the_std_idle) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_std_host

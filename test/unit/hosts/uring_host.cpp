@@ -21,6 +21,8 @@
 #include <string>
 #include <thread>
 
+namespace unit_hosts_uring_host {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 using gpu_async::test::fake_uring_calls;
@@ -355,6 +357,8 @@ BOOST_AUTO_TEST_CASE(fill_executor_on_uring_idle_over_the_sim_device) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_uring_host
 
 #else // no liburing: nothing to test, said so
 

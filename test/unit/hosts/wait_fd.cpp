@@ -35,6 +35,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_hosts_wait_fd {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 using gpu_async::test::slot;
@@ -649,5 +651,7 @@ BOOST_AUTO_TEST_CASE(eventfd_failure_throws) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_wait_fd
 
 #endif // GPU_ASYNC_HAS_WAIT_FD

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+namespace unit_hosts_watcher {
+
 using namespace gpu_async;
 using gpu_async::test::eventually;
 using gpu_async::test::slot;
@@ -455,3 +457,5 @@ BOOST_AUTO_TEST_CASE(drop_while_shutdown_joins) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_watcher

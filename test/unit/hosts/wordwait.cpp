@@ -18,6 +18,8 @@
 #include <sys/auxv.h>
 #endif
 
+namespace unit_hosts_wordwait {
+
 using namespace gpu_async;
 
 namespace {
@@ -334,3 +336,5 @@ BOOST_AUTO_TEST_CASE(lost_wake_soak, *boost::unit_test::disabled()) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+} // namespace unit_hosts_wordwait
