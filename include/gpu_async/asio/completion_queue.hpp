@@ -36,6 +36,7 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 class reactor_service;
 class reactor_shell;
+class delivery;
 class reactor_op;
 struct ready_list;
 class completion_queue;
@@ -205,6 +206,7 @@ protected:
 private:
     friend class reactor_service;
     friend class reactor_shell;
+    friend class delivery;
 
     /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
     /// scheduled: the queue was idle; the caller then holds a new reference for it.

@@ -16,8 +16,8 @@
 #define GPU_ASYNC_ASIO_REACTOR_SHELL_HPP
 
 #include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/detail/delivery.hpp>
 #include <gpu_async/asio/detail/registration_queue.hpp>
-#include <gpu_async/asio/detail/stand_back.hpp>
 #include <gpu_async/asio/detail/waiter_roster.hpp>
 #include <gpu_async/asio_flavour.hpp>
 #include <gpu_async/core/completion_line.hpp>
@@ -97,7 +97,7 @@ public:
 
     /// Number of drains posted, running or awaiting a retry (for tests and diagnostics): 0 once
     /// every completion queue is idle.
-    std::uint32_t drains_out() const noexcept { return gate_.drains_out(); }
+    std::uint32_t drains_out() const noexcept { return delivery_.gate().drains_out(); }
 
     // --- used by the I/O objects -------------------------------------------------------------
 
@@ -246,8 +246,6 @@ protected:
     /// Keeps `q` (its drain reference included) for the waiter to post again, or abandons it
     /// after shutdown.
     void retry_later(completion_queue* q) noexcept;
-    /// Takes the retry list (under the lock).
-    completion_queue* take_retries_locked() noexcept { return std::exchange(retry_, nullptr); }
 
     /// Runs the line owners' health queries when one is due (line_health.hpp: at most one
     /// run per fault backstop in the process); no lock held, waits pending.
@@ -288,22 +286,12 @@ protected:
     // Registered, not yet taken in, with the table's size as last published (its own lock,
     // taken after mutex_ when both are held).
     registration_queue incoming_{engine_.make_batch()};
-    std::atomic<std::uint64_t> scanned_at_{0}; // the ring count before a drain's last scan
-    // Drains posted, running or awaiting a retry (queues with posted_ set), and the eventcount
-    // the watcher sleeps on while it stands back for them.
-    detail::stand_back_gate gate_;
     // A registration with a deadline within one park bound or a bound tighter than the park
     // bound came in: the watcher scans now rather than stand back.
     std::atomic<bool> urgent_{false};
-    std::atomic<std::uint64_t> drain_progress_{0}; // drains' scans, and every 64 ops they ran
-    completion_queue* retry_ = nullptr;            // queues whose drain could not be posted
-    // What left the engine since the last finish_locked (under mutex_): how many, the first
-    // one's queue, and whether another queue's op followed.
-    struct {
-        std::size_t count = 0;
-        completion_queue* queue = nullptr;
-        bool mixed = false;
-    } leaving_;
+    // What left the engine on its way to the completion queues, the queues awaiting a retry, and
+    // the drains out (the stand-back gate).
+    delivery delivery_;
 };
 
 GPU_ASYNC_ASIO_NAMESPACE_END

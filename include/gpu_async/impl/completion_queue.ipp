@@ -53,7 +53,7 @@ GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) n
     tail_ = tail;
     if (posted_) return false;
     posted_ = true;
-    svc_->gate_.drain_out();
+    svc_->delivery_.gate().drain_out();
     add_ref(); // the drain's
     return true;
 }
@@ -84,7 +84,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
     if (batch != nullptr) prefetch_op(batch);
     for (std::uint32_t n = 1; batch != nullptr; ++n) {
         // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
-        if ((n & 63u) == 0) svc_->drain_progress_.fetch_add(1, std::memory_order_relaxed);
+        if ((n & 63u) == 0) svc_->delivery_.progressed(false);
         reactor_op* op = batch;
         batch = op->next_op();
         op->next = nullptr;
@@ -103,7 +103,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
                 next_schedule_ = nullptr;
                 svc_->schedule(self.release_ownership());
             } else {
-                svc_->gate_.drain_ended();
+                svc_->delivery_.gate().drain_ended();
             }
             throw;
         }
@@ -129,7 +129,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
         next_schedule_ = nullptr;
         svc_->schedule(self.release_ownership());
     } else {
-        svc_->gate_.drain_ended();
+        svc_->delivery_.gate().drain_ended();
     }
 }
 
@@ -160,7 +160,7 @@ GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
         tail_ = nullptr;
         posted_ = false;
     }
-    svc_->gate_.drain_ended();
+    svc_->delivery_.gate().drain_ended();
     while (list != nullptr) {
         reactor_op* op = list;
         list = op->next_op();

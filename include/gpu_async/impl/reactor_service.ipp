@@ -75,7 +75,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
     completion_queue* retries = nullptr;
     {
         std::lock_guard lk(mutex_);
-        retries = take_retries_locked();
+        retries = delivery_.take_retries();
         ready_list list;
         pass_locked(std::chrono::steady_clock::now(), list);
         n = list.count();
@@ -156,7 +156,7 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
         }
         engine_.clear(out);
         finish_locked(out, list);
-        retries = take_retries_locked();
+        retries = delivery_.take_retries();
     }
     // Destroyed without being invoked, with no lock held (a handler's destructor may do anything).
     for (reactor_op* op = list.head(); op != nullptr;) {
@@ -198,7 +198,7 @@ GPU_ASYNC_DECL void reactor_service::stop_thread() {
         t = std::move(thread_);
     }
     bell_->ring();
-    gate_.wake();
+    delivery_.gate().wake();
     t.join();
     std::lock_guard lk(mutex_);
     roster_.watcher_joined();
@@ -209,9 +209,9 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
     while (roster_.thread() == waiter_roster::watcher::running) {
         std::uint64_t seen = bell_->count();
         park_policy::view top;
-        top.retries = retry_ != nullptr;
+        top.retries = delivery_.retries();
         top.caller_drives = roster_.fill_active();
-        top.drains_out = gate_.drains_out() != 0;
+        top.drains_out = delivery_.gate().drains_out() != 0;
         switch (park_policy::next(top)) {
         case park_policy::step::post_retries:
             post_retries_step(lk, seen);
@@ -235,13 +235,13 @@ GPU_ASYNC_DECL void reactor_service::watcher_main() {
 
 GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<ranked_mutex>& lk,
                                                        std::uint64_t seen) {
-    completion_queue* retries = take_retries_locked();
+    completion_queue* retries = delivery_.take_retries();
     lk.unlock();
     schedule(retries);
     lk.lock();
     // A drain that cannot be posted now is retried after one park bound (a device's signal must
     // not end that park at once: the scan after the retries reads the word anyway).
-    if (retry_ != nullptr) {
+    if (delivery_.retries()) {
         if (bell_->device_signaled()) bell_->take_device_signal();
         lk.unlock();
         park_on_bell(seen, park_bound());
@@ -270,13 +270,13 @@ GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<ranked_mut
     const park_policy::stand_back_window window = park_policy::stand_back(
         detail::mono_now(), park_bound(), [&](dur_ns b) { return bound_locked(now, b); });
     lk.unlock();
-    std::uint64_t progress = drain_progress_.load(std::memory_order_acquire);
+    std::uint64_t progress = delivery_.progress();
     for (bool first = true;; first = false) {
         const mono_ns t{detail::mono_now().ns};
         if (t >= window.until) break;
-        gate_.wait(*bell_, waiter_, min(window.round, window.until.since(t)), first,
-                   [this] { return stand_back_over(); });
-        const std::uint64_t now_progress = drain_progress_.load(std::memory_order_acquire);
+        delivery_.gate().wait(*bell_, waiter_, min(window.round, window.until.since(t)), first,
+                              [this] { return stand_back_over(); });
+        const std::uint64_t now_progress = delivery_.progress();
         if (!park_policy::stand_back_again(progress, now_progress, stand_back_over(),
                                            detail::mono_now(), window.until))
             break;
@@ -329,7 +329,7 @@ GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& l
 }
 
 GPU_ASYNC_DECL bool reactor_service::stand_back_over() const noexcept {
-    return gate_.drains_out() == 0 || roster_.stopping() ||
+    return delivery_.gate().drains_out() == 0 || roster_.stopping() ||
            urgent_.load(std::memory_order_seq_cst) || bell_->device_signaled();
 }
 

@@ -66,24 +66,11 @@ GPU_ASYNC_DECL void reactor_shell::left_locked(reactor_op& op) noexcept {
     unlink_port_locked(op);
     op.set_result(op.end()); // the engine decided it (a retirement since start(): aborted)
     if (op.end() == wait_end::reached) learn_locked(op);
-    // The queues of what is leaving, noted while the op is at hand (finish_locked).
-    if (leaving_.count++ == 0)
-        leaving_.queue = op.queue_;
-    else if (op.queue_ != leaving_.queue)
-        leaving_.mixed = true;
+    delivery_.leaving(op.queue_); // while the op is at hand (finish_locked)
 }
 
 GPU_ASYNC_DECL void reactor_shell::finish_locked(engine_list& out, ready_list& list) noexcept {
-    // Every op on `out` was finished as it left (left_locked): the list is taken as it is.
-    if (list.waits.empty() && out.count == leaving_.count) {
-        list.waits = std::exchange(out, engine_list{});
-        list.queue = leaving_.queue;
-        list.mixed = leaving_.mixed;
-    } else {
-        while (engine_wait* w = out.pop())
-            list.push(static_cast<reactor_op*>(w));
-    }
-    leaving_ = {};
+    delivery_.finish(out, list); // each op was finished as it left (left_locked)
     publish_size();
 }
 
@@ -192,7 +179,7 @@ reactor_shell::push_incoming(reactor_op& op, dur_ns bound,
     const bool soon = deadline && *deadline - now < dur_ns{pb}.chrono();
     if (soon || tighter) {
         urgent_.store(true, std::memory_order_seq_cst);
-        gate_.wake(); // a watcher standing back for drains scans now
+        delivery_.gate().wake(); // a watcher standing back for drains scans now
     }
     if (idle || soon || tighter) bell_->ring();
 }
@@ -298,12 +285,11 @@ GPU_ASYNC_DECL void reactor_shell::scan_after_drain() noexcept {
     // Only when something rang since the last scan (a handler's producer, most likely) and the
     // waiter is not scanning now: the drain must never wait for the lock.
     const std::uint64_t rings = bell_->count();
-    if (rings == scanned_at_.load(std::memory_order_relaxed) && !bell_->device_signaled()) return;
+    if (!delivery_.rang_since_scan(rings) && !bell_->device_signaled()) return;
     std::unique_lock lk(mutex_, std::try_to_lock);
     if (!lk.owns_lock()) return;
     if (bell_->device_signaled()) bell_->take_device_signal();
-    scanned_at_.store(rings, std::memory_order_relaxed);
-    drain_progress_.fetch_add(1, std::memory_order_release);
+    delivery_.scanned(rings);
     ready_list list;
     pass_locked(std::chrono::steady_clock::now(), list);
     completion_queue* sched = completion_queue::enqueue(list);
@@ -356,8 +342,7 @@ GPU_ASYNC_DECL void reactor_shell::retry_later(completion_queue* q) noexcept {
         q->abandon();
         return;
     }
-    q->next_schedule_ = retry_;
-    retry_ = q;
+    delivery_.keep_for_retry(q);
     if (roster_.needs_watcher()) {
         try {
             start_thread_locked();
