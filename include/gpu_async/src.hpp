@@ -27,7 +27,7 @@
 #include <gpu_async/impl/mapped_line.ipp>
 #include <gpu_async/impl/metal.ipp>
 #include <gpu_async/impl/reactor_service.ipp>
-#include <gpu_async/impl/reactor_shell.ipp>
+#include <gpu_async/impl/reactor_watcher.ipp>
 #include <gpu_async/impl/run_fill.ipp>
 #include <gpu_async/impl/sim_device.ipp>
 #include <gpu_async/impl/vulkan.ipp>

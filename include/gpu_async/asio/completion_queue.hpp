@@ -35,8 +35,8 @@ namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 class reactor_service;
-class reactor_shell;
 class delivery;
+class reactor_watcher;
 class reactor_op;
 struct ready_list;
 class completion_queue;
@@ -91,7 +91,6 @@ protected:
 
 private:
     friend class reactor_service;
-    friend class reactor_shell;
     friend class completion_queue;
     friend struct ready_list;
 
@@ -196,7 +195,7 @@ protected:
     /// held (the executor's work functions are its own code).
     using work_fn = void (*)(completion_queue*, bool hold);
 
-    completion_queue(reactor_shell& svc, schedule_fn s, free_fn f, work_fn w) noexcept
+    completion_queue(reactor_service& svc, schedule_fn s, free_fn f, work_fn w) noexcept
         : svc_(&svc)
         , schedule_(s)
         , free_(f)
@@ -205,7 +204,7 @@ protected:
 
 private:
     friend class reactor_service;
-    friend class reactor_shell;
+    friend class reactor_watcher;
     friend class delivery;
 
     /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
@@ -221,7 +220,7 @@ private:
     /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
     void abandon() noexcept;
 
-    reactor_shell* svc_;
+    reactor_service* svc_;
     schedule_fn schedule_;
     free_fn free_;
     work_fn work_;
@@ -284,6 +283,6 @@ struct reactor_port {
 GPU_ASYNC_ASIO_NAMESPACE_END
 } // namespace gpu_async::detail
 
-// Its definitions use the shell: <gpu_async/asio/reactor_shell.hpp> includes them.
+// Its definitions use the service: <gpu_async/asio/reactor_service.hpp> includes them.
 
 #endif // GPU_ASYNC_ASIO_COMPLETION_QUEUE_HPP

@@ -61,7 +61,7 @@ enum class lock_rank : std::uint8_t {
     fd_notifier,
     /// The std_watcher's scan engine and lists.
     std_watcher,
-    /// The reactor service's scan engine (reactor_shell::mutex_).
+    /// The reactor service's scan engine (reactor_service::mutex_).
     reactor,
     /// The reactor service's registrations not yet taken in (detail::registration_queue).
     reactor_incoming,

@@ -6,7 +6,7 @@
 #define GPU_ASYNC_IMPL_COMPLETION_QUEUE_IPP
 
 #include <gpu_async/asio/completion_queue.hpp>
-#include <gpu_async/asio/reactor_shell.hpp>
+#include <gpu_async/asio/reactor_service.hpp>
 
 #include <utility>
 

@@ -9,22 +9,30 @@
 
 #include <algorithm>
 #include <exception>
-#include <functional>
+#include <memory>
 #include <utility>
 
 namespace gpu_async::detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
-    : asio::execution_context::service(ctx) {
-    start_watching_lines();
+    : asio::execution_context::service(ctx)
+    , bell_(std::make_shared<doorbell>()) {
+    engine_.on_leave(
+        [](void* self, engine_wait& w) noexcept {
+            static_cast<reactor_service*>(self)->left_locked(static_cast<reactor_op&>(w));
+        },
+        this);
+    // Last: from here on retirements and faults reach the service, from any thread.
+    add_line_watcher(*this);
 }
 
 GPU_ASYNC_DECL reactor_service::~reactor_service() {
     // shutdown() has run (the execution context calls it before destroying services) and did
-    // both; this only guards against a service destroyed some other way.
-    stop_watching_lines();
-    stop_thread();
+    // both; this only guards against a service destroyed some other way. No retirement reaches
+    // a half-destroyed service: it leaves the line watchers first.
+    remove_line_watcher(*this);
+    watcher_.stop();
 }
 
 GPU_ASYNC_DECL bool reactor_service::waits_locked() const {
@@ -33,7 +41,7 @@ GPU_ASYNC_DECL bool reactor_service::waits_locked() const {
 
 GPU_ASYNC_DECL bool reactor_service::watcher_running() const {
     std::lock_guard lk(mutex_);
-    return thread_.joinable();
+    return watcher_.joinable();
 }
 
 GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
@@ -44,7 +52,7 @@ GPU_ASYNC_DECL void reactor_service::begin_fill(dur_ns park_bound) {
     // The watcher stands down: joined, so no extra thread runs while a FILL driver does;
     // start() launches none while one is active and end_fill() restarts it when waits are
     // pending.
-    stop_thread();
+    watcher_.stop();
 }
 
 GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
@@ -142,8 +150,8 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
     // for a retry) before this goes on. The scheduler, shut down after this service, then
     // destroys such a drain while the service lives; one posted later would sit in a shut-down
     // scheduler until its destructor, and report itself dropped to a freed service.
-    stop_watching_lines();
-    stop_thread();
+    remove_line_watcher(*this);
+    watcher_.stop();
     ready_list list;
     completion_queue* retries = nullptr;
     {
@@ -176,7 +184,7 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
 GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_event event) {
     if (event == asio::execution_context::fork_prepare) {
         // No thread may be running across fork(): stop the watcher; it restarts lazily.
-        stop_thread();
+        watcher_.stop();
         return;
     }
     // Parent or child: restart the watcher when waits are pending.
@@ -184,153 +192,363 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     if (roster_.needs_watcher() && waits_locked() && !shut_down_) start_thread_locked();
 }
 
-GPU_ASYNC_DECL void reactor_service::start_thread_locked() {
-    thread_ = start_watcher_thread([this] { watcher_main(); });
-    roster_.watcher_started(); // under mutex_: the thread reads it once it has the lock
+GPU_ASYNC_DECL void reactor_service::park_bound(dur_ns bound) noexcept {
+    park_bound_ns_.store(bound.ns == 0 ? 1 : bound.ns, std::memory_order_relaxed);
 }
 
-GPU_ASYNC_DECL void reactor_service::stop_thread() {
-    std::thread t;
+GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
+    std::lock_guard lk(mutex_);
+    std::size_t n = engine_.size();
+    incoming_.for_each([&](const engine_wait*) { ++n; });
+    return n;
+}
+
+GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
+    std::lock_guard lk(mutex_);
+    std::size_t n = port.count;
+    incoming_.for_each([&](const engine_wait* w) {
+        n += static_cast<const reactor_op*>(w)->port_ == &port ? 1 : 0;
+    });
+    return n;
+}
+
+GPU_ASYNC_DECL reactor_key reactor_service::make_key(reactor_op& op) noexcept {
+    op.serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
+    return reactor_key{op.descriptor(), &op, op.serial_};
+}
+
+GPU_ASYNC_DECL void reactor_service::fetch_incoming(engine_batch& b) noexcept {
+    // New registrations go into the (empty) batch the engine gave; with none, the table's size
+    // is published under the queue's lock: a registration after this take reads it (0: it rings
+    // an idle waiter).
+    incoming_.take(b, engine_.size());
+}
+
+GPU_ASYNC_DECL void reactor_service::left_locked(reactor_op& op) noexcept {
+    unlink_port_locked(op);
+    op.set_result(op.end()); // the engine decided it (a retirement since start(): aborted)
+    if (op.end() == wait_end::reached) learn_locked(op);
+    delivery_.leaving(op.queue_); // while the op is at hand (finish_locked)
+}
+
+GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
+    delivery_.finish(out, list); // each op was finished as it left (left_locked)
+    publish_size();
+}
+
+GPU_ASYNC_DECL void reactor_service::pass_locked(std::chrono::steady_clock::time_point now,
+                                                 ready_list& list) noexcept {
+    engine_list out;
+    try {
+        engine_.take_in(fetch(), registered(), out);
+    } catch (...) {
+        // A take-in ends what it cannot register (no_memory): nothing is lost.
+    }
+    if (!engine_.empty()) engine_.scan(mono_from(now), fetch(), registered(), out);
+    finish_locked(out, list); // each op fed the rhythm as it left (left_locked), before scanned()
+    rhythm_.scanned();
+}
+
+GPU_ASYNC_DECL void reactor_service::take_in_settled_locked(engine_list& out) noexcept {
+    try {
+        engine_.take_in_settled(fetch(), registered(), out);
+    } catch (...) {
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
+    if (op.started_ns_ == 0) return; // started while nothing was predicted: no clock read
+    rhythm_.learn(op.descriptor(), op.started_ns_, detail::mono_now().ns, rhythm_plan());
+}
+
+GPU_ASYNC_DECL reactor_service::start_result
+reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
+                       std::optional<std::chrono::steady_clock::time_point> deadline) {
+    if (shut_down_.load(std::memory_order_acquire)) {
+        // The context is being destroyed: nothing will run the handler. Destroy it (outside
+        // every lock), never invoke it, as shutdown() does with pending waits.
+        return start_result::dropped;
+    }
+    // The clock is read only for a wait with a deadline (a read per wait is a tenth of the
+    // completion path's time through one thread).
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (ends_at_start(*op, deadline, now)) return start_result::finished;
+    if (!roster_.present()) {
+        // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
+        std::lock_guard lk(mutex_);
+        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed))
+            start_thread_locked();
+    }
+    op->port_ = &port;
+    op->started_ns_ = predicting() ? detail::mono_now().ns : 0;
+    op->bound_ns = bound.ns;
+    op->has_deadline = deadline.has_value();
+    op->deadline_ns = deadline ? mono_from(*deadline).ns : 0;
+    push_incoming(*op, bound, deadline, now);
+    if (!roster_.present()) {
+        // The last FILL driver ended between the look above and the push, finding no waits:
+        // this one is registered, so a watcher must run for it.
+        std::lock_guard lk(mutex_);
+        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed)) {
+            try {
+                start_thread_locked();
+            } catch (...) {
+                // Registered without a watcher: the next registration or run_fill retries.
+            }
+        }
+    }
+    return start_result::registered;
+}
+
+GPU_ASYNC_DECL bool
+reactor_service::ends_at_start(reactor_op& op,
+                               std::optional<std::chrono::steady_clock::time_point> deadline,
+                               std::chrono::steady_clock::time_point now) noexcept {
+    if (deadline && *deadline <= now) {
+        op.set_result(wait_end::expired);
+        return true;
+    }
+    // A descriptor of a retired line, or of a faulted slot, ends before its line is read; a
+    // read counts only if the line's life did not move across it (read_checked). The epoch is
+    // read first: the take-in judges it again only if a line's life moved since. (The take-in
+    // reads the word again; a store between the two reads only makes the wait complete there.)
+    op.judged_at = line_life_epoch();
+    if (const std::optional<wait_end> r = result_at_start(op.descriptor())) {
+        op.set_result(*r);
+        return true;
+    }
+    return false;
+}
+
+GPU_ASYNC_DECL void
+reactor_service::push_incoming(reactor_op& op, dur_ns bound,
+                               std::optional<std::chrono::steady_clock::time_point> deadline,
+                               std::chrono::steady_clock::time_point now) noexcept {
+    // Added to the incoming registrations, without the service's lock, which a scan may be
+    // holding; the waiter takes it in before its next scan (no allocation here: see
+    // engine_batch). Wake the waiter when it must act on it now: it is idle (nothing was
+    // pending: it sleeps up to a second), or the wait has a deadline within one park bound or a
+    // bound tighter than the park bound. Otherwise it takes the wait in at its next scan, at the
+    // latest one park bound away, and a store to the wait's word is seen by that scan.
+    // Idle is decided in the same section as the push (registration_queue::push): a waiter that
+    // found nothing published the table's size, 0, under the queue's lock as it took, so the
+    // first registration after that take reads 0 and rings.
+    const bool idle = incoming_.push(op);
+    const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
+    const bool tighter = bound.ns != 0 && bound.ns < pb;
+    // A deadline further than one park bound away is met by the waiter's next pass.
+    const bool soon = deadline && *deadline - now < dur_ns{pb}.chrono();
+    if (soon || tighter) {
+        urgent_.store(true, std::memory_order_seq_cst);
+        delivery_.gate().wake(); // a watcher standing back for drains scans now
+    }
+    if (idle || soon || tighter) bell_->ring();
+}
+
+GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
+    bool found = false;
+    completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
-        if (!thread_.joinable()) return;
-        roster_.watcher_stopping();
-        t = std::move(thread_);
-    }
-    bell_->ring();
-    delivery_.gate().wake();
-    t.join();
-    std::lock_guard lk(mutex_);
-    roster_.watcher_joined();
-}
-
-GPU_ASYNC_DECL void reactor_service::watcher_main() {
-    std::unique_lock lk(mutex_);
-    while (roster_.thread() == waiter_roster::watcher::running) {
-        std::uint64_t seen = bell_->count();
-        park_policy::view top;
-        top.retries = delivery_.retries();
-        top.caller_drives = roster_.fill_active();
-        top.drains_out = delivery_.gate().drains_out() != 0;
-        switch (park_policy::next(top)) {
-        case park_policy::step::post_retries:
-            post_retries_step(lk, seen);
-            continue;
-        case park_policy::step::idle:
-            idle_step(lk, seen);
-            continue;
-        case park_policy::step::stand_back:
-            stand_back_step(lk);
-            if (roster_.thread() != waiter_roster::watcher::running) return;
-            seen = bell_->count();
-            break;
-        case park_policy::step::scan:
-            break;
-        default: // not an answer at the top of a pass
-            break;
+        engine_list out;
+        take_in_settled_locked(out); // a wait not yet taken in is in the table now
+        // After shutdown the table is empty; before registration and after completion the wait
+        // is not found. Only a registered op (alive, owned by the engine) is touched.
+        if (engine_wait* w = engine_.find(wait.descriptor, [&](const engine_wait* candidate) {
+                const auto* op = static_cast<const reactor_op*>(candidate);
+                return op == wait.op && op->serial_ == wait.serial;
+            })) {
+            engine_.remove(*w, out);
+            found = true;
         }
-        scan_step(lk, seen);
+        sched = settle_locked(out);
     }
+    schedule(sched);
+    return found;
 }
 
-GPU_ASYNC_DECL void reactor_service::post_retries_step(std::unique_lock<ranked_mutex>& lk,
-                                                       std::uint64_t seen) {
-    completion_queue* retries = delivery_.take_retries();
-    lk.unlock();
-    schedule(retries);
-    lk.lock();
-    // A drain that cannot be posted now is retried after one park bound (a device's signal must
-    // not end that park at once: the scan after the retries reads the word anyway).
-    if (delivery_.retries()) {
-        if (bell_->device_signaled()) bell_->take_device_signal();
-        lk.unlock();
-        park_on_bell(seen, park_bound());
-        lk.lock();
+GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
+    std::size_t n = 0;
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out);
+        while (port.head != nullptr) {
+            reactor_op* op = port.head;
+            unlink_port_locked(*op);
+            engine_.remove(*op, out);
+            ++n;
+        }
+        sched = settle_locked(out);
     }
+    schedule(sched);
+    return n;
 }
 
-GPU_ASYNC_DECL void reactor_service::idle_step(std::unique_lock<ranked_mutex>& lk,
-                                               std::uint64_t seen) {
-    // A FILL driver is the waiter (it scans): sleep on the doorbell until end_fill() or a stop
-    // rings it (bell_waiter::idle_bound).
+template <class End>
+void reactor_service::end_waits(End&& end) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out); // those not yet taken in end as the others do
+        end(out);
+        sched = settle_locked(out);
+    }
+    // Their completions go to their executors.
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) noexcept {
+    // Once the waits are out of the table no scan reads the line any more.
+    end_waits([&](engine_list& out) {
+        engine_.retire_line(line, out);
+        rhythm_.forget(line);
+    });
+}
+
+// A slot's fault or retirement acts only if the slot is, under mutex_, at the generation it
+// produced: a take-in under mutex_ has seen every generation before (the side table changes
+// before anyone is asked), so no wait of a later stream on the slot is in the table then; a
+// slot that moved on was, or will be, ended by the later change, which visits every reactor.
+GPU_ASYNC_DECL void reactor_service::fault_slot(const completion_line& line, slot_id slot,
+                                                std::uint64_t generation) noexcept {
+    end_waits([&](engine_list& out) {
+        if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
+    });
+}
+
+GPU_ASYNC_DECL void reactor_service::retire_slot(const completion_line& line, slot_id slot,
+                                                 slot_retirement r) noexcept {
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        if (slot_generation(line, slot) == r.next) {
+            // Still this retirement's slot: no later stream has stored into it (its stream is
+            // made after a later retirement, which waits for mutex_), so the waits registered
+            // before the retirement and not yet taken in have their word read.
+            try {
+                engine_.take_in_retiring(fetch(), registered(), out, line, slot, r.retired);
+            } catch (...) {
+            }
+            engine_.retire_slot(line, slot, out);
+        } else {
+            take_in_settled_locked(out);
+        }
+        sched = settle_locked(out);
+    }
+    schedule(sched);
+}
+
+GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
+    // Only when something rang since the last scan (a handler's producer, most likely) and the
+    // waiter is not scanning now: the drain must never wait for the lock.
+    const std::uint64_t rings = bell_->count();
+    if (!delivery_.rang_since_scan(rings) && !bell_->device_signaled()) return;
+    std::unique_lock lk(mutex_, std::try_to_lock);
+    if (!lk.owns_lock()) return;
     if (bell_->device_signaled()) bell_->take_device_signal();
-    lk.unlock();
-    park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
-    lk.lock();
-}
-
-GPU_ASYNC_DECL void reactor_service::stand_back_step(std::unique_lock<ranked_mutex>& lk) {
-    // A drain is out: it scans after its batch, on the executor's thread. Leave the table to it
-    // rather than contend with it for the lock and for the lines a busy port's handlers write
-    // (words, the incoming registrations, the queue); scan once it ends, or when a bound passes
-    // in which no drain ran (an executor holds it back), at a device's signal or a registration
-    // that cannot wait (a near deadline, a tight bound), and in any case after the policy's
-    // window (a drain scans only when the bell rang or a device signalled).
-    const auto now = std::chrono::steady_clock::now();
-    const park_policy::stand_back_window window = park_policy::stand_back(
-        detail::mono_now(), park_bound(), [&](dur_ns b) { return bound_locked(now, b); });
-    lk.unlock();
-    std::uint64_t progress = delivery_.progress();
-    for (bool first = true;; first = false) {
-        const mono_ns t{detail::mono_now().ns};
-        if (t >= window.until) break;
-        delivery_.gate().wait(*bell_, waiter_, min(window.round, window.until.since(t)), first,
-                              [this] { return stand_back_over(); });
-        const std::uint64_t now_progress = delivery_.progress();
-        if (!park_policy::stand_back_again(progress, now_progress, stand_back_over(),
-                                           detail::mono_now(), window.until))
-            break;
-        progress = now_progress; // the drains ran within the bound: one scans at its end
-    }
-    lk.lock();
-}
-
-GPU_ASYNC_DECL void reactor_service::scan_step(std::unique_lock<ranked_mutex>& lk,
-                                               std::uint64_t seen) {
-    urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
-    // A device's doorbell store ends the park below; taken just before the scan it announces
-    // (the device stored its completion word first), so the scan sees that completion. (Not
-    // before a stand-back: the drains' scans look for the signal while it stays set.)
-    if (bell_->device_signaled()) bell_->take_device_signal();
-    const auto now = std::chrono::steady_clock::now();
+    delivery_.scanned(rings);
     ready_list list;
-    pass_locked(now, list);
-    park_policy::view seen_now;
-    seen_now.scanned = true;
-    seen_now.found = list.head() != nullptr;
-    seen_now.pending = !engine_.empty(); // its deadlines are the pending waits' own
-    switch (park_policy::next(seen_now)) {
-    case park_policy::step::idle:
-        // The table's size (0) was published before the registrations were taken, so a registration
-        // pushed after that take sees 0 and rings: it cannot be missed here.
-        lk.unlock();
-        park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
-        lk.lock();
-        return;
-    case park_policy::step::deliver: {
-        completion_queue* sched = completion_queue::enqueue(list);
-        lk.unlock();
-        schedule(sched);
-        lk.lock();
-        return;
-    }
-    case park_policy::step::park:
-    default: // only the answers above after a scan
-        break;
-    }
-    const dur_ns bound = bound_locked(now, park_bound());
-    const std::uint64_t from = detail::mono_now().ns; // this look
-    const std::optional<park_policy::predicted_park> sleep = predicted_sleep_locked(from, bound);
+    pass_locked(std::chrono::steady_clock::now(), list);
+    completion_queue* sched = completion_queue::enqueue(list);
     lk.unlock();
-    query_health(); // a faulted context ends its lines' waits (device_fault) within a backstop
-    const bool late = park_between_scans(seen, bound, sleep);
-    lk.lock();
-    if (late) rhythm_.slept_late(from);
+    schedule(sched);
 }
 
-GPU_ASYNC_DECL bool reactor_service::stand_back_over() const noexcept {
-    return delivery_.gate().drains_out() == 0 || roster_.stopping() ||
-           urgent_.load(std::memory_order_seq_cst) || bell_->device_signaled();
+GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
+    deadline_plan plan;
+    plan.margin_ns = waiter_.device_poll().ns;
+    plan.min_sleep_ns = 0;
+    plan.max_sleep_ns = bell_waiter::idle_bound.ns;
+    plan.window = 8;
+    return plan;
+}
+
+GPU_ASYNC_DECL void reactor_service::link_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.port_) {
+        op.linked_ = true;
+        op.prev_ = nullptr;
+        op.next_ = port->head;
+        if (port->head != nullptr) port->head->prev_ = &op;
+        port->head = &op;
+        ++port->count;
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::unlink_port_locked(reactor_op& op) noexcept {
+    if (reactor_port* port = op.port_; op.linked_) {
+        if (op.prev_ != nullptr)
+            op.prev_->next_ = op.next_;
+        else
+            port->head = op.next_;
+        if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
+        --port->count;
+        op.linked_ = false;
+        op.prev_ = op.next_ = nullptr;
+    }
+}
+
+GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
+                                                    dur_ns bound) const noexcept {
+    return engine_.bound(mono_from(now), bound);
+}
+
+GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
+    std::unique_lock lk(mutex_);
+    if (shut_down_.load(std::memory_order_relaxed)) {
+        lk.unlock();
+        q->abandon();
+        return;
+    }
+    delivery_.keep_for_retry(q);
+    if (roster_.needs_watcher()) {
+        try {
+            start_thread_locked();
+        } catch (...) {
+            // No watcher either: the next registration, poll_ready() or run_fill() retries.
+        }
+    }
+    lk.unlock();
+    bell_->ring();
+}
+
+GPU_ASYNC_DECL completion_queue* reactor_service::settle_locked(engine_list& out) noexcept {
+    ready_list list;
+    finish_locked(out, list);
+    return completion_queue::enqueue(list);
+}
+
+GPU_ASYNC_DECL void reactor_service::schedule(completion_queue* list) noexcept {
+    while (list != nullptr) {
+        completion_queue* q = std::exchange(list, list->next_schedule_);
+        q->next_schedule_ = nullptr;
+        if (q->schedule_(q)) continue; // the drain holds the reference now
+        // Posting failed: keep the queue (and its reference) for the waiter to post again.
+        retry_later(q);
+    }
+}
+
+GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
+    completion_queue* q = op->queue();
+    op->next = nullptr;
+    if (q->push(op, op)) {
+        q->next_schedule_ = nullptr;
+        schedule(q);
+    }
+}
+
+GPU_ASYNC_DECL std::optional<reactor_service::start_result> reactor_service::ends_before_start(
+    reactor_op& op, std::optional<std::chrono::steady_clock::time_point> deadline) noexcept {
+    // start()'s looks before it registers, in its order.
+    if (shut_down_.load(std::memory_order_acquire)) return start_result::dropped;
+    const auto now =
+        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (ends_at_start(op, deadline, now)) return start_result::finished;
+    return std::nullopt;
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END
