@@ -52,6 +52,8 @@ class std_watcher;
 
 namespace detail {
 
+class fd_notifier_core;
+
 /// The line a stop listener's engine part names (never read: a stop listener is never taken in).
 inline const completion_line no_line{};
 
@@ -79,6 +81,14 @@ struct watch_state : engine_wait, std::enable_shared_from_this<watch_state> {
     // Why it ends without its word reaching the target (retired, faulted, stale), set under
     // the watcher's mutex before it is fired.
     std::error_code ending;
+
+    // An end sink's (std_watcher::on_end_here): ended by a retirement, a slot's fault or its
+    // give-back, it is fired on the thread that ended it, before that call returns.
+    bool ends_here = false;
+    // Guarded by the watcher's mutex while it fires away from the watcher thread: that thread
+    // (a drop from its own function returns at once) and the reference that keeps it alive.
+    std::thread::id firer;
+    std::shared_ptr<watch_state> firing_ref;
 };
 
 } // namespace detail
@@ -309,20 +319,38 @@ public:
 
 private:
     friend class watch_handle;
+    friend class detail::fd_notifier_core;
     using state_ptr = std::shared_ptr<detail::watch_state>;
+
+    /// on_end() for an end sink (the fd notifier): as on_end, except that a wait ended by a
+    /// retirement, a slot's fault or its give-back has `fn` run on the thread that ended it
+    /// (with none of the watcher's locks held), before that call returns, so the sink holds the
+    /// ending as soon as the line's owner goes on. `fn` must not wait for the watcher.
+    watch_handle on_end_here(const memory_descriptor& d, std::function<void(std::error_code)> fn) {
+        return add(d, {}, std::move(fn), /*ends_here=*/true);
+    }
 
     // The std_watcher is an adapter over a scan engine (<gpu_async/core/scan_engine.hpp>):
     // registrations are taken in under m_ as they come, and what leaves the engine becomes a
     // callback to run on the watcher thread.
 
     // Sorts what left the engine: reached to ready_, the rest (retired, faulted, stale) to
-    // ended_ with its code; both fire at the thread's next pass. Lock held. Room is made first,
-    // so that only that reserve can throw.
-    void settle_locked(detail::engine_list& out) {
+    // ended_ with its code; both fire at the thread's next pass. With `here` (a retirement, a
+    // fault, a give-back), the end sinks' waits go there instead, to be fired by the caller
+    // (fire_here). Lock held. Room is made first, so that only that reserve can throw.
+    void settle_locked(detail::engine_list& out, detail::engine_list* here = nullptr) {
         ready_.reserve(ready_.size() + out.count);
         ended_.reserve(ended_.size() + out.count);
         while (detail::engine_wait* w = out.pop()) {
             auto* p = static_cast<detail::watch_state*>(w);
+            if (here != nullptr && p->ends_here) {
+                if (w->end() != wait_end::reached) p->ending = to_error_code(w->end(), std_codes());
+                p->state = detail::watch_state::phase::firing;
+                p->firer = std::this_thread::get_id();
+                p->firing_ref = p->shared_from_this();
+                here->push(w);
+                continue;
+            }
             if (w->end() == wait_end::reached) {
                 ready_.push_back(p->shared_from_this()); // a handle owns it while registered
                 continue;
@@ -334,20 +362,40 @@ private:
     // settle_locked() where nothing may throw (retirement, a fault): room for every wait was made
     // when it registered (add), so it cannot fail; were it to, the waits stay unresolved rather
     // than lost to a throw in a noexcept path.
-    void settle_noexcept_locked(detail::engine_list& out) noexcept {
+    void settle_noexcept_locked(detail::engine_list& out, detail::engine_list& here) noexcept {
         try {
-            settle_locked(out);
+            settle_locked(out, &here);
         } catch (...) {
+        }
+    }
+
+    // Fires the end sinks' waits that a retirement, a fault or a give-back on this thread
+    // ended (settle_locked's `here`), with no lock held, then marks them done.
+    void fire_here(detail::engine_list& here) noexcept {
+        if (here.empty()) return;
+        for (detail::engine_wait* w = here.head; w != nullptr; w = w->next)
+            fire(*static_cast<detail::watch_state*>(w), std::error_code());
+        {
+            std::lock_guard lk(m_);
+            for (detail::engine_wait* w = here.head; w != nullptr; w = w->next)
+                static_cast<detail::watch_state*>(w)->state = detail::watch_state::phase::done;
+        }
+        idle_cv_.notify_all();
+        // Released with no lock held: the last reference may go here, and with it the sink's
+        // function and what it holds.
+        while (detail::engine_wait* w = here.pop()) {
+            state_ptr ref = std::move(static_cast<detail::watch_state*>(w)->firing_ref);
         }
     }
     static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
     static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
     watch_handle add(const memory_descriptor& d, std::function<void()> fn,
-                     std::function<void(std::error_code)> end = {}) {
+                     std::function<void(std::error_code)> end = {}, bool ends_here = false) {
         auto s = std::make_shared<detail::watch_state>(d);
         s->callback = std::move(fn);
         s->end_fn = std::move(end);
+        s->ends_here = ends_here;
         {
             std::lock_guard lk(m_);
             if (stop_ && s->end_fn) return watch_handle(); // nothing would ever end it
@@ -377,9 +425,11 @@ private:
             s->state = detail::watch_state::phase::dropped;
             return;
         }
-        // A callback of this registration is running: wait for it, unless we are inside it.
-        // The id is the thread's own record under m_: thread_ itself is written by a join.
-        if (std::this_thread::get_id() != thread_id_)
+        // A callback of this registration is running: wait for it, unless we are inside it
+        // (on the watcher thread, or on the thread that fires an end sink here). The id is the
+        // thread's own record under m_: thread_ itself is written by a join.
+        const std::thread::id me = std::this_thread::get_id();
+        if (me != thread_id_ && me != s->firer)
             idle_cv_.wait(lk, [&] { return s->state != detail::watch_state::phase::firing; });
     }
 
@@ -440,8 +490,8 @@ private:
     }
 
     // line_watcher: after this returns the thread never reads `line` (it reads lines only while
-    // it scans, under m_). The registrations end on the watcher thread: nothing waits for a
-    // callback here.
+    // it scans, under m_). The registrations end on the watcher thread (nothing waits for a
+    // callback here), the end sinks' here, before it returns.
     void retire_line(const completion_line& line) noexcept override {
         end_waits([&](detail::engine_list& out) { engine_.retire_line(line, out); });
     }
@@ -466,16 +516,18 @@ private:
     }
 
     // Under the lock, `end(out)` takes waits out of the engine; they are settled there and the
-    // thread is rung to fire them.
+    // thread is rung to fire them; the end sinks' are fired here, after the lock.
     template <class End>
     void end_waits(End&& end) noexcept {
+        detail::engine_list here;
         {
             std::lock_guard lk(m_);
             detail::engine_list out;
             end(out);
-            settle_noexcept_locked(out);
+            settle_noexcept_locked(out, here);
         }
         bell_->ring();
+        fire_here(here);
     }
 
     void run() {

@@ -29,15 +29,19 @@
 /// The feeder is `std_watcher` (<gpu_async/host/std_watcher.hpp>): its one thread is the reactor
 /// and watches every line of every notifier; a wait costs a registration in its watch table (the
 /// registry every host shares: the wrapping rule for any history of stores, targets near 2^64
-/// included), never a thread. The watcher ends a wait by running the notifier's callback on its
-/// thread with no lock held, which appends the entry and, on the empty-to-non-empty edge, writes
-/// the eventfd. The program's loop never blocks on the notifier: `drain()` is non-blocking.
+/// included), never a thread. The notifier keeps no line of its own: it is plainly the sink of
+/// its waits, which live in the watcher's engine. The watcher ends a wait by running the
+/// notifier's callback with no lock held, which appends the entry and, on the empty-to-non-empty
+/// edge, writes the eventfd: on its thread for a completion and its stop; on the thread that
+/// retires a line or slot or faults a slot, before that call returns (so the entry is queued by
+/// the time the line's owner goes on). The program's loop never blocks on the notifier: `drain()`
+/// is non-blocking.
 ///
 /// How a wait ends (the entry's error code):
 /// - empty: the descriptor completed (its word reached the target, wrapping order);
 /// - std::errc::operation_canceled: `cancel(cookie)`, or the line was retired
 ///   (gpu_async::retire_line, which a sim_device or mapped_line calls before their line goes: the
-///   notifier is a line watcher, so it stops reading the line before it is freed or reused), or
+///   watcher is a line watcher, so it stops reading the line before it is freed or reused), or
 ///   the slot was before its word reached the target (gpu_async::retire_slot: its stream
 ///   went);
 /// - errc::stale_descriptor: the descriptor's line or slot was retired before the wait began;
@@ -56,8 +60,8 @@
 /// the watcher thread while the notifier closes touches only live memory, and it writes the fd
 /// under the notifier's lock only while the fd is open (never a reused descriptor number).
 /// `close()` drops every registration before it returns (waiting for one whose callback is
-/// running, unless it is called on the watcher thread). Ending a wait never allocates (the ready
-/// list keeps room for every pending wait), so cancel, close, retirement and stop cannot fail.
+/// running on another thread). Ending a wait never allocates (the ready list keeps room for every
+/// pending wait), so cancel, close, retirement and stop cannot fail.
 ///
 /// Threads: every member of fd_notifier may be called from any thread, concurrently; not the
 /// destructor or a move while another thread uses the object. `wait_fd::result()` from one thread.

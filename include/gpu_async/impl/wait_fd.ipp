@@ -11,14 +11,10 @@
 
 #if GPU_ASYNC_HAS_WAIT_FD
 
-#include <gpu_async/line_life.hpp>
-#include <gpu_async/line_watchers.hpp>
-
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <iterator>
 #include <list>
@@ -30,9 +26,10 @@ namespace gpu_async {
 namespace detail {
 
 // The notifier's state. Owned by the notifier and by every callback it gave the watcher, so a
-// callback that runs after (or while) the notifier closes finds it alive, and closed.
-class fd_notifier_core final : public line_watcher,
-                               public std::enable_shared_from_this<fd_notifier_core> {
+// callback that runs after (or while) the notifier closes finds it alive, and closed. It is the
+// sink of its waits, which live in the watcher's engine: the watcher ends each (completed, its
+// line or slot retired, its slot faulted, the stop) and the callback queues the entry.
+class fd_notifier_core final : public std::enable_shared_from_this<fd_notifier_core> {
 public:
     using entry = fd_notifier::entry;
 
@@ -40,7 +37,6 @@ public:
     struct rec {
         std::uint64_t cookie;
         std::uint64_t id; // unique in this notifier: a callback finds its own wait by it
-        const completion_line* line;
         watch_handle handle;
     };
     using rec_list = std::list<rec>; // splice moves records out without allocating
@@ -49,8 +45,7 @@ public:
         : watcher_(&w)
         , fd_(fd) {}
 
-    // After make_shared: the stop listener and the line-watcher registration. On a throw the
-    // caller runs close().
+    // After make_shared: the stop listener. On a throw the caller runs close().
     void start() {
         watch_handle stop = watcher_->on_stop([self = shared_from_this()] { self->stopped(); });
         {
@@ -60,8 +55,6 @@ public:
             else
                 shut_locked(); // the watcher stopped before we came
         }
-        add_line_watcher(*this);
-        retirable_.store(true);
     }
 
     int fd() const {
@@ -83,7 +76,7 @@ public:
             return;
         }
         const std::uint64_t id = next_id_++;
-        pending_.push_back(rec{cookie, id, &d.line(), watch_handle()});
+        pending_.push_back(rec{cookie, id, watch_handle()});
         const auto it = std::prev(pending_.end());
         try {
             by_cookie_.emplace(cookie, it);
@@ -93,10 +86,12 @@ public:
         }
         watch_handle h;
         try {
-            // Under m_: the callback cannot find the record before it is complete.
-            h = watcher_->on_end(d, [self = shared_from_this(), cookie, id](std::error_code ec) {
+            // Under m_: the callback cannot find the record before it is complete. An end sink:
+            // a retirement, a fault or a give-back queues the entry before it returns.
+            auto sink = [self = shared_from_this(), cookie, id](std::error_code ec) {
                 self->ended(cookie, id, ec);
-            });
+            };
+            h = watcher_->on_end_here(d, std::move(sink));
         } catch (...) {
             unindex_locked(it);
             pending_.erase(it);
@@ -158,8 +153,6 @@ public:
     }
 
     void close() noexcept {
-        // Not under m_: a retirement in progress may be asking us, and it takes m_.
-        if (retirable_.exchange(false)) remove_line_watcher(*this);
         rec_list gone;
         watch_handle stop;
         {
@@ -176,34 +169,9 @@ public:
         // `gone` and `stop` are dropped here, outside the lock.
     }
 
-    // line_watcher: ends the waits on `line` (operation_canceled); once this returns the watcher
-    // no longer reads the line for us.
-    void retire_line(const completion_line& line) noexcept override {
-        rec_list gone;
-        {
-            std::lock_guard lk(m_);
-            for (auto r = pending_.begin(); r != pending_.end();) {
-                const auto next = std::next(r);
-                if (r->line == &line) {
-                    unindex_locked(r);
-                    push_locked({r->cookie, to_error_code(wait_end::aborted, std_codes())});
-                    gone.splice(gone.end(), pending_, r);
-                }
-                r = next;
-            }
-        }
-        // Each drop returns once the watcher thread is not parked on the line.
-    }
-
-    // line_watcher: the std_watcher ends the slot's registrations itself (errc::device_fault
-    // through on_end, on its thread), and ended() records them.
-    void fault_slot(const completion_line&, slot_id, std::uint64_t) noexcept override {}
-    // Likewise for a slot whose stream went (operation_canceled through on_end); the line stays,
-    // so the watcher may go on reading it.
-    void retire_slot(const completion_line&, slot_id, slot_retirement) noexcept override {}
-
 private:
-    // The watcher thread: the wait ended (reached, or errc::shut_down).
+    // The wait ended: reached, or errc::shut_down (on the watcher thread); its line or slot
+    // retired, or its slot faulted (on the thread that did it, before that call returns).
     void ended(std::uint64_t cookie, std::uint64_t id, std::error_code ec) noexcept {
         rec_list gone; // dropping our own registration from its callback returns at once
         std::lock_guard lk(m_);
@@ -272,7 +240,6 @@ private:
     watch_handle stop_;
     std::uint64_t next_id_ = 0;
     bool shut_ = false;
-    std::atomic<bool> retirable_{false}; // registered as a line watcher
 };
 
 } // namespace detail

@@ -273,38 +273,63 @@ BOOST_AUTO_TEST_CASE(a_fill_flag_wait_ends_at_a_fault_without_parking_again) {
     BOOST_TEST(stats.value().resumptions < 100u); // parking again resumed it ~10^5 times
 }
 
-#if GPU_ASYNC_HAS_WAIT_FD
+// A line watcher that ends its wait on one line as a host does: it drops the wait's watcher
+// registration, which waits for a callback batch that is firing it.
+class dropping_watcher final : public detail::line_watcher {
+public:
+    dropping_watcher(const completion_line& line, watch_handle h)
+        : line_(&line)
+        , handle_(std::move(h)) {
+        detail::add_line_watcher(*this);
+    }
+    ~dropping_watcher() { detail::remove_line_watcher(*this); }
+    std::atomic<bool> asked{false};
 
-// A retirement asks an fd notifier, which drops its registration and so waits for the
-// watcher's batch that is firing it; a callback of that batch gives back another stream, which
-// retires its line. Each step is allowed; with the registry's lock held across the first
-// retirement, the second one blocked on it forever.
+    void retire_line(const completion_line& line) noexcept override {
+        if (&line != line_) return;
+        asked = true;
+        handle_.reset(); // one retirement of the line: nothing else touches the handle
+    }
+    void fault_slot(const completion_line&, slot_id, std::uint64_t) noexcept override {}
+    void retire_slot(const completion_line&, slot_id, detail::slot_retirement) noexcept override {}
+
+private:
+    const completion_line* line_;
+    watch_handle handle_;
+};
+
+// A retirement asks a watcher that drops its registration and so waits for the std_watcher's
+// batch that is firing it; a callback of that batch gives back another stream, which retires
+// its line. Each step is allowed; with the registry's lock held across the first retirement,
+// the second one blocked on it forever.
 BOOST_AUTO_TEST_CASE(a_retirement_from_a_callback_while_another_waits_for_it_completes) {
     auto run = std::make_shared<std::promise<void>>();
     auto finished = run->get_future();
     std::thread scenario([run] {
         std_watcher w;
         sim_device dev(manual());
-        fd_notifier notifier(w);
-        auto first = dev.make_stream(); // line L1: the notifier and a callback watch it
+        auto first = dev.make_stream(); // line L1: the dropping watcher and a callback watch it
         auto other = dev.make_stream(); // line L3: given back from the callback
         const memory_descriptor d = first->descriptor_for(first->enqueue(1us));
         std::atomic<bool> in_batch{false};
+        std::atomic<bool> saw_ask{false};
         std::atomic<bool> callback_done{false};
-        // Registered first: fired first in the batch, before the notifier's registration.
+        std::optional<dropping_watcher> dropper;
+        // Registered first: fired first in the batch, before the dropping watcher's.
         watch_handle cb = w.on_complete(d, [&] {
             in_batch = true;
-            // The notifier's record leaves its list once the retirement of L1 has reached it
-            // (it then waits for this batch).
-            eventually([&] { return notifier.pending() == 0; });
+            // The retirement of L1 asks the dropping watcher, which then waits for this batch.
+            saw_ask = eventually([&] { return dropper->asked.load(); });
             other.reset(); // retires L3 from the watcher thread
             callback_done = true;
         });
-        notifier.watch(d, 7);
+        dropper.emplace(d.line(), w.on_complete(d, [] {}));
         dev.step_all(); // both complete in one scan: one batch
         BOOST_TEST_REQUIRE(eventually([&] { return in_batch.load(); }));
-        first.reset(); // retires L1: asks the notifier, which waits for the batch
+        first.reset(); // retires L1: asks the dropping watcher, which waits for the batch
+        BOOST_TEST(saw_ask.load());
         BOOST_TEST(callback_done.load());
+        dropper.reset();
         run->set_value();
     });
     if (finished.wait_for(bound) != std::future_status::ready) {
@@ -313,6 +338,8 @@ BOOST_AUTO_TEST_CASE(a_retirement_from_a_callback_while_another_waits_for_it_com
     }
     scenario.join();
 }
+
+#if GPU_ASYNC_HAS_WAIT_FD
 
 BOOST_AUTO_TEST_CASE(the_fd_notifier_reports_stale_descriptors_and_faults) {
     std_watcher w;

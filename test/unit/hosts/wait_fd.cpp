@@ -498,6 +498,42 @@ BOOST_AUTO_TEST_CASE(retired_lines_end_their_waits) {
     BOOST_TEST(w.pending() == 0u);
 }
 
+// The notifier is the sink of its waits, which live in the watcher's engine: a slot's fault, a
+// slot's give-back and a line's retirement each queue their entry on the calling thread, before
+// the call returns, and the fd is readable then.
+BOOST_AUTO_TEST_CASE(faults_give_backs_and_retirements_queue_entries_before_they_return) {
+    std_watcher w;
+    fd_notifier n(w);
+    completion_line line;
+    const std::uint64_t g = adopt_line(line);
+    n.watch(memory_descriptor(line, slot(0), 9, g), 1);
+    n.watch(memory_descriptor(line, slot(1), 9, g), 2);
+    n.watch(memory_descriptor(line, slot(2), 3, g), 3);
+    BOOST_TEST(n.pending() == 3u);
+
+    fault_slot(line, slot(0));
+    BOOST_TEST(readable_now(n.fd()));
+    auto got = n.drain();
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST(got[0].cookie == 1u);
+    BOOST_TEST((got[0].error == errc::device_fault));
+
+    retire_slot(line, slot(1));
+    got = n.drain();
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST(got[0].cookie == 2u);
+    BOOST_TEST((got[0].error == canceled));
+
+    retire_line(line);
+    got = n.drain();
+    BOOST_TEST_REQUIRE(got.size() == 1u);
+    BOOST_TEST(got[0].cookie == 3u);
+    BOOST_TEST((got[0].error == canceled));
+    BOOST_TEST(n.pending() == 0u);
+    BOOST_TEST(w.pending() == 0u);
+    BOOST_TEST(!readable_now(n.fd()));
+}
+
 // Work on the simulated device, through the fd.
 BOOST_AUTO_TEST_CASE(awaits_simulated_device_work) {
     std_watcher w;
@@ -547,6 +583,53 @@ BOOST_AUTO_TEST_CASE(cancel_races_completion) {
     BOOST_TEST(aborted == cancelled);
     BOOST_TEST(!readable(n.fd(), quiet)); // nothing more arrives
     BOOST_TEST(w.pending() == 0u);
+}
+
+// A retirement ends the waits on its own thread (the notifier is their sink) while another
+// thread cancels some or closes the notifier: each wait ends once (one entry, or none after the
+// close), and nothing is left registered with the watcher.
+BOOST_AUTO_TEST_CASE(a_retirement_racing_cancel_or_close_ends_each_wait_once) {
+    std_watcher w;
+    constexpr int rounds = 200;
+    constexpr std::uint64_t waits = 8;
+    for (int round = 0; round < rounds; ++round) {
+        const bool closing = round % 2 == 1;
+        fd_notifier n(w);
+        auto line = std::make_unique<completion_line>();
+        const std::uint64_t g = adopt_line(*line);
+        for (std::uint64_t i = 0; i < waits; ++i)
+            n.watch(memory_descriptor(*line, slot(i % 4), 100, g), i % 2);
+        std::atomic<bool> go{false};
+        std::size_t cancelled = 0;
+        std::thread other([&] {
+            while (!go.load())
+                std::this_thread::yield();
+            if (closing)
+                n.close();
+            else
+                cancelled = n.cancel(0);
+        });
+        go = true;
+        retire_line(*line);
+        other.join();
+        BOOST_TEST(n.pending() == 0u);
+        BOOST_TEST(w.pending() == 0u);
+        if (closing) {
+            BOOST_TEST(n.fd() == -1);
+            BOOST_TEST(n.ready() == 0u);
+            continue;
+        }
+        const auto got = n.drain();
+        BOOST_TEST_REQUIRE(got.size() == waits);
+        std::map<std::uint64_t, std::size_t> per_cookie;
+        for (const auto& e : got) {
+            BOOST_TEST((e.error == canceled));
+            ++per_cookie[e.cookie];
+        }
+        BOOST_TEST(per_cookie[0] == waits / 2);
+        BOOST_TEST(per_cookie[1] == waits / 2);
+        BOOST_TEST(cancelled <= waits / 2);
+    }
 }
 
 // watch, cancel, drain and close from several threads at once, racing completions.
