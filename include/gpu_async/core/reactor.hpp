@@ -122,11 +122,12 @@ struct turn_report {
 /// The reactor: registrations, fire(), and the idle decision. Single-threaded. Not copyable or
 /// movable (awaiters hold its address).
 ///
-/// Cost: descriptors live in a scan engine (<gpu_async/core/scan_engine.hpp>, the one every host
-/// keeps its waits in: by line, slot and target under the wrapping rule, for any history of
-/// stores), and deadlines and alarms sit in one time-ordered set. So fire() loads each watched word
-/// once and pays O(log n) per registration it fires; finding the earliest deadline is O(1); a
-/// park's predicate looks at the at most eight words of its line.
+/// Cost: descriptors and their deadlines live in a scan engine (<gpu_async/core/scan_engine.hpp>,
+/// the one every host keeps its waits in: by line, slot and target under the wrapping rule, for
+/// any history of stores, with a deadline index), and alarms in a time-ordered set. So fire()
+/// loads each watched word once and pays O(log n) per registration it fires; finding the earliest
+/// deadline is O(1); a park's predicate looks at the at most eight words of its line. The reactor
+/// is the engine's sink: what leaves the engine waits on one intrusive list for the next fire().
 class reactor {
 public:
     using registration = std::uint64_t;
@@ -161,18 +162,20 @@ public:
     registration watch(const memory_descriptor& d, std::optional<mono_ns> deadline,
                        reactor_waiter& w) {
         const registration id = next_++;
-        const auto it = descriptors_.try_emplace(id, d, id, deadline, &w).first;
-        try {
-            if (deadline) timeline_.emplace(*deadline, id);
-            // Complete at this read (or completing others, on a far move of the word): it
-            // fires at the next fire().
-            room(reached_, reached_.size() + engine_.size() + 1);
-            room(ended_, ended_.size() + engine_.size() + 1);
-            take_in(it->second);
-        } catch (...) {
-            if (deadline) timeline_.erase({*deadline, id});
-            descriptors_.erase(it);
-            throw;
+        const auto it = descriptors_.try_emplace(id, d, id, &w).first;
+        watched& x = it->second;
+        if (deadline) {
+            x.has_deadline = true;
+            x.deadline_ns = deadline->ns;
+        }
+        // Complete at this read (or completing others, on a far move of the word): it fires at
+        // the next fire().
+        detail::engine_list out;
+        engine_.take_in_one(x, no_link, out);
+        keep_left(out);
+        if (!x.registered() && x.why == wait_end::no_memory) {
+            unregister(it);
+            throw std::bad_alloc();
         }
         return id;
     }
@@ -181,7 +184,12 @@ public:
     registration add_alarm(mono_ns at, reactor_waiter& w) {
         const registration id = next_++;
         alarms_.emplace(id, alarm_entry{at, &w});
-        timeline_.emplace(at, id);
+        try {
+            alarm_times_.emplace(at, id);
+        } catch (...) {
+            alarms_.erase(id);
+            throw;
+        }
         return id;
     }
 
@@ -193,7 +201,7 @@ public:
             return true;
         }
         if (auto it = alarms_.find(id); it != alarms_.end()) {
-            timeline_.erase({it->second.at, id});
+            alarm_times_.erase({it->second.at, id});
             alarms_.erase(it);
             return true;
         }
@@ -211,62 +219,70 @@ public:
     /// (completed = true). Fired waiters go on the fired list, descriptors first, each group in
     /// registration order. Returns how many fired.
     std::size_t fire(mono_ns now) {
-        // (registration, why) of each descriptor that fires; alarms that fire.
-        std::vector<std::pair<registration, wait_end>> fired_descriptors;
-        std::vector<registration> fired_alarms;
-        // Registrations found complete when they were made (or by a rebase then) are judged
-        // again at this scan, as every other registration is: a word set back since waits on.
-        std::vector<registration> early;
-        early.swap(reached_);
-        room(reached_, early.size() + engine_.size());
-        room(ended_, ended_.size() + engine_.size() + early.size());
+        // (registration, why) of each descriptor that fires; alarms that fire. Room for every
+        // registration first: nothing below allocates until the fired list, so no wait is lost
+        // to a throw between leaving the engine and firing.
+        std::vector<std::pair<registration, wait_end>>& fired_descriptors = firing_;
+        std::vector<registration>& fired_alarms = alarms_firing_;
+        fired_descriptors.clear();
+        fired_alarms.clear();
+        room(fired_descriptors, descriptors_.size());
+        room(fired_alarms, alarms_.size());
         detail::engine_list found;
         // No retirement or fault reaches this reactor: it judges its waits again when a line's
         // life moved, before the scan reads their lines; and what its reads found counts only
         // if the life did not move across them (the epoch is read before the first).
         const std::uint64_t before = engine_.life_epoch();
         engine_.judge_pending(found);
+        // What left the engine since the last fire (found complete when registered, or by a
+        // rebase then) is judged and read again, as every other registration is: a word set
+        // back since waits on, watched again before the scan (which then reads it, and checks
+        // its deadline). What ended for good (a stale or retired line, a faulted slot) fires.
+        while (detail::engine_wait* e = left_.pop()) {
+            watched& w = *static_cast<watched*>(e);
+            w.on_left = false;
+            std::optional<wait_end> why = w.why;
+            if (w.why == wait_end::reached)
+                // Judged before the word is read (a retired line's memory may be gone or
+                // reused), and again after it.
+                why = ending_of(engine_.read_checked(w.descriptor()), judgement::while_pending);
+            if (why) {
+                fired_descriptors.emplace_back(w.id, *why);
+                continue;
+            }
+            detail::engine_list out;
+            engine_.take_in_one(w, no_link, out, judgement::while_pending);
+            while (detail::engine_wait* o = out.pop())
+                found.push(o);
+        }
         engine_.scan(now, no_fetch, no_link, found);
-        reached(found);
-        for (const registration id : early) {
-            watched& w = descriptors_.at(id);
-            // Judged before the word is read (a retired line's memory may be gone or reused),
-            // and again after it.
-            const std::optional<wait_end> e =
-                ending_of(engine_.read_checked(w.descriptor()), judgement::while_pending);
-            if (!e)
-                take_in(w, judgement::while_pending);
-            else if (*e == wait_end::reached)
-                reached_.push_back(id);
-            else
-                ended_.emplace_back(id, *e);
+        while (detail::engine_wait* e = found.pop())
+            fired_descriptors.emplace_back(static_cast<watched*>(e)->id, e->end());
+        // A line's life moved while this fire read lines: a wait whose line was retired
+        // meanwhile ends aborted, whatever its read found (the word may be a later stream's).
+        if (engine_.life_epoch() != before) {
+            for (auto& [id, why] : fired_descriptors)
+                if (why == wait_end::reached &&
+                    engine_.status_of(descriptors_.at(id).descriptor()) == line_status::stale)
+                    why = wait_end::aborted;
         }
-        if (engine_.life_epoch() != before) recheck_reached();
-        for (const registration id : reached_)
-            fired_descriptors.emplace_back(id, wait_end::reached);
-        reached_.clear();
-        fired_descriptors.insert(fired_descriptors.end(), ended_.begin(), ended_.end());
-        ended_.clear();
-        for (const auto& [at, id] : timeline_) {
+        for (const auto& [at, id] : alarm_times_) {
             if (at > now) break;
-            // A descriptor is not read again: what this fire found it to be (reached, or ended)
-            // is already listed and wins over its deadline (once_each).
-            if (alarms_.count(id) != 0)
-                fired_alarms.push_back(id);
-            else
-                fired_descriptors.emplace_back(id, wait_end::expired);
+            fired_alarms.push_back(id);
         }
-        once_each(fired_descriptors);
+        // Registration order (the map's), each once: a descriptor leaves the engine once.
+        std::sort(fired_descriptors.begin(), fired_descriptors.end(),
+                  [](const auto& x, const auto& y) { return x.first < y.first; });
         std::sort(fired_alarms.begin(), fired_alarms.end());
         for (const auto& [id, why] : fired_descriptors) {
             const auto it = descriptors_.find(id);
             push_fired(id, it->second.waiter, why, now);
-            unregister(it);
+            descriptors_.erase(it); // out of the engine and off the list already
         }
         for (const registration id : fired_alarms) {
             const auto it = alarms_.find(id);
             push_fired(id, it->second.waiter, wait_end::reached, now);
-            timeline_.erase({it->second.at, id});
+            alarm_times_.erase({it->second.at, id});
             alarms_.erase(it);
         }
         return fired_descriptors.size() + fired_alarms.size();
@@ -326,15 +342,19 @@ public:
 
     /// The earliest alarm or descriptor deadline, if any.
     std::optional<mono_ns> earliest_deadline() const noexcept {
-        if (timeline_.empty()) return std::nullopt;
-        return timeline_.begin()->first;
+        std::optional<mono_ns> at = engine_.earliest_deadline();
+        if (!alarm_times_.empty() && (!at || alarm_times_.begin()->first < *at))
+            at = alarm_times_.begin()->first;
+        return at;
     }
 
     /// True when any watched descriptor on `line` has completed.
     bool any_complete_on(const completion_line& line) const noexcept {
-        for (const registration id : reached_) {
-            const memory_descriptor& d = descriptors_.at(id).descriptor();
-            if (&d.line() == &line && d.is_complete()) return true;
+        for (const detail::engine_wait* e = left_.head; e != nullptr; e = e->next) {
+            const memory_descriptor& d = e->descriptor();
+            if (static_cast<const watched*>(e)->why == wait_end::reached && &d.line() == &line &&
+                d.is_complete())
+                return true;
         }
         return engine_.any_reached(line);
     }
@@ -361,16 +381,16 @@ public:
     alarm_awaiter alarm(mono_ns at) noexcept;
 
 private:
+    // A descriptor's registration; its deadline is the engine's (engine_wait::deadline_ns).
     struct watched : detail::engine_wait {
-        watched(const memory_descriptor& d, registration i, std::optional<mono_ns> dl,
-                reactor_waiter* w) noexcept
+        watched(const memory_descriptor& d, registration i, reactor_waiter* w) noexcept
             : detail::engine_wait(d)
             , id(i)
-            , deadline(dl)
             , waiter(w) {}
         registration id;
-        std::optional<mono_ns> deadline; // on the timeline, not the engine's (alarms share it)
         reactor_waiter* waiter;
+        wait_end why = wait_end::reached; // why it left the engine (while on left_)
+        bool on_left = false;             // on left_, to fire at the next fire()
     };
     struct alarm_entry {
         mono_ns at;
@@ -383,74 +403,35 @@ private:
     static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
     static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
-    // What left the engine goes to reached_ (it keeps no deadlines of its own) or, ended for
-    // good (a stale or retired line, a faulted slot), to ended_; both fire at the next fire().
-    // Room was reserved by the caller.
-    void reached(detail::engine_list& out) {
+    // What left the engine outside a fire() (a registration's read, and what it completed
+    // besides) waits on left_ with why it left, to fire at the next fire(). Never allocates.
+    void keep_left(detail::engine_list& out) noexcept {
         while (detail::engine_wait* e = out.pop()) {
-            const registration id = static_cast<watched*>(e)->id;
-            if (e->end() == wait_end::reached)
-                reached_.push_back(id);
-            else
-                ended_.emplace_back(id, e->end());
+            watched& w = *static_cast<watched*>(e);
+            w.why = e->end();
+            w.on_left = true;
+            left_.push(&w);
         }
     }
-    // A line's life moved while this fire read lines: a wait whose line was retired meanwhile
-    // ends aborted, whatever its read found (the word may be a later stream's). Room in ended_
-    // was reserved by fire().
-    void recheck_reached() {
-        const auto stale = [&](registration id) {
-            if (engine_.status_of(descriptors_.at(id).descriptor()) != line_status::stale)
-                return false;
-            ended_.emplace_back(id, wait_end::aborted);
-            return true;
-        };
-        reached_.erase(std::remove_if(reached_.begin(), reached_.end(), stale), reached_.end());
+
+    // Out of the engine or off left_, then forgotten (cancelled before it fired).
+    void unregister(std::map<registration, watched>::iterator it) noexcept {
+        watched& w = it->second;
+        if (w.registered()) {
+            detail::engine_list removed; // leaves uninvoked: it is being cancelled
+            engine_.remove(w, removed);
+        } else if (w.on_left) {
+            left_.erase(&w);
+            w.on_left = false;
+        }
+        descriptors_.erase(it);
     }
+
     // Room for `n` in `v`, growing geometrically (reserving exactly `n` each time would copy the
     // vector at every registration).
     template <class T>
     static void room(std::vector<T>& v, std::size_t n) {
         if (v.capacity() < n) v.reserve(std::max(n, 2 * v.capacity()));
-    }
-    // Puts `fired` in registration order, each registration once: a descriptor found both
-    // complete and past its deadline fires completed (completion wins; then a reason it can never
-    // complete, then the deadline).
-    static void once_each(std::vector<std::pair<registration, wait_end>>& fired) {
-        const auto rank = [](wait_end why) {
-            return why == wait_end::reached ? 0 : why == wait_end::expired ? 2 : 1;
-        };
-        std::sort(fired.begin(), fired.end(), [&](const auto& x, const auto& y) {
-            return x.first != y.first ? x.first < y.first : rank(x.second) < rank(y.second);
-        });
-        fired.erase(std::unique(fired.begin(), fired.end(),
-                                [](const auto& x, const auto& y) { return x.first == y.first; }),
-                    fired.end());
-    }
-    // One read of the word: registered, or reached (with what the read completed besides).
-    void take_in(watched& w, judgement when = judgement::at_registration) {
-        detail::engine_list out;
-        engine_.take_in_one(w, no_link, out, when);
-        if (!w.registered() && w.end() == wait_end::no_memory) throw std::bad_alloc();
-        reached(out);
-    }
-
-    void unregister(std::map<registration, watched>::iterator it) {
-        const registration id = it->first;
-        watched& w = it->second;
-        if (w.deadline) timeline_.erase({*w.deadline, id});
-        if (w.registered()) {
-            detail::engine_list removed; // leaves uninvoked: it is being cancelled or fired
-            engine_.remove(w, removed);
-        } else if (const auto r = std::find(reached_.begin(), reached_.end(), id);
-                   r != reached_.end()) {
-            reached_.erase(r);
-        } else if (const auto e = std::find_if(ended_.begin(), ended_.end(),
-                                               [id](const auto& x) { return x.first == id; });
-                   e != ended_.end()) {
-            ended_.erase(e);
-        }
-        descriptors_.erase(it);
     }
 
     void push_fired(registration id, reactor_waiter* w, wait_end why, mono_ns now) {
@@ -463,11 +444,12 @@ private:
     registration next_ = 1;
     std::map<registration, watched> descriptors_;
     std::map<registration, alarm_entry> alarms_;
-    std::set<std::pair<mono_ns, registration>> timeline_; // deadlines and alarms
-    detail::scan_engine engine_;
-    std::vector<registration> reached_; // out of the table, to fire at the next fire()
-    std::vector<std::pair<registration, wait_end>> ended_; // the same, never to complete
+    std::set<std::pair<mono_ns, registration>> alarm_times_;
+    detail::scan_engine engine_; // the descriptors and their deadlines
+    detail::engine_list left_;   // out of the engine, to fire at the next fire() (its sink)
     std::deque<fired_entry> fired_;
+    std::vector<std::pair<registration, wait_end>> firing_; // fire()'s scratch
+    std::vector<registration> alarms_firing_;               // fire()'s scratch
 };
 
 inline bool line_predicate::operator()() const noexcept {

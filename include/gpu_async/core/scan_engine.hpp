@@ -127,6 +127,20 @@ struct engine_list {
         w->next = nullptr;
         return w;
     }
+    /// Takes `w` off the list if it is on it (a walk: for a host's cancellation of a wait that
+    /// left the engine and waits to be delivered). Returns whether it was.
+    bool erase(engine_wait* w) noexcept {
+        engine_wait* prev = nullptr;
+        for (engine_wait* e = head; e != nullptr; prev = e, e = e->next) {
+            if (e != w) continue;
+            (prev != nullptr ? prev->next : head) = e->next;
+            if (tail == e) tail = prev;
+            --count;
+            e->next = nullptr;
+            return true;
+        }
+        return false;
+    }
 };
 
 /// Registrations waiting to be taken in, in registration order: an array while it has room

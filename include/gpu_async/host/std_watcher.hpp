@@ -284,7 +284,7 @@ public:
     /// Registrations not yet resolved (stop listeners are not counted).
     std::size_t pending() const {
         std::lock_guard lk(m_);
-        return engine_.size() + ready_.size() + stranded_.size() + ended_.size();
+        return engine_.size() + left_.count + stranded_.count;
     }
 
     /// Lines with at least one registration.
@@ -332,15 +332,14 @@ private:
 
     // The std_watcher is an adapter over a scan engine (<gpu_async/core/scan_engine.hpp>):
     // registrations are taken in under m_ as they come, and what leaves the engine becomes a
-    // callback to run on the watcher thread.
+    // callback to run on the watcher thread. Its sink is one intrusive list (left_): what left
+    // the engine outside a pass, to fire at the next; a handle owns each registration.
 
-    // Sorts what left the engine: reached to ready_, the rest (retired, faulted, stale) to
-    // ended_ with its code; both fire at the thread's next pass. With `here` (a retirement, a
+    // Puts what left the engine on left_ to fire at the thread's next pass, each with its code
+    // (`ending`: empty when reached; retired, faulted, stale). With `here` (a retirement, a
     // fault, a give-back), the end sinks' waits go there instead, to be fired by the caller
-    // (fire_here). Lock held. Room is made first, so that only that reserve can throw.
-    void settle_locked(detail::engine_list& out, detail::engine_list* here = nullptr) {
-        ready_.reserve(ready_.size() + out.count);
-        ended_.reserve(ended_.size() + out.count);
+    // (fire_here). Lock held; never allocates.
+    void settle_locked(detail::engine_list& out, detail::engine_list* here = nullptr) noexcept {
         while (detail::engine_wait* w = out.pop()) {
             auto* p = static_cast<detail::watch_state*>(w);
             if (here != nullptr && p->ends_here) {
@@ -351,21 +350,8 @@ private:
                 here->push(w);
                 continue;
             }
-            if (w->end() == wait_end::reached) {
-                ready_.push_back(p->shared_from_this()); // a handle owns it while registered
-                continue;
-            }
-            p->ending = to_error_code(w->end(), std_codes());
-            ended_.push_back(p->shared_from_this());
-        }
-    }
-    // settle_locked() where nothing may throw (retirement, a fault): room for every wait was made
-    // when it registered (add), so it cannot fail; were it to, the waits stay unresolved rather
-    // than lost to a throw in a noexcept path.
-    void settle_noexcept_locked(detail::engine_list& out, detail::engine_list& here) noexcept {
-        try {
-            settle_locked(out, &here);
-        } catch (...) {
+            if (w->end() != wait_end::reached) p->ending = to_error_code(w->end(), std_codes());
+            left_.push(w);
         }
     }
 
@@ -399,9 +385,6 @@ private:
         {
             std::lock_guard lk(m_);
             if (stop_ && s->end_fn) return watch_handle(); // nothing would ever end it
-            // Room for its ending (retirement and faults never allocate).
-            ready_.reserve(ready_.size() + engine_.size() + 1);
-            ended_.reserve(ended_.size() + engine_.size() + 1);
             // One read of the word (complete now: fired at the next pass), after the status
             // check (a retired line's descriptor, a faulted slot's, ends unread). Under m_: a
             // retirement advances the generation before it takes m_.
@@ -439,28 +422,21 @@ private:
             engine_.remove(s, dropped);
             return;
         }
-        for (std::vector<state_ptr>* list : {&ready_, &ended_, &stranded_, &stop_listeners_}) {
-            const auto it = std::find_if(list->begin(), list->end(),
-                                         [&](const state_ptr& p) { return p.get() == &s; });
-            if (it != list->end()) {
-                list->erase(it);
-                return;
-            }
-        }
+        if (left_.erase(&s) || stranded_.erase(&s)) return;
+        const auto it = std::find_if(stop_listeners_.begin(), stop_listeners_.end(),
+                                     [&](const state_ptr& p) { return p.get() == &s; });
+        if (it != stop_listeners_.end()) stop_listeners_.erase(it);
     }
 
     // Moves every registration whose word reached its target, or that ended without (retired,
-    // faulted, stale), into `out`. Lock held.
+    // faulted, stale), into `out`: what left the engine before this pass, then what this scan
+    // finds. Lock held. Room is made first, so that only that reserve can throw.
     void collect(std::vector<state_ptr>& out) {
-        for (state_ptr& p : ended_)
-            out.push_back(std::move(p));
-        ended_.clear();
-        for (state_ptr& p : ready_)
-            out.push_back(std::move(p));
-        ready_.clear();
+        out.reserve(out.size() + left_.count + engine_.size());
+        while (detail::engine_wait* w = left_.pop())
+            out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         detail::engine_list found;
         engine_.scan(mono_ns{}, no_fetch, no_link, found); // no deadlines: the time is unused
-        out.reserve(out.size() + found.count);
         while (detail::engine_wait* w = found.pop())
             out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (const state_ptr& p : out)
@@ -524,7 +500,7 @@ private:
             std::lock_guard lk(m_);
             detail::engine_list out;
             end(out);
-            settle_noexcept_locked(out, here);
+            settle_locked(out, &here);
         }
         bell_->ring();
         fire_here(here);
@@ -541,7 +517,7 @@ private:
             // the park below.
             const std::uint64_t seen = bell_->count();
             if (bell_->device_signaled()) bell_->take_device_signal();
-            if (engine_.empty() && ready_.empty() && ended_.empty()) {
+            if (engine_.empty() && left_.empty()) {
                 lk.unlock();
                 waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
                 lk.lock();
@@ -580,23 +556,20 @@ private:
     // registered (stranded_: never resolved, still dropped by their handles).
     void stop_pass(std::unique_lock<detail::ranked_mutex>& lk) {
         std::vector<state_ptr> ending;
-        const std::size_t all =
-            engine_.size() + ready_.size() + ended_.size() + stop_listeners_.size();
-        ending.reserve(all); // so that the sink below never throws
-        stranded_.reserve(stranded_.size() + all);
-        const auto sort = [&](state_ptr p) {
-            (p->end_fn ? ending : stranded_).push_back(std::move(p));
+        const std::size_t all = engine_.size() + left_.count + stop_listeners_.size();
+        ending.reserve(all); // so that the sort below never throws
+        // Pending or reached: an on_end registration ends with the stop's code, the other forms
+        // stay registered; ended unreached: decided already, it ends with its own code.
+        const auto sort = [&](detail::engine_wait* w) {
+            auto* p = static_cast<detail::watch_state*>(w);
+            if (p->end_fn || p->ending)
+                ending.push_back(p->shared_from_this());
+            else
+                stranded_.push(w);
         };
-        detail::engine_list cleared;
-        engine_.clear(cleared);
-        while (detail::engine_wait* w = cleared.pop())
-            sort(static_cast<detail::watch_state*>(w)->shared_from_this());
-        for (state_ptr& p : ready_)
-            sort(std::move(p));
-        ready_.clear();
-        for (state_ptr& p : ended_) // decided already: they end with their own code
-            ending.push_back(std::move(p));
-        ended_.clear();
+        engine_.clear(left_); // after what left before: left_ keeps its order
+        while (detail::engine_wait* w = left_.pop())
+            sort(w);
         for (state_ptr& p : stop_listeners_)
             ending.push_back(std::move(p));
         stop_listeners_.clear();
@@ -618,10 +591,10 @@ private:
     mutable detail::ranked_mutex m_{detail::lock_rank::std_watcher};
     detail::ranked_condition_variable idle_cv_;      // the thread finished firing
     detail::scan_engine engine_{&descriptor_status}; // registrations not yet reached
-    std::vector<state_ptr> ready_;          // found reached when registered, fired at the next scan
-    std::vector<state_ptr> ended_;          // ended unreached (retired, faulted, stale): fired next
+    // Out of the engine (reached, or ended unreached with `ending`), fired at the next pass.
+    detail::engine_list left_;
     std::vector<state_ptr> stop_listeners_; // on_stop's, run by the stop pass
-    std::vector<state_ptr> stranded_;       // future/on_complete forms pending at the stop
+    detail::engine_list stranded_;          // future/on_complete forms pending at the stop
     bool stop_ = false;
     std::atomic<std::uint64_t> scans_{0};
     std::thread::id thread_id_; // the watcher thread's, set by it (m_): drop() reads this

@@ -127,6 +127,33 @@ line_status counting_status(const memory_descriptor& d) noexcept {
 
 BOOST_AUTO_TEST_SUITE(scan_engine_suite)
 
+// A host's sink list gives up one wait (a cancellation before delivery) wherever it sits, and
+// stays a FIFO after it.
+BOOST_AUTO_TEST_CASE(an_engine_list_erases_one_wait_wherever_it_sits) {
+    completion_line line;
+    std::vector<std::unique_ptr<wait>> w;
+    for (int i = 0; i < 5; ++i)
+        w.push_back(std::make_unique<wait>(desc(line, 0, 1), i));
+    engine_list list;
+    for (int i = 0; i < 4; ++i)
+        list.push(w[static_cast<std::size_t>(i)].get());
+    BOOST_TEST(!list.erase(w[4].get())); // not on it
+    BOOST_TEST(list.count == 4u);
+    BOOST_TEST(list.erase(w[0].get())); // the head
+    BOOST_TEST(list.erase(w[2].get())); // the middle
+    BOOST_TEST(list.erase(w[3].get())); // the tail
+    BOOST_TEST(!list.erase(w[3].get()));
+    BOOST_TEST(list.count == 1u);
+    list.push(w[4].get()); // after the tail it had before the last erase
+    std::vector<int> order;
+    while (engine_wait* e = list.pop())
+        order.push_back(static_cast<wait*>(e)->id);
+    BOOST_TEST(order == (std::vector<int>{1, 4}), boost::test_tools::per_element());
+    BOOST_TEST(list.empty());
+    BOOST_TEST(list.tail == nullptr);
+    BOOST_TEST(!list.erase(w[1].get()));
+}
+
 BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     completion_line line;
     judged = 0;
