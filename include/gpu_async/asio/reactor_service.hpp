@@ -114,17 +114,6 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// How a wait on `d` ends before it is registered, by one checked read of its word
-/// (read_checked: judged, read, judged again; the ending by ending_of, judged at registration):
-/// reached when complete while its line's life stood still; stale for a retired line's
-/// descriptor (its line is not read); aborted when the line's life moved across the read (a
-/// retirement found it pending: what was read does not count) or its slot's stream was given
-/// back before storing the target; faulted for a faulted slot whose word has not reached the
-/// target (what the stream stored before its fault still completes); none when it may wait.
-inline std::optional<wait_end> result_at_start(const memory_descriptor& d) noexcept {
-    return ending_of(read_checked(d, &descriptor_status), judgement::at_registration);
-}
-
 /// The reactor service of one execution context. See the header comment for its design.
 ///
 /// Thread safety: every public member function may be called from any thread.
@@ -276,9 +265,9 @@ private:
     /// start()'s steps: whether the op ends before it is registered (its result set: a deadline
     /// passed, a stale or faulted descriptor, a word already at its target); and the push into
     /// the incoming batch, with the ring that an idle or urgent waiter needs.
-    GPU_ASYNC_DECL static bool
-    ends_at_start(reactor_op& op, std::optional<std::chrono::steady_clock::time_point> deadline,
-                  std::chrono::steady_clock::time_point now) noexcept;
+    GPU_ASYNC_DECL bool ends_at_start(reactor_op& op,
+                                      std::optional<std::chrono::steady_clock::time_point> deadline,
+                                      std::chrono::steady_clock::time_point now) const noexcept;
     GPU_ASYNC_DECL void push_incoming(reactor_op& op, dur_ns bound,
                                       std::optional<std::chrono::steady_clock::time_point> deadline,
                                       std::chrono::steady_clock::time_point now) noexcept;

@@ -363,11 +363,10 @@ fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan requested
             break;
         case wait_action::type::park: {
             const memory_descriptor d = source.descriptor();
-            // ready() completes at once, without suspending, when the word is already there.
-            const bool at_once = d.is_complete();
             auto ready = r.ready(d, clk.now().after(a.bound));
             const bool seen = co_await ready;
-            if (!at_once) owe_yield = false;
+            // ready() completes at once, without suspending, when the word is already there.
+            if (ready.suspended()) owe_yield = false;
             // Ended other than by its bound (a fault, a retired line): the word will not come,
             // and the final query asks the source why (parking again would end at once again).
             ev = wait_event::parked(seen || ready.end() != wait_end::expired, clk.now());

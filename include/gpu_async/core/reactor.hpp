@@ -476,6 +476,7 @@ public:
     void await_suspend(std::coroutine_handle<> h) {
         waiter_.handle = h;
         id_ = reactor_->watch(desc_, until_, waiter_);
+        suspended_ = true;
     }
     bool await_resume() noexcept {
         if (!id_) return true; // was complete at once
@@ -484,6 +485,9 @@ public:
     }
     /// After it resumed: why (reactor_waiter::end).
     wait_end end() const noexcept { return waiter_.end; }
+    /// After it resumed: whether the awaiting coroutine was suspended (false when the
+    /// descriptor was complete at once).
+    bool suspended() const noexcept { return suspended_; }
 
 private:
     reactor* reactor_;
@@ -491,6 +495,7 @@ private:
     std::optional<mono_ns> until_;
     reactor_waiter waiter_;
     std::optional<registration> id_;
+    bool suspended_ = false;
 };
 
 /// The awaiter of reactor::alarm.

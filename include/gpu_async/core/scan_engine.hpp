@@ -396,6 +396,20 @@ public:
         return gpu_async::read_checked(d, life().status);
     }
 
+    /// How `w` ends before it is registered, by one checked read of its word (read_checked;
+    /// the ending by ending_of, judged at registration): reached when complete while its line's
+    /// life stood still; stale for a retired line's descriptor (its line is not read); aborted
+    /// when the life moved across the read or its slot was given back before storing the
+    /// target; faulted for a faulted slot whose word has not reached the target; none when it
+    /// may wait. Records the epoch it was judged at (`judged_at`, read first), so a take-in
+    /// judges it again only if a line's life moved since. Reads nothing of the engine but its
+    /// line life, so a host may call it without its lock, from any thread, while it does not
+    /// change that life (use_life).
+    std::optional<wait_end> end_before_registration(engine_wait& w) const noexcept {
+        w.judged_at = life_epoch();
+        return ending_of(read_checked(w.descriptor()), judgement::at_registration);
+    }
+
     /// `base`, shortened to the tightest bound of a registered wait and to the earliest deadline.
     dur_ns bound(mono_ns now, dur_ns base) const noexcept {
         if (!bounds_.empty()) base = min(base, dur_ns{bounds_.begin()->first});

@@ -304,17 +304,16 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
 GPU_ASYNC_DECL bool
 reactor_service::ends_at_start(reactor_op& op,
                                std::optional<std::chrono::steady_clock::time_point> deadline,
-                               std::chrono::steady_clock::time_point now) noexcept {
+                               std::chrono::steady_clock::time_point now) const noexcept {
     if (deadline && *deadline <= now) {
         op.set_result(wait_end::expired);
         return true;
     }
     // A descriptor of a retired line, or of a faulted slot, ends before its line is read; a
-    // read counts only if the line's life did not move across it (read_checked). The epoch is
-    // read first: the take-in judges it again only if a line's life moved since. (The take-in
-    // reads the word again; a store between the two reads only makes the wait complete there.)
-    op.judged_at = line_life_epoch();
-    if (const std::optional<wait_end> r = result_at_start(op.descriptor())) {
+    // read counts only if the line's life did not move across it. Without the lock: the engine
+    // reads only its line life, which the service never changes. (The take-in reads the word
+    // again; a store between the two reads only makes the wait complete there.)
+    if (const std::optional<wait_end> r = engine_.end_before_registration(op)) {
         op.set_result(*r);
         return true;
     }

@@ -177,6 +177,32 @@ BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     BOOST_TEST((h.ended[0].second == wait_end::aborted));
 }
 
+// A host's look before it registers a wait (the service's start, without its lock): judged,
+// read, judged again by the engine's line life, the epoch recorded first.
+BOOST_AUTO_TEST_CASE(the_look_before_registration_judges_reads_and_records_the_epoch) {
+    completion_line line;
+    line.words[0].store(4);
+    test_epoch = 9;
+    const scan_engine engine(&status_of_generation_3, &epoch_now);
+    wait done(desc(line, 0, 4, 3), 0);
+    wait pending(desc(line, 0, 5, 3), 1);
+    wait stale(desc(line, 0, 1, 2), 2);
+    wait faulted(desc(line, 5, 1, 3), 3);
+    BOOST_TEST((engine.end_before_registration(done) == std::optional(wait_end::reached)));
+    BOOST_TEST(!engine.end_before_registration(pending).has_value());
+    BOOST_TEST((engine.end_before_registration(stale) == std::optional(wait_end::stale)));
+    BOOST_TEST((engine.end_before_registration(faulted) == std::optional(wait_end::faulted)));
+    for (const wait* w : {&done, &pending, &stale, &faulted})
+        BOOST_TEST(w->judged_at == 9u);
+    // With no line life: every descriptor is live, and the read alone decides.
+    const scan_engine bare;
+    wait other(desc(line, 0, 5, 2), 4);
+    BOOST_TEST(!bare.end_before_registration(other).has_value());
+    line.words[0].store(5);
+    BOOST_TEST((bare.end_before_registration(other) == std::optional(wait_end::reached)));
+    BOOST_TEST(other.judged_at == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(a_stale_descriptor_ends_stale_only_at_its_registration) {
     completion_line line;
     scan_engine engine(&status_of_generation_3);
