@@ -96,7 +96,9 @@ struct reactor_waiter {
     bool completed = false;
     /// After firing: why. `reached` (completed), `expired` (the deadline passed first), `stale`
     /// (its descriptor's line had been retired when it was registered), `aborted` (its line was
-    /// retired while it waited), `faulted` (its slot's stream faulted before storing its target).
+    /// retired while it waited), `faulted` (its slot's stream faulted before storing its target),
+    /// `no_memory` (found complete when registered, then its word was set back, and no memory
+    /// was left to watch it again).
     wait_end end = wait_end::reached;
     /// After firing: the time the reactor was told when it fired.
     mono_ns fired_at;
@@ -220,8 +222,8 @@ public:
     /// registration order. Returns how many fired.
     std::size_t fire(mono_ns now) {
         // (registration, why) of each descriptor that fires; alarms that fire. Room for every
-        // registration first: nothing below allocates until the fired list, so no wait is lost
-        // to a throw between leaving the engine and firing.
+        // registration first: nothing below allocates until the fired list, whose growth may
+        // throw; the descriptors not yet on it then wait on left_ for the next fire().
         std::vector<std::pair<registration, wait_end>>& fired_descriptors = firing_;
         std::vector<registration>& fired_alarms = alarms_firing_;
         fired_descriptors.clear();
@@ -274,9 +276,21 @@ public:
         std::sort(fired_descriptors.begin(), fired_descriptors.end(),
                   [](const auto& x, const auto& y) { return x.first < y.first; });
         std::sort(fired_alarms.begin(), fired_alarms.end());
-        for (const auto& [id, why] : fired_descriptors) {
+        for (std::size_t i = 0; i < fired_descriptors.size(); ++i) {
+            const auto [id, why] = fired_descriptors[i];
             const auto it = descriptors_.find(id);
-            push_fired(id, it->second.waiter, why, now);
+            try {
+                push_fired(id, it->second.waiter, why, now);
+            } catch (...) {
+                // Not lost: this one and the rest fire at the next fire(), with why they left.
+                for (std::size_t j = i; j < fired_descriptors.size(); ++j) {
+                    watched& w = descriptors_.find(fired_descriptors[j].first)->second;
+                    w.why = fired_descriptors[j].second;
+                    w.on_left = true;
+                    left_.push(&w);
+                }
+                throw;
+            }
             descriptors_.erase(it); // out of the engine and off the list already
         }
         for (const registration id : fired_alarms) {

@@ -40,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -323,9 +324,12 @@ private:
     using state_ptr = std::shared_ptr<detail::watch_state>;
 
     /// on_end() for an end sink (the fd notifier): as on_end, except that a wait ended by a
-    /// retirement, a slot's fault or its give-back has `fn` run on the thread that ended it
-    /// (with none of the watcher's locks held), before that call returns, so the sink holds the
-    /// ending as soon as the line's owner goes on. `fn` must not wait for the watcher.
+    /// retirement, a slot's fault or its give-back, or found ended before and not yet fired by
+    /// the watcher thread, has `fn` run on the thread of that retirement or fault (with none of
+    /// the watcher's locks held), before that call returns, so the sink holds the ending as soon
+    /// as the line's owner goes on. One the watcher thread is firing already is told there. So
+    /// is the stop; a retirement racing it may tell its sinks after the stop listeners ran.
+    /// `fn` must not wait for the watcher.
     watch_handle on_end_here(const memory_descriptor& d, std::function<void(std::error_code)> fn) {
         return add(d, {}, std::move(fn), /*ends_here=*/true);
     }
@@ -342,17 +346,19 @@ private:
     void settle_locked(detail::engine_list& out, detail::engine_list* here = nullptr) noexcept {
         while (detail::engine_wait* w = out.pop()) {
             auto* p = static_cast<detail::watch_state*>(w);
-            if (here != nullptr && p->ends_here) {
-                if (w->end() != wait_end::reached) p->ending = to_error_code(w->end(), std_codes());
-                p->state = detail::watch_state::phase::firing;
-                p->firer = std::this_thread::get_id();
-                p->firing_ref = p->shared_from_this();
-                here->push(w);
-                continue;
-            }
             if (w->end() != wait_end::reached) p->ending = to_error_code(w->end(), std_codes());
-            left_.push(w);
+            if (here != nullptr && p->ends_here)
+                fire_here_locked(*p, *here);
+            else
+                left_.push(w);
         }
+    }
+    // Marks `p` as fired by this thread and puts it on `here` (fire_here). Lock held.
+    static void fire_here_locked(detail::watch_state& p, detail::engine_list& here) noexcept {
+        p.state = detail::watch_state::phase::firing;
+        p.firer = std::this_thread::get_id();
+        p.firing_ref = p.shared_from_this();
+        here.push(&p);
     }
 
     // Fires the end sinks' waits that a retirement, a fault or a give-back on this thread
@@ -408,11 +414,12 @@ private:
             s->state = detail::watch_state::phase::dropped;
             return;
         }
-        // A callback of this registration is running: wait for it, unless we are inside it
-        // (on the watcher thread, or on the thread that fires an end sink here). The id is the
-        // thread's own record under m_: thread_ itself is written by a join.
+        // A callback of this registration is running: wait for it, unless we are inside it (on
+        // the thread firing it: the one that ended an end sink here, else the watcher thread).
+        // The id is the thread's own record under m_: thread_ itself is written by a join.
         const std::thread::id me = std::this_thread::get_id();
-        if (me != thread_id_ && me != s->firer)
+        const std::thread::id firing = s->firer != std::thread::id() ? s->firer : thread_id_;
+        if (me != firing)
             idle_cv_.wait(lk, [&] { return s->state != detail::watch_state::phase::firing; });
     }
 
@@ -469,7 +476,8 @@ private:
     // it scans, under m_). The registrations end on the watcher thread (nothing waits for a
     // callback here), the end sinks' here, before it returns.
     void retire_line(const completion_line& line) noexcept override {
-        end_waits([&](detail::engine_list& out) { engine_.retire_line(line, out); });
+        end_waits(line, std::nullopt,
+                  [&](detail::engine_list& out) { engine_.retire_line(line, out); });
     }
 
     // What the stream stored before its fault completes as usual; the rest fault. Only while
@@ -477,7 +485,7 @@ private:
     // later stream's waits are in the table then); a slot retired since had its waits ended.
     void fault_slot(const completion_line& line, slot_id slot,
                     std::uint64_t generation) noexcept override {
-        end_waits([&](detail::engine_list& out) {
+        end_waits(line, slot, [&](detail::engine_list& out) {
             if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
         });
     }
@@ -486,21 +494,34 @@ private:
     // Only while the slot is at the retirement's generation: a later one visits too.
     void retire_slot(const completion_line& line, slot_id slot,
                      detail::slot_retirement r) noexcept override {
-        end_waits([&](detail::engine_list& out) {
+        end_waits(line, slot, [&](detail::engine_list& out) {
             if (slot_generation(line, slot) == r.next) engine_.retire_slot(line, slot, out);
         });
     }
 
     // Under the lock, `end(out)` takes waits out of the engine; they are settled there and the
-    // thread is rung to fire them; the end sinks' are fired here, after the lock.
+    // thread is rung to fire them; the end sinks' are fired here, after the lock, with those of
+    // `line` (and `slot`, when given) that left the engine before and wait on left_ for the
+    // thread (they keep their own code). Only an end sink the thread is firing already is
+    // told by the thread.
     template <class End>
-    void end_waits(End&& end) noexcept {
+    void end_waits(const completion_line& line, std::optional<slot_id> slot, End&& end) noexcept {
         detail::engine_list here;
         {
             std::lock_guard lk(m_);
             detail::engine_list out;
             end(out);
             settle_locked(out, &here);
+            detail::engine_list rest;
+            while (detail::engine_wait* w = left_.pop()) {
+                auto* p = static_cast<detail::watch_state*>(w);
+                const memory_descriptor& d = p->descriptor();
+                if (p->ends_here && &d.line() == &line && (!slot || d.slot() == *slot))
+                    fire_here_locked(*p, here);
+                else
+                    rest.push(w);
+            }
+            left_ = rest;
         }
         bell_->ring();
         fire_here(here);

@@ -33,9 +33,10 @@
 /// its waits, which live in the watcher's engine. The watcher ends a wait by running the
 /// notifier's callback with no lock held, which appends the entry and, on the empty-to-non-empty
 /// edge, writes the eventfd: on its thread for a completion and its stop; on the thread that
-/// retires a line or slot or faults a slot, before that call returns (so the entry is queued by
-/// the time the line's owner goes on). The program's loop never blocks on the notifier: `drain()`
-/// is non-blocking.
+/// retires a line or slot or faults a slot, before that call returns, for every wait of that line
+/// or slot the watcher thread is not queuing at that moment (so the entry is queued by the time
+/// the line's owner goes on; one found complete before keeps its success). The program's loop
+/// never blocks on the notifier: `drain()` is non-blocking.
 ///
 /// How a wait ends (the entry's error code):
 /// - empty: the descriptor completed (its word reached the target, wrapping order);

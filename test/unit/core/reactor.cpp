@@ -245,6 +245,43 @@ BOOST_AUTO_TEST_CASE(random_registrations_never_park_past_the_earliest_deadline)
     }
 }
 
+// A descriptor found complete as it registered waits for the next fire(), which reads it again:
+// set back meanwhile, it is watched again there, and its deadline, passed by then, ends it.
+BOOST_AUTO_TEST_CASE(a_wait_complete_at_registration_then_set_back_expires_at_its_deadline) {
+    completion_line line;
+    line.words[0].store(5);
+    reactor r;
+    reactor_waiter w;
+    r.watch(desc(line, 0, 5), at_us(10), w);
+    BOOST_TEST(r.any_complete_on(line));
+    line.words[0].store(4); // set back
+    BOOST_TEST(!r.any_complete_on(line));
+    BOOST_TEST(r.fire(at_us(20)) == 1u);
+    BOOST_TEST(r.pop_fired() == &w);
+    BOOST_TEST(!w.completed);
+    BOOST_TEST((w.end == wait_end::expired));
+    BOOST_TEST(r.watched_count() == 0u);
+}
+
+// A descriptor found complete as it registered can still be cancelled before it fires; the
+// others found with it fire.
+BOOST_AUTO_TEST_CASE(a_wait_complete_at_registration_is_cancelled_before_it_fires) {
+    completion_line line;
+    line.words[0].store(5);
+    reactor r;
+    reactor_waiter a, b, c;
+    const reactor::registration ida = r.watch(desc(line, 0, 5), std::nullopt, a);
+    r.watch(desc(line, 0, 3), std::nullopt, b);
+    const reactor::registration idc = r.watch(desc(line, 0, 4), at_us(1), c);
+    BOOST_TEST(r.cancel(ida));
+    BOOST_TEST(!r.cancel(ida));
+    BOOST_TEST(r.cancel(idc));
+    BOOST_TEST(r.fire(at_us(5)) == 1u);
+    BOOST_TEST(r.pop_fired() == &b);
+    BOOST_TEST(r.pop_fired() == nullptr);
+    BOOST_TEST(r.empty());
+}
+
 BOOST_AUTO_TEST_CASE(targets_across_the_wrap_fire_in_wrapping_order) {
     completion_line line;
     constexpr std::uint64_t top = ~std::uint64_t{0};

@@ -632,6 +632,27 @@ BOOST_AUTO_TEST_CASE(a_retirement_racing_cancel_or_close_ends_each_wait_once) {
     }
 }
 
+// A wait found complete as it registers is queued by the watcher thread at its next pass, or,
+// when a retirement of its line comes first, by the retirement before it returns: either way
+// once, with its success.
+BOOST_AUTO_TEST_CASE(a_wait_complete_before_its_line_is_retired_keeps_its_success) {
+    std_watcher w;
+    fd_notifier n(w);
+    for (int round = 0; round < 200; ++round) {
+        auto line = std::make_unique<completion_line>();
+        const std::uint64_t g = adopt_line(*line);
+        line->words[1].store(3);
+        n.watch(memory_descriptor(*line, slot(1), 3, g), static_cast<std::uint64_t>(round));
+        retire_line(*line);
+        const auto got = collect(n, 1);
+        BOOST_TEST_REQUIRE(got.size() == 1u);
+        BOOST_TEST(got[0].cookie == static_cast<std::uint64_t>(round));
+        BOOST_TEST(!got[0].error);
+        BOOST_TEST(n.pending() == 0u);
+    }
+    BOOST_TEST(!readable(n.fd(), quiet)); // nothing more arrives
+}
+
 // watch, cancel, drain and close from several threads at once, racing completions.
 BOOST_AUTO_TEST_CASE(concurrent_use) {
     std_watcher w;
