@@ -224,8 +224,8 @@ public:
         // (registration, why) of each descriptor that fires; alarms that fire. Room for every
         // registration first: nothing below allocates until the fired list, whose growth may
         // throw; the descriptors not yet on it then wait on left_ for the next fire().
-        std::vector<std::pair<registration, wait_end>>& fired_descriptors = firing_;
-        std::vector<registration>& fired_alarms = alarms_firing_;
+        auto& fired_descriptors = fired_descriptors_;
+        auto& fired_alarms = fired_alarms_;
         fired_descriptors.clear();
         fired_alarms.clear();
         room(fired_descriptors, descriptors_.size());
@@ -283,12 +283,9 @@ public:
                 push_fired(id, it->second.waiter, why, now);
             } catch (...) {
                 // Not lost: this one and the rest fire at the next fire(), with why they left.
-                for (std::size_t j = i; j < fired_descriptors.size(); ++j) {
-                    watched& w = descriptors_.find(fired_descriptors[j].first)->second;
-                    w.why = fired_descriptors[j].second;
-                    w.on_left = true;
-                    left_.push(&w);
-                }
+                for (std::size_t j = i; j < fired_descriptors.size(); ++j)
+                    put_left(descriptors_.find(fired_descriptors[j].first)->second,
+                             fired_descriptors[j].second);
                 throw;
             }
             descriptors_.erase(it); // out of the engine and off the list already
@@ -420,12 +417,13 @@ private:
     // What left the engine outside a fire() (a registration's read, and what it completed
     // besides) waits on left_ with why it left, to fire at the next fire(). Never allocates.
     void keep_left(detail::engine_list& out) noexcept {
-        while (detail::engine_wait* e = out.pop()) {
-            watched& w = *static_cast<watched*>(e);
-            w.why = e->end();
-            w.on_left = true;
-            left_.push(&w);
-        }
+        while (detail::engine_wait* e = out.pop())
+            put_left(*static_cast<watched*>(e), e->end());
+    }
+    void put_left(watched& w, wait_end why) noexcept {
+        w.why = why;
+        w.on_left = true;
+        left_.push(&w);
     }
 
     // Out of the engine or off left_, then forgotten (cancelled before it fired).
@@ -462,8 +460,9 @@ private:
     detail::scan_engine engine_; // the descriptors and their deadlines
     detail::engine_list left_;   // out of the engine, to fire at the next fire() (its sink)
     std::deque<fired_entry> fired_;
-    std::vector<std::pair<registration, wait_end>> firing_; // fire()'s scratch
-    std::vector<registration> alarms_firing_;               // fire()'s scratch
+    // fire()'s scratch, kept for its capacity.
+    std::vector<std::pair<registration, wait_end>> fired_descriptors_;
+    std::vector<registration> fired_alarms_;
 };
 
 inline bool line_predicate::operator()() const noexcept {
