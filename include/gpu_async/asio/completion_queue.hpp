@@ -96,14 +96,10 @@ private:
 
     func_type func_;
     std::uint64_t started_ns_ = 0; // when it was registered (wordwait clock), 0: not predicted
-    reactor_port* port_ = nullptr; // the port it was started for
-    reactor_op* prev_ = nullptr;   // in the port's list (while linked)
-    reactor_op* next_ = nullptr;
-    completion_queue* queue_;  // where its completion is delivered from
+    completion_queue* queue_;      // where its completion is delivered from
     std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up (never wraps)
     wait_end result_ = wait_end::reached; // how it ended, kept in a byte (the hot path)
     bool foreign_executor_ = false;       // see set_foreign_executor
-    bool linked_ = false;                 // in its port's list (while in the table)
 };
 
 /// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).
@@ -275,8 +271,7 @@ struct reactor_key {
 /// The per-port state the service keeps: a list of the port's pending waits, and the queue
 /// their completions are delivered from.
 struct reactor_port {
-    reactor_op* head = nullptr;
-    std::size_t count = 0;
+    engine_group waits; // its ops in the engine's table (under the service's lock)
     queue_ref queue;
 };
 

@@ -274,25 +274,18 @@ private:
 
     // --- the engine's adapter (under mutex_) ----------------------------------------------------
 
-    /// The engine's fetch: swaps the incoming registrations into `b`; with none, publishes the
-    /// table's size (see start(): a registration after that take reads it and rings).
-    void fetch_incoming(engine_batch& b) noexcept;
-    auto fetch() noexcept {
-        return [this](engine_batch& b) { fetch_incoming(b); };
-    }
-    /// The engine kept a wait: linked into its port's list (cancel(port)).
-    auto registered() noexcept {
-        return [this](engine_wait& w) { link_locked(static_cast<reactor_op&>(w)); };
-    }
+    /// The incoming registrations, swapped into taking_ to be taken in; with none, publishes
+    /// the table's size (see start(): a registration after that take reads it and rings).
+    engine_batch& take_incoming_locked() noexcept;
 
-    /// What left the engine (each op finished as it left: left_locked) onto `list`, in order;
-    /// then publishes the table's size. Every change to the table ends here (a pass, a
-    /// settle, the shutdown), so the size is published in this one place and in
-    /// fetch_incoming, where a take that finds nothing publishes it under the queue's lock for a
-    /// registration's idle check (registration_queue).
+    /// What left the engine onto `list`, in order, each op finished (left_locked); then
+    /// publishes the table's size. Every change to the table ends here (a pass, a settle, the
+    /// shutdown), so the size is published in this one place and in take_incoming_locked, where
+    /// a take that finds nothing publishes it under the queue's lock for a registration's idle
+    /// check (registration_queue).
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
-    /// The engine's leave hook: the op's result from why it ended, the port's list, the
-    /// rhythm's sample, and the queue it goes to, while the op is at hand.
+    /// An op that left the engine: its result from why it ended, the rhythm's sample, and the
+    /// queue it goes to.
     GPU_ASYNC_DECL void left_locked(reactor_op& op) noexcept;
     /// Takes registrations in and, when waits are pending, scans at `now`; what ended goes onto
     /// `list`.
@@ -306,8 +299,6 @@ private:
     template <class End>
     void end_waits(End&& end) noexcept;
     void publish_size() noexcept { incoming_.publish(engine_.size()); }
-    void link_locked(reactor_op& op) noexcept;
-    void unlink_port_locked(reactor_op& op) noexcept;
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const noexcept;
 
     // --- delivery -------------------------------------------------------------------------------
@@ -381,6 +372,8 @@ private:
     // Registered, not yet taken in, with the table's size as last published (its own lock,
     // taken after mutex_ when both are held).
     registration_queue incoming_{engine_.make_batch()};
+    // The batch the engine takes in, swapped with the queue's at each take (mutex_).
+    engine_batch taking_{engine_.make_batch()};
     // A registration with a deadline within one park bound or a bound tighter than the park
     // bound came in: the watcher scans now rather than stand back.
     std::atomic<bool> urgent_{false};

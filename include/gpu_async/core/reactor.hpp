@@ -173,7 +173,7 @@ public:
         // Complete at this read (or completing others, on a far move of the word): it fires at
         // the next fire().
         detail::engine_list out;
-        engine_.take_in_one(x, no_link, out);
+        engine_.take_in_one(x, out);
         keep_left(out);
         if (!x.registered() && x.why == wait_end::no_memory) {
             unregister(it);
@@ -253,11 +253,11 @@ public:
                 continue;
             }
             detail::engine_list out;
-            engine_.take_in_one(w, no_link, out, judgement::while_pending);
+            engine_.take_in_one(w, out, judgement::while_pending);
             while (detail::engine_wait* o = out.pop())
                 found.push(o);
         }
-        engine_.scan(now, no_fetch, no_link, found);
+        engine_.scan(now, found);
         while (detail::engine_wait* e = found.pop())
             fired_descriptors.emplace_back(static_cast<watched*>(e)->id, e->end());
         // A line's life moved while this fire read lines: a wait whose line was retired
@@ -411,8 +411,6 @@ private:
         registration id;
         reactor_waiter* waiter;
     };
-    static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
-    static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
     // What left the engine outside a fire() (a registration's read, and what it completed
     // besides) waits on left_ with why it left, to fire at the next fire(). Never allocates.

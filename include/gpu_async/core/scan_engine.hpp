@@ -15,20 +15,24 @@
 /// between scans (<gpu_async/core/park_policy.hpp>).
 ///
 /// What holds, for any history of stores (the wrapping rule of watch_table):
-/// - Exactly once: a wait leaves the engine once, on one list, by one of take-in, scan, cancel,
-///   retire_line, retire_slot, fault_slot and clear.
+/// - Exactly once: a wait leaves the engine once, on one list, by one of take-in, scan, remove,
+///   remove_group, retire_line, retire_slot, fault_slot and clear.
 /// - Order: what leaves in one take-in or scan leaves by line and slot; per slot the reached
 ///   first, in ascending target order, one target's waits in the order they were taken in.
 /// - A wait's status (its line retired since its descriptor was made: `stale`; its slot's stream
 ///   faulted: `faulted`) is asked of the host's status function when it is taken in, before its
 ///   line is read.
-/// - cancel, retire_line, retire_slot, fault_slot and clear allocate nothing.
+/// - remove, remove_group, retire_line, retire_slot, fault_slot and clear allocate nothing.
 ///
 /// Registrations. A host with registrations from other threads queues them in an
-/// `engine_batch` of its own (under its own lock) and hands the batch over with `fetch`; the
-/// engine takes a whole batch in at once (`take_in`), and takes in again during a scan what
-/// came in meanwhile, so a wait registered before a store that the scan saw leaves with that
-/// scan, not after the slot's later targets.
+/// `engine_batch` of its own (under its own lock) and hands a batch in (`take_in`); the engine
+/// takes it in whole. A scan is three steps (begin_scan, take_in_late, end_scan) so that the
+/// host can hand in, between them, what came in meanwhile: a wait registered before a store
+/// that the scan saw then leaves with that scan, not after the slot's later targets.
+///
+/// The engine never calls its host: every call returns what ended on the list it is given. A
+/// host that ends some waits together (the Asio service's port, for `cancel()` of a whole port)
+/// puts them in an `engine_group`, which the engine keeps while they are in its table.
 #ifndef GPU_ASYNC_CORE_SCAN_ENGINE_HPP
 #define GPU_ASYNC_CORE_SCAN_ENGINE_HPP
 
@@ -52,6 +56,7 @@ namespace gpu_async {
 namespace detail {
 
 class scan_engine;
+class engine_group;
 
 /// The engine's part of a wait. A host's record of a wait derives from it; the engine links it
 /// into its table in place (watch_node) from take-in until the wait leaves on a list, so the
@@ -75,8 +80,12 @@ public:
     std::uint64_t deadline_ns = 0;
 
     /// The link of an engine_list and of an engine_batch's overflow stack: the host's to use
-    /// while the wait is not in the engine.
+    /// while the wait is not in the engine (in it, the engine links its group through it).
     engine_wait* next = nullptr;
+
+    /// Set by the host before it is taken in: the group it is kept in while it is in the table
+    /// (none: no group). The group must outlive the wait's time in the table.
+    engine_group* group = nullptr;
 
 protected:
     ~engine_wait() = default;
@@ -84,7 +93,8 @@ protected:
 private:
     friend class scan_engine;
     memory_descriptor descriptor_;
-    std::uint64_t taken_in_ = 0; // the take-in that took it (take-ins are numbered)
+    std::uint64_t taken_in_ = 0;        // the take-in that took it (take-ins are numbered)
+    engine_wait* group_prev_ = nullptr; // in its group (while in the table; next the other way)
 
 public:
     // (The small fields together: they share one word.)
@@ -100,6 +110,25 @@ private:
     wait_end end_ = wait_end::reached;
     bool registered_ = false;
     bool done_at_take_in_ = false; // its word had reached the target when it was taken in
+};
+
+/// Waits that a host ends together (scan_engine::remove_group): a wait taken in with its
+/// `group` set is in it from the take-in that keeps it until it leaves the table. Not copyable:
+/// the waits point to it.
+class engine_group {
+public:
+    engine_group() = default;
+    engine_group(const engine_group&) = delete;
+    engine_group& operator=(const engine_group&) = delete;
+
+    /// How many of its waits are in the table.
+    std::size_t size() const noexcept { return count_; }
+    bool empty() const noexcept { return head_ == nullptr; }
+
+private:
+    friend class scan_engine;
+    engine_wait* head_ = nullptr;
+    std::size_t count_ = 0;
 };
 
 /// A FIFO of waits linked through engine_wait::next: what leaves the engine, in hand-out order.
@@ -170,9 +199,6 @@ struct engine_batch {
 };
 
 /// The scan engine. See the header comment. Not thread-safe: its host serializes every call.
-/// Sinks: the `registered(engine_wait&)` a take-in calls for each wait it keeps in the table
-/// (noexcept; the host links it into its own lists there), and `fetch(engine_batch&)`, which
-/// swaps the host's queued registrations into the batch it is given (an empty batch with room).
 class scan_engine {
 public:
     /// How the host judges a descriptor before its line is read (descriptor_status, from the
@@ -188,9 +214,7 @@ public:
 
     explicit scan_engine(status_fn status = nullptr, epoch_fn epoch = nullptr)
         : status_(status)
-        , epoch_(epoch) {
-        spare_.waits.reserve(initial_batch);
-    }
+        , epoch_(epoch) {}
     /// An engine judging with `life` (the host's line life, passed in).
     explicit scan_engine(line_life_functions life)
         : scan_engine(life.status, life.epoch) {}
@@ -206,52 +230,35 @@ public:
     scan_engine(const scan_engine&) = delete;
     scan_engine& operator=(const scan_engine&) = delete;
 
-    /// What a wait leaving the engine is handed to at once, with `host`, while it is at hand
-    /// (before it goes on a list): a host that finishes its waits there (sets its result,
-    /// unlinks it from its own lists) needs no second pass over the list. Must not call back
-    /// into the engine.
-    using leave_fn = void (*)(void* host, engine_wait& w) noexcept;
-    void on_leave(leave_fn fn, void* host) noexcept {
-        leave_ = fn;
-        leave_host_ = host;
-    }
-
-    /// A batch with the engine's room, for the host's queue (it swaps with the engine's spare at
-    /// each fetch, so the two alternate).
+    /// A batch with the engine's room. A host queueing registrations under its own lock keeps
+    /// two: one it fills, one it hands in (swapped at each take, so the two alternate; a take-in
+    /// grows the room of the batch it took to twice what it held).
     engine_batch make_batch() const {
         engine_batch b;
         b.waits.reserve(initial_batch);
         return b;
     }
 
-    /// Takes in what `fetch` hands over: each wait is judged (status), its word read once, and it
-    /// is either kept (`registered`) or put on `out` ended (reached, faulted, no_memory; aborted
-    /// when its line was retired: its host judged it live as it registered). With it leave the
-    /// table's waits that a registration's read completed (the word moved far since the last scan),
-    /// in hand-out order. Returns whether anything came.
-    template <class Fetch, class OnRegistered>
-    bool take_in(Fetch&& fetch, OnRegistered&& registered, engine_list& out) {
-        fetch(spare_);
-        if (spare_.empty()) return false;
-        take_batch(spare_, registered, out);
+    /// Takes in `batch` (left empty): each wait is judged (status), its word read once, and it
+    /// is either kept in the table (and in its group) or put on `out` ended (reached, faulted,
+    /// no_memory; aborted when its line was retired: its host judged it live as it registered).
+    /// With it leave the table's waits that a registration's read completed (the word moved far
+    /// since the last scan), in hand-out order. Returns whether the batch held any.
+    bool take_in(engine_batch& batch, engine_list& out) noexcept {
+        if (batch.empty()) return false;
+        take_batch(batch, out);
         return true;
     }
 
     /// Takes in one wait at once (a host whose registrations come under its own lock). `when`:
     /// whether this is the wait's registration (a descriptor found stale then ends `stale`) or
     /// a wait already registered with its host (found stale, it ends `aborted`).
-    template <class OnRegistered>
-    void take_in_one(engine_wait& w, OnRegistered&& registered, engine_list& out,
-                     judgement when = judgement::at_registration) {
+    void take_in_one(engine_wait& w, engine_list& out,
+                     judgement when = judgement::at_registration) noexcept {
         begin_take();
         engine_list scanned;
         taking_ = when;
-        try {
-            take_one(w, registered, scanned, out);
-        } catch (...) {
-            taking_ = judgement::while_pending;
-            throw;
-        }
+        take_one(w, scanned, out);
         taking_ = judgement::while_pending;
         end_take(scanned, out);
     }
@@ -259,11 +266,10 @@ public:
     /// take_in() outside a scan (before a cancellation, a retirement, a fault): the table's
     /// waits of the slots where it found waits complete, that the same store reached, leave with
     /// them, ordered as a scan orders.
-    template <class Fetch, class OnRegistered>
-    void take_in_settled(Fetch&& fetch, OnRegistered&& registered, engine_list& out) {
+    void take_in_settled(engine_batch& batch, engine_list& out) noexcept {
         const std::size_t before = out.count;
         engine_wait* const tail = out.tail;
-        take_in(fetch, registered, out);
+        take_in(batch, out);
         const std::size_t found = out.count - before;
         if (found == 0) return;
         recollect(out, tail, found);
@@ -278,18 +284,12 @@ public:
     /// stores, and the host's lock keeps any later retirement (and so any next stream) out
     /// until the host is done. What the stream stored before it went completes; the rest is
     /// then the slot's to end.
-    template <class Fetch, class OnRegistered>
-    void take_in_retiring(Fetch&& fetch, OnRegistered&& registered, engine_list& out,
-                          const completion_line& line, slot_id slot, std::uint64_t retired) {
+    void take_in_retiring(engine_batch& batch, engine_list& out, const completion_line& line,
+                          slot_id slot, std::uint64_t retired) noexcept {
         retiring_line_ = &line;
         retiring_slot_ = slot.index();
         retiring_generation_ = retired;
-        try {
-            take_in_settled(fetch, registered, out);
-        } catch (...) {
-            retiring_line_ = nullptr;
-            throw;
-        }
+        take_in_settled(batch, out);
         retiring_line_ = nullptr;
     }
 
@@ -302,18 +302,63 @@ public:
         return f != nullptr ? f() : 0;
     }
 
-    /// One scan: hands out every wait whose word reached its target, what came in meanwhile
-    /// (taken in twice more, see the header comment), and the waits whose deadline is at or
-    /// before `now`. `out` holds only what the caller's take_in() of this pass put there: the
-    /// whole list is put in hand-out order. Never throws: a wait that finds no memory for its
+    /// One scan, for a host whose registrations come under its own lock (none can come in
+    /// during the scan): begin_scan() then end_scan().
+    void scan(mono_ns now, engine_list& out) noexcept {
+        begin_scan(out);
+        end_scan(now, out);
+    }
+
+    /// One scan in steps, for a host whose registrations come from other threads meanwhile:
+    ///
+    ///     engine.begin_scan(out);               // the waits whose word reached their target
+    ///     while (engine.wants_late_batch())     // at most twice
+    ///         engine.take_in_late(host's queued registrations, out);
+    ///     engine.end_scan(now, out);            // the waits whose deadline passed; the order
+    ///
+    /// A late take-in may read a store the table's loads did not see: the table's waits of the
+    /// slots it reached leave with it, and one more take-in is wanted for waits registered
+    /// before that store (this narrows the window, it cannot close it). `out` holds, at
+    /// begin_scan(), only what the caller's take_in() of this pass put there: end_scan() puts
+    /// the whole list in hand-out order. No step throws: a wait that finds no memory for its
     /// place in the table leaves `no_memory`, and without room to order a list its runs leave as
-    /// they came.
-    template <class Fetch, class OnRegistered>
-    void scan(mono_ns now, Fetch&& fetch, OnRegistered&& registered, engine_list& out) noexcept {
-        try {
-            collect(now, fetch, registered, out);
-        } catch (...) {
+    /// they came. Between the steps the host makes no other call to the engine.
+    void begin_scan(engine_list& out) noexcept {
+        pass_ = scan_pass{};
+        pass_.taken = out.count;
+        table_.collect(sink(out));
+        pass_.collected = out.count - pass_.taken;
+        pass_.late_wanted = 1;
+    }
+    /// Whether the scan under way wants the host's queued registrations (take_in_late).
+    bool wants_late_batch() const noexcept { return pass_.late_wanted != 0; }
+    /// Takes in `batch` (left empty) during the scan under way; see begin_scan().
+    void take_in_late(engine_batch& batch, engine_list& out) noexcept {
+        engine_wait* const before = out.tail;
+        const std::size_t before_count = out.count;
+        take_in(batch, out);
+        const std::size_t found = out.count - before_count;
+        if (pass_.late_wanted == 1) {
+            pass_.late = found;
+            // Once more for what these completed: a second take-in may read a newer store still.
+            pass_.late_wanted = found != 0 ? 2 : 0;
+            recollect(out, before, found);
+            return;
         }
+        recollect(out, before, found);
+        pass_.again = out.count - pass_.taken - pass_.collected - pass_.late;
+        pass_.late_wanted = 0;
+    }
+    /// Ends the scan under way: the waits whose deadline is at or before `now` leave, and `out`
+    /// is put in hand-out order.
+    void end_scan(mono_ns now, engine_list& out) noexcept {
+        table_.collect_expired(now, sink(out));
+        // Up to four runs, each in hand-out order: one slot may have waits in several.
+        if (int{pass_.taken != 0} + int{pass_.collected != 0} + int{pass_.late != 0} +
+                int{pass_.again != 0} >=
+            2)
+            order(out);
+        pass_ = scan_pass{};
     }
 
     /// Removes `w` (registered) from the table; it leaves on `out` with `why`.
@@ -321,6 +366,16 @@ public:
         table_.erase(w);
         left(w, why);
         out.push(&w);
+    }
+
+    /// Removes every wait of `g` from the table (newest first); they leave on `out` with `why`.
+    /// Returns how many left.
+    std::size_t remove_group(engine_group& g, engine_list& out,
+                             wait_end why = wait_end::aborted) noexcept {
+        std::size_t n = 0;
+        for (; g.head_ != nullptr; ++n)
+            remove(*g.head_, out, why);
+        return n;
     }
 
     /// The registered wait on `d` whose host record satisfies `match`, or nullptr. No word is
@@ -447,6 +502,12 @@ private:
 
     // The wait has left the table: drop the engine's bookkeeping of it.
     void left(engine_wait& w, wait_end why) noexcept {
+        if (engine_group* g = w.group) {
+            (w.group_prev_ != nullptr ? w.group_prev_->next : g->head_) = w.next;
+            if (w.next != nullptr) w.next->group_prev_ = w.group_prev_;
+            w.group_prev_ = w.next = nullptr;
+            --g->count_;
+        }
         if (w.bound_ns != 0) {
             const auto b = bounds_.find(w.bound_ns);
             if (--b->second == 0) bounds_.erase(b);
@@ -539,9 +600,7 @@ private:
     /// The status and epoch functions in force.
     line_life_functions life() const noexcept { return {status_, epoch_}; }
 
-    template <class OnRegistered>
-    void take_one(engine_wait& w, OnRegistered& registered, engine_list& scanned,
-                  engine_list& out) {
+    void take_one(engine_wait& w, engine_list& scanned, engine_list& out) noexcept {
         w.next = nullptr;
         w.taken_in_ = take_ins_;
         w.done_at_take_in_ = false;
@@ -587,7 +646,13 @@ private:
                 }
             }
             w.registered_ = true;
-            registered(w);
+            if (engine_group* g = w.group) {
+                w.group_prev_ = nullptr;
+                w.next = g->head_;
+                if (g->head_ != nullptr) g->head_->group_prev_ = &w;
+                g->head_ = &w;
+                ++g->count_;
+            }
         } catch (...) {
             // No memory for its place in the table: it ends with that error, never lost.
             left_unregistered(w, wait_end::no_memory);
@@ -632,7 +697,6 @@ private:
     void left_unregistered(engine_wait& w, wait_end why) noexcept {
         w.registered_ = false;
         w.end_ = why;
-        if (leave_ != nullptr) leave_(leave_host_, w);
     }
 
     /// The waits complete when taken in leave in hand-out order; with them, the table's waits
@@ -659,8 +723,7 @@ private:
             out.push(w);
     }
 
-    template <class OnRegistered>
-    void take_batch(engine_batch& batch, OnRegistered& registered, engine_list& out) {
+    void take_batch(engine_batch& batch, engine_list& out) noexcept {
         begin_take();
         std::size_t count = batch.waits.size();
         // The overflow stack is used only once the array is full: after it, in order.
@@ -678,13 +741,13 @@ private:
         std::vector<engine_wait*>& taken = batch.waits;
         for (std::size_t i = 0; i < taken.size(); ++i) {
             if (i + ahead < taken.size()) prefetch(taken[i + ahead]);
-            take_one(*taken[i], registered, scanned, out);
+            take_one(*taken[i], scanned, out);
         }
         while (fifo != nullptr)
-            take_one(*std::exchange(fifo, fifo->next), registered, scanned, out);
+            take_one(*std::exchange(fifo, fifo->next), scanned, out);
         taken.clear();
-        // Room for twice as many in this array, which takes the registrations after the next
-        // fetch (the two alternate); without memory, those past its room wait on the stack.
+        // Room for twice as many in this array, which the host fills next (its two batches
+        // alternate); without memory, those past its room wait on the stack.
         if (taken.capacity() < 2 * count) {
             try {
                 taken.reserve(2 * count);
@@ -703,39 +766,8 @@ private:
 #endif
     }
 
-    template <class Fetch, class OnRegistered>
-    void collect(mono_ns now, Fetch& fetch, OnRegistered& registered, engine_list& out) {
-        const std::size_t taken = out.count; // what the caller's take_in handed out
-        table_.collect(sink(out));
-        const std::size_t collected = out.count - taken;
-        // Waits registered since the caller's take-in: one pushed before a store that the scan
-        // above saw is among the new registrations now, and must leave with this scan.
-        engine_wait* const before_late = out.tail;
-        take_in(fetch, registered, out);
-        const std::size_t late = out.count - taken - collected;
-        std::size_t again = 0;
-        if (late != 0) {
-            // That take-in may have read a store the scan above did not see: the table's waits
-            // of the same slots that it reached leave with it; so do waits registered before
-            // that store but after it. Once more for what a second take-in completes (it may
-            // read a newer store still): this narrows the window, it cannot close it.
-            recollect(out, before_late, late);
-            engine_wait* const before_again = out.tail;
-            const std::size_t before_count = out.count;
-            take_in(fetch, registered, out);
-            recollect(out, before_again, out.count - before_count);
-            again = out.count - taken - collected - late;
-        }
-        table_.collect_expired(now, sink(out));
-        // Up to four runs, each in hand-out order: one slot may have waits in several.
-        if (int{taken != 0} + int{collected != 0} + int{late != 0} + int{again != 0} >= 2)
-            order(out);
-    }
-
     status_fn status_;
     epoch_fn epoch_;
-    leave_fn leave_ = nullptr;
-    void* leave_host_ = nullptr;
     status_fn status_now_ = nullptr;      // the status function of the take-in under way
     std::uint64_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
     std::uint64_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
@@ -749,9 +781,18 @@ private:
     std::vector<std::pair<engine_wait*, line_status>> ending_; // judge_pending()'s scratch
     table_type table_;
     std::map<std::uint64_t, std::size_t> bounds_; // registered waits' own bounds, counted
-    engine_batch spare_;                          // swapped with the host's at each fetch
     std::vector<key> keys_;                       // the hand-out order's scratch
     std::uint64_t take_ins_ = 0;
+    // The scan under way (begin_scan to end_scan): the runs `out` holds, each in hand-out
+    // order (what the caller's take-in handed out, the table's loads, the first late take-in
+    // and what it completed, the second), and the late take-ins still wanted.
+    struct scan_pass {
+        std::size_t taken = 0;
+        std::size_t collected = 0;
+        std::size_t late = 0;
+        std::size_t again = 0;
+        int late_wanted = 0;
+    } pass_;
 };
 
 } // namespace detail

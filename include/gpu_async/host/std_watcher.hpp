@@ -379,8 +379,6 @@ private:
             state_ptr ref = std::move(static_cast<detail::watch_state*>(w)->firing_ref);
         }
     }
-    static constexpr auto no_fetch = [](detail::engine_batch&) noexcept {};
-    static constexpr auto no_link = [](detail::engine_wait&) noexcept {};
 
     watch_handle add(const memory_descriptor& d, std::function<void()> fn,
                      std::function<void(std::error_code)> end = {}, bool ends_here = false) {
@@ -395,7 +393,7 @@ private:
             // check (a retired line's descriptor, a faulted slot's, ends unread). Under m_: a
             // retirement advances the generation before it takes m_.
             detail::engine_list out;
-            engine_.take_in_one(*s, no_link, out);
+            engine_.take_in_one(*s, out);
             if (s->engine_wait::end() == wait_end::no_memory && !s->registered())
                 throw std::bad_alloc();
             settle_locked(out);
@@ -443,7 +441,7 @@ private:
         while (detail::engine_wait* w = left_.pop())
             out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         detail::engine_list found;
-        engine_.scan(mono_ns{}, no_fetch, no_link, found); // no deadlines: the time is unused
+        engine_.scan(mono_ns{}, found); // no deadlines: the time is unused
         while (detail::engine_wait* w = found.pop())
             out.push_back(static_cast<detail::watch_state*>(w)->shared_from_this());
         for (const state_ptr& p : out)

@@ -18,11 +18,6 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 GPU_ASYNC_DECL reactor_service::reactor_service(asio::execution_context& ctx)
     : asio::execution_context::service(ctx)
     , bell_(std::make_shared<doorbell>()) {
-    engine_.on_leave(
-        [](void* self, engine_wait& w) noexcept {
-            static_cast<reactor_service*>(self)->left_locked(static_cast<reactor_op&>(w));
-        },
-        this);
     // Last: from here on retirements and faults reach the service, from any thread.
     add_line_watcher(*this);
 }
@@ -158,10 +153,7 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
         std::lock_guard lk(mutex_);
         shut_down_.store(true, std::memory_order_release);
         engine_list out;
-        try {
-            engine_.take_in(fetch(), registered(), out);
-        } catch (...) {
-        }
+        engine_.take_in(take_incoming_locked(), out);
         engine_.clear(out);
         finish_locked(out, list);
         retries = delivery_.take_retries();
@@ -205,10 +197,8 @@ GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
-    std::size_t n = port.count;
-    incoming_.for_each([&](const engine_wait* w) {
-        n += static_cast<const reactor_op*>(w)->port_ == &port ? 1 : 0;
-    });
+    std::size_t n = port.waits.size();
+    incoming_.for_each([&](const engine_wait* w) { n += w->group == &port.waits ? 1 : 0; });
     return n;
 }
 
@@ -217,43 +207,45 @@ GPU_ASYNC_DECL reactor_key reactor_service::make_key(reactor_op& op) noexcept {
     return reactor_key{op.descriptor(), &op, op.serial_};
 }
 
-GPU_ASYNC_DECL void reactor_service::fetch_incoming(engine_batch& b) noexcept {
-    // New registrations go into the (empty) batch the engine gave; with none, the table's size
-    // is published under the queue's lock: a registration after this take reads it (0: it rings
-    // an idle waiter).
-    incoming_.take(b, engine_.size());
+GPU_ASYNC_DECL engine_batch& reactor_service::take_incoming_locked() noexcept {
+    // New registrations go into the (empty) batch the engine takes in next; with none, the
+    // table's size is published under the queue's lock: a registration after this take reads
+    // it (0: it rings an idle waiter).
+    incoming_.take(taking_, engine_.size());
+    return taking_;
 }
 
 GPU_ASYNC_DECL void reactor_service::left_locked(reactor_op& op) noexcept {
-    unlink_port_locked(op);
     op.set_result(op.end()); // the engine decided it (a retirement since start(): aborted)
     if (op.end() == wait_end::reached) learn_locked(op);
-    delivery_.leaving(op.queue_); // while the op is at hand (finish_locked)
+    delivery_.leaving(op.queue_);
 }
 
 GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
-    delivery_.finish(out, list); // each op was finished as it left (left_locked)
+    for (engine_wait* w = out.head; w != nullptr; w = w->next)
+        left_locked(static_cast<reactor_op&>(*w));
+    delivery_.finish(out, list);
     publish_size();
 }
 
 GPU_ASYNC_DECL void reactor_service::pass_locked(std::chrono::steady_clock::time_point now,
                                                  ready_list& list) noexcept {
+    // A take-in ends what it cannot register (no_memory): nothing is lost.
     engine_list out;
-    try {
-        engine_.take_in(fetch(), registered(), out);
-    } catch (...) {
-        // A take-in ends what it cannot register (no_memory): nothing is lost.
+    engine_.take_in(take_incoming_locked(), out);
+    if (!engine_.empty()) {
+        // The registrations that came in during the scan's loads are taken in with it.
+        engine_.begin_scan(out);
+        while (engine_.wants_late_batch())
+            engine_.take_in_late(take_incoming_locked(), out);
+        engine_.end_scan(mono_from(now), out);
     }
-    if (!engine_.empty()) engine_.scan(mono_from(now), fetch(), registered(), out);
-    finish_locked(out, list); // each op fed the rhythm as it left (left_locked), before scanned()
+    finish_locked(out, list); // each op feeds the rhythm there, before scanned()
     rhythm_.scanned();
 }
 
 GPU_ASYNC_DECL void reactor_service::take_in_settled_locked(engine_list& out) noexcept {
-    try {
-        engine_.take_in_settled(fetch(), registered(), out);
-    } catch (...) {
-    }
+    engine_.take_in_settled(take_incoming_locked(), out);
 }
 
 GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
@@ -280,7 +272,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed))
             start_thread_locked();
     }
-    op->port_ = &port;
+    op->group = &port.waits;
     op->started_ns_ = predicting() ? detail::mono_now().ns : 0;
     op->bound_ns = bound.ns;
     op->has_deadline = deadline.has_value();
@@ -374,12 +366,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
         std::lock_guard lk(mutex_);
         engine_list out;
         take_in_settled_locked(out);
-        while (port.head != nullptr) {
-            reactor_op* op = port.head;
-            unlink_port_locked(*op);
-            engine_.remove(*op, out);
-            ++n;
-        }
+        n = engine_.remove_group(port.waits, out);
         sched = settle_locked(out);
     }
     schedule(sched);
@@ -429,10 +416,7 @@ GPU_ASYNC_DECL void reactor_service::retire_slot(const completion_line& line, sl
             // Still this retirement's slot: no later stream has stored into it (its stream is
             // made after a later retirement, which waits for mutex_), so the waits registered
             // before the retirement and not yet taken in have their word read.
-            try {
-                engine_.take_in_retiring(fetch(), registered(), out, line, slot, r.retired);
-            } catch (...) {
-            }
+            engine_.take_in_retiring(take_incoming_locked(), out, line, slot, r.retired);
             engine_.retire_slot(line, slot, out);
         } else {
             take_in_settled_locked(out);
@@ -465,30 +449,6 @@ GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
     plan.max_sleep_ns = bell_waiter::idle_bound.ns;
     plan.window = 8;
     return plan;
-}
-
-GPU_ASYNC_DECL void reactor_service::link_locked(reactor_op& op) noexcept {
-    if (reactor_port* port = op.port_) {
-        op.linked_ = true;
-        op.prev_ = nullptr;
-        op.next_ = port->head;
-        if (port->head != nullptr) port->head->prev_ = &op;
-        port->head = &op;
-        ++port->count;
-    }
-}
-
-GPU_ASYNC_DECL void reactor_service::unlink_port_locked(reactor_op& op) noexcept {
-    if (reactor_port* port = op.port_; op.linked_) {
-        if (op.prev_ != nullptr)
-            op.prev_->next_ = op.next_;
-        else
-            port->head = op.next_;
-        if (op.next_ != nullptr) op.next_->prev_ = op.prev_;
-        --port->count;
-        op.linked_ = false;
-        op.prev_ = op.next_ = nullptr;
-    }
 }
 
 GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,

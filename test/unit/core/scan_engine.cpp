@@ -4,6 +4,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -36,13 +37,14 @@ struct wait : engine_wait {
     int id;
 };
 
-/// A host in miniature: registrations queued as another thread would queue them, handed over
-/// through fetch, and what leaves recorded in order.
+/// A host in miniature: registrations queued as another thread would queue them, handed in
+/// by swapping batches, and what leaves recorded in order.
 struct host {
     scan_engine engine;
     engine_batch incoming = engine.make_batch();
+    engine_batch taking = engine.make_batch();
     std::deque<std::unique_ptr<wait>> waits;
-    std::vector<int> kept; // what take-ins kept, in order
+    std::vector<int> kept; // what take-ins kept (found in the table after theirs), in order
     std::vector<std::pair<int, wait_end>> ended;
 
     explicit host(scan_engine::status_fn status = nullptr, scan_engine::epoch_fn epoch = nullptr)
@@ -53,25 +55,44 @@ struct host {
         incoming.push(waits.back().get());
         return *waits.back();
     }
-    auto fetch() {
-        return [this](engine_batch& b) { std::swap(incoming, b); };
-    }
-    auto registered() {
-        return [this](engine_wait& w) { kept.push_back(static_cast<wait&>(w).id); };
+    /// Hands the queued registrations to `step` (a take-in of the engine), then notes which of
+    /// them it kept.
+    template <class Step>
+    void hand_in(Step&& step) {
+        std::vector<wait*> handed;
+        incoming.for_each([&](const engine_wait* w) {
+            handed.push_back(static_cast<wait*>(const_cast<engine_wait*>(w)));
+        });
+        std::sort(handed.begin(), handed.end(), [](wait* a, wait* b) { return a->id < b->id; });
+        std::swap(incoming, taking);
+        step(taking);
+        BOOST_TEST(taking.empty());
+        for (wait* w : handed)
+            if (w->registered()) kept.push_back(w->id);
     }
     void record(engine_list& out) {
         while (engine_wait* w = out.pop())
             ended.emplace_back(static_cast<wait*>(w)->id, w->end());
     }
+    void take_in(engine_list& out) {
+        hand_in([&](engine_batch& b) { engine.take_in(b, out); });
+    }
     void take_in() {
         engine_list out;
-        engine.take_in(fetch(), registered(), out);
+        take_in(out);
         record(out);
+    }
+    /// A scan in its steps, with what was queued meanwhile handed in between them.
+    void scan_steps(std::uint64_t now, engine_list& out) {
+        engine.begin_scan(out);
+        while (engine.wants_late_batch())
+            hand_in([&](engine_batch& b) { engine.take_in_late(b, out); });
+        engine.end_scan(mono_ns{now}, out);
     }
     void scan(std::uint64_t now = 0) {
         engine_list out;
-        engine.take_in(fetch(), registered(), out);
-        engine.scan(mono_ns{now}, fetch(), registered(), out);
+        take_in(out);
+        scan_steps(now, out);
         record(out);
     }
     std::vector<int> ids() const {
@@ -206,26 +227,25 @@ BOOST_AUTO_TEST_CASE(the_look_before_registration_judges_reads_and_records_the_e
 BOOST_AUTO_TEST_CASE(a_stale_descriptor_ends_stale_only_at_its_registration) {
     completion_line line;
     scan_engine engine(&status_of_generation_3);
-    const auto ignore = [](engine_wait&) noexcept {};
     // Taken in as it registers (a std_watcher's add): its line was retired before it began.
     wait first(desc(line, 0, 1, 2), 0);
     engine_list out;
-    engine.take_in_one(first, ignore, out);
+    engine.take_in_one(first, out);
     BOOST_REQUIRE(out.count == 1u);
     BOOST_TEST((out.pop()->end() == wait_end::stale));
     // Taken in again by a host that had registered it (the FILL reactor's early waits): the
     // retirement came while it was pending.
     wait again(desc(line, 0, 1, 2), 1);
-    engine.take_in_one(again, ignore, out, judgement::while_pending);
+    engine.take_in_one(again, out, judgement::while_pending);
     BOOST_REQUIRE(out.count == 1u);
     BOOST_TEST((out.pop()->end() == wait_end::aborted));
     // A live one is kept either way; the next registration is judged at registration again.
     wait live(desc(line, 1, 1, 3), 2);
-    engine.take_in_one(live, ignore, out, judgement::while_pending);
+    engine.take_in_one(live, out, judgement::while_pending);
     BOOST_TEST(out.count == 0u);
     BOOST_TEST(live.registered());
     wait later(desc(line, 2, 1, 2), 3);
-    engine.take_in_one(later, ignore, out);
+    engine.take_in_one(later, out);
     BOOST_REQUIRE(out.count == 1u);
     BOOST_TEST((out.pop()->end() == wait_end::stale));
     engine_list cleared;
@@ -298,9 +318,91 @@ BOOST_AUTO_TEST_CASE(a_registration_queued_after_a_scan_read_leaves_with_that_sc
     // target order with the table's wait.
     h.queue(desc(line, 0, 1));
     engine_list out;
-    h.engine.scan(mono_ns{0}, h.fetch(), h.registered(), out);
+    h.scan_steps(0, out);
     h.record(out);
     BOOST_TEST(h.ids() == (std::vector<int>{1, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(a_scan_wants_a_second_late_batch_only_after_the_first_completed_waits) {
+    completion_line line;
+    host h;
+    h.queue(desc(line, 0, 9));
+    h.take_in();
+    engine_list out;
+    // Nothing came in meanwhile: one late take-in, with an empty batch, and the scan ends.
+    h.engine.begin_scan(out);
+    BOOST_TEST(h.engine.wants_late_batch());
+    h.hand_in([&](engine_batch& b) { h.engine.take_in_late(b, out); });
+    BOOST_TEST(!h.engine.wants_late_batch());
+    h.engine.end_scan(mono_ns{0}, out);
+    BOOST_TEST(out.empty());
+    // One came in complete (a store the table's loads did not see): a second take-in is
+    // wanted, for waits registered before that store; then none.
+    h.engine.begin_scan(out);
+    line.words[0].store(3);
+    h.queue(desc(line, 0, 3));
+    h.hand_in([&](engine_batch& b) { h.engine.take_in_late(b, out); });
+    BOOST_TEST(h.engine.wants_late_batch());
+    h.queue(desc(line, 0, 2));
+    h.hand_in([&](engine_batch& b) { h.engine.take_in_late(b, out); });
+    BOOST_TEST(!h.engine.wants_late_batch());
+    h.engine.end_scan(mono_ns{0}, out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{2, 1}));
+    BOOST_TEST(h.engine.size() == 1u);
+    // A host whose registrations come under its own lock scans in one call, with no late take-in.
+    line.words[0].store(9);
+    engine_list last;
+    h.engine.scan(mono_ns{0}, last);
+    h.record(last);
+    BOOST_TEST(h.ids() == (std::vector<int>{2, 1, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(a_group_holds_its_waits_while_they_are_in_the_table) {
+    completion_line line;
+    line.words[0].store(1);
+    host h;
+    detail::engine_group g;
+    for (std::uint64_t t = 1; t <= 5; ++t)
+        h.queue(desc(line, 0, t)).group = &g; // the first is complete at its take-in
+    h.queue(desc(line, 0, 4));                // no group
+    h.take_in();
+    BOOST_TEST(h.ended.size() == 1u);
+    BOOST_TEST(g.size() == 4u); // kept: 1 to 4
+    // Leaving the table by a scan, or by a cancellation of its own, it leaves the group.
+    line.words[0].store(2);
+    h.scan();
+    BOOST_TEST(g.size() == 3u);
+    wait& middle = *h.waits[3];
+    engine_list out;
+    h.engine.remove(middle, out);
+    h.record(out);
+    BOOST_TEST(g.size() == 2u);
+    // The group's remaining waits leave together, aborted; the wait outside it stays.
+    engine_list group_out;
+    BOOST_TEST(h.engine.remove_group(g, group_out) == 2u);
+    h.record(group_out);
+    BOOST_TEST(g.empty());
+    BOOST_TEST(g.size() == 0u);
+    BOOST_REQUIRE(h.ended.size() == 5u);
+    std::vector<int> removed{h.ended[3].first, h.ended[4].first};
+    std::sort(removed.begin(), removed.end());
+    BOOST_TEST(removed == (std::vector<int>{2, 4}));
+    BOOST_TEST((h.ended[3].second == wait_end::aborted));
+    BOOST_TEST((h.ended[4].second == wait_end::aborted));
+    BOOST_TEST(h.engine.size() == 1u);
+    BOOST_TEST(h.waits[5]->registered());
+    BOOST_TEST(h.engine.remove_group(g, group_out) == 0u);
+    // A retirement ends a group's waits too, and leaves the group empty.
+    h.queue(desc(line, 1, 7)).group = &g;
+    h.queue(desc(line, 2, 7)).group = &g;
+    h.take_in();
+    BOOST_TEST(g.size() == 2u);
+    engine_list retired;
+    h.engine.retire_line(line, retired);
+    h.record(retired);
+    BOOST_TEST(g.empty());
+    BOOST_TEST(h.engine.empty());
 }
 
 BOOST_AUTO_TEST_CASE(deadlines_expire_at_the_hosts_now_and_bound_the_park) {
@@ -432,7 +534,7 @@ BOOST_AUTO_TEST_CASE(a_take_in_settled_takes_the_same_stores_table_waits_along) 
     line.words[0].store(3);
     h.queue(desc(line, 0, 3)); // found complete at its take-in
     engine_list out;
-    h.engine.take_in_settled(h.fetch(), h.registered(), out);
+    h.hand_in([&](engine_batch& b) { h.engine.take_in_settled(b, out); });
     h.record(out);
     BOOST_TEST(h.ids() == (std::vector<int>{0, 1})); // the lower target first
 }
@@ -485,7 +587,8 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     h.queue(desc(line, 0, 2, 1)); // an older stream's: ends unread
     h.queue(desc(line, 1, 9, 3)); // another slot's, stale there too: ends unread
     engine_list out;
-    h.engine.take_in_retiring(h.fetch(), h.registered(), out, line, *slot_id::at(0), 3);
+    h.hand_in(
+        [&](engine_batch& b) { h.engine.take_in_retiring(b, out, line, *slot_id::at(0), 3); });
     h.record(out);
     BOOST_TEST(h.kept == (std::vector<int>{1}));
     BOOST_REQUIRE(h.ended.size() == 3u);
