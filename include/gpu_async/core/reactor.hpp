@@ -359,12 +359,14 @@ public:
         return at;
     }
 
-    /// True when any watched descriptor on `line` has completed.
+    /// True when any watched descriptor on `line` has completed: one the engine would hand out
+    /// at a scan now, or one that left it complete and still is by a checked read (the engine's,
+    /// as fire() reads it: a word set back since waits on).
     bool any_complete_on(const completion_line& line) const noexcept {
         for (const detail::engine_wait* e = left_.head; e != nullptr; e = e->next) {
             const memory_descriptor& d = e->descriptor();
             if (static_cast<const watched*>(e)->why == wait_end::reached && &d.line() == &line &&
-                d.is_complete())
+                engine_.read_checked(d) == line_read::reached)
                 return true;
         }
         return engine_.any_reached(line);
