@@ -757,6 +757,73 @@ BOOST_AUTO_TEST_CASE(a_registration_racing_run_fills_return_is_never_stranded) {
     }
 }
 
+// A port's cancel() from one thread while two threads start waits on it and on a second port,
+// and a third stores their words: the engine keeps each port's waits as a group through
+// take-ins, scans and late take-ins under way. Every handler runs once; the waits the cancel()
+// calls counted are exactly the first port's aborted ones; the second port loses none.
+BOOST_AUTO_TEST_CASE(a_ports_cancel_racing_starts_and_completions_ends_only_its_own_waits) {
+    const int rounds = race_rounds(40);
+    constexpr std::size_t per_port = 200;
+    for (int round = 0; round < rounds; ++round) {
+        asio::io_context ctx;
+        gpu_completion_port a(ctx), b(ctx);
+        std::vector<std::unique_ptr<completion_line>> lines(per_port);
+        for (auto& l : lines)
+            l = std::make_unique<completion_line>();
+        std::vector<std::atomic<int>> calls_a(per_port), calls_b(per_port);
+        std::atomic<std::size_t> aborted_a{0}, aborted_b{0}, started{0};
+        std::atomic<bool> starting{true};
+        std::size_t counted = 0;
+        auto starter = [&](gpu_completion_port& port, std::vector<std::atomic<int>>& calls,
+                           std::atomic<std::size_t>& aborted) {
+            for (std::size_t i = 0; i < per_port; ++i) {
+                // Each line's slot 0 for port a, slot 1 for port b.
+                const std::size_t s = &port == &a ? 0 : 1;
+                port.async_wait(memory_descriptor(*lines[i], slot(s), 1),
+                                [&calls, &aborted, i](error_code ec) {
+                                    ++calls[i];
+                                    if (ec == asio::error::operation_aborted) ++aborted;
+                                });
+                ++started;
+            }
+        };
+        std::thread start_a([&] { starter(a, calls_a, aborted_a); });
+        std::thread start_b([&] { starter(b, calls_b, aborted_b); });
+        std::thread producer([&] {
+            for (std::size_t i = 0; i < per_port; i += 3) {
+                lines[i]->words[0].store(1, std::memory_order_release);
+                lines[i]->words[1].store(1, std::memory_order_release);
+                a.bell().ring();
+            }
+        });
+        std::thread canceller([&] {
+            while (starting.load())
+                counted += a.cancel();
+            counted += a.cancel();
+        });
+        start_a.join();
+        start_b.join();
+        starting = false;
+        canceller.join();
+        producer.join();
+        BOOST_TEST(a.pending() == 0u);
+        for (std::size_t i = 0; i < per_port; ++i) {
+            lines[i]->words[0].store(1, std::memory_order_release);
+            lines[i]->words[1].store(1, std::memory_order_release);
+        }
+        a.bell().ring();
+        BOOST_TEST(run_on_threads(ctx, 2));
+        BOOST_TEST(started.load() == 2 * per_port);
+        BOOST_TEST(aborted_a.load() == counted);
+        BOOST_TEST(aborted_b.load() == 0u);
+        BOOST_TEST(b.pending() == 0u);
+        for (std::size_t i = 0; i < per_port; ++i) {
+            BOOST_TEST(calls_a[i].load() == 1);
+            BOOST_TEST(calls_b[i].load() == 1);
+        }
+    }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 } // namespace unit_asio_gpu_completion_port_races_and_teardown
