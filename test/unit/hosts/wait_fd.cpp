@@ -632,6 +632,51 @@ BOOST_AUTO_TEST_CASE(a_retirement_racing_cancel_or_close_ends_each_wait_once) {
     }
 }
 
+// A retirement ends the notifier's waits on its own thread while another thread shuts the
+// watcher down: each wait ends once, by whichever came first (operation_canceled from the
+// retirement, shut_down from the stop), and nothing is left registered.
+BOOST_AUTO_TEST_CASE(a_retirement_racing_the_watchers_shutdown_ends_each_wait_once) {
+    constexpr int rounds = 100;
+    constexpr std::uint64_t waits = 8;
+    int by_retirement = 0, by_shutdown = 0;
+    for (int round = 0; round < rounds; ++round) {
+        std_watcher w;
+        fd_notifier n(w);
+        auto line = std::make_unique<completion_line>();
+        const std::uint64_t g = adopt_line(*line);
+        for (std::uint64_t i = 0; i < waits; ++i)
+            n.watch(memory_descriptor(*line, slot(i % 4), 100, g), i);
+        // Both threads meet before they act; which acts on which thread alternates.
+        std::atomic<int> arrived{0};
+        auto meet = [&] {
+            ++arrived;
+            while (arrived.load() < 2)
+                std::this_thread::yield();
+        };
+        const bool retire_here = round % 2 == 0;
+        std::thread other([&] {
+            meet();
+            retire_here ? w.shutdown() : retire_line(*line);
+        });
+        meet();
+        retire_here ? retire_line(*line) : w.shutdown();
+        other.join();
+        BOOST_TEST(n.pending() == 0u);
+        BOOST_TEST(w.pending() == 0u);
+        const auto got = n.drain();
+        BOOST_TEST_REQUIRE(got.size() == waits);
+        std::set<std::uint64_t> seen;
+        for (const auto& e : got) {
+            BOOST_TEST(seen.insert(e.cookie).second);
+            BOOST_TEST((e.error == canceled || e.error == errc::shut_down));
+            (e.error == canceled ? by_retirement : by_shutdown) += 1;
+        }
+    }
+    BOOST_TEST(by_retirement + by_shutdown == rounds * static_cast<int>(waits));
+    BOOST_TEST_MESSAGE("ended by the retirement: " << by_retirement
+                                                   << ", by the shutdown: " << by_shutdown);
+}
+
 // A wait found complete as it registers is queued by the watcher thread at its next pass, or,
 // when a retirement of its line comes first, by the retirement before it returns: either way
 // once, with its success.
