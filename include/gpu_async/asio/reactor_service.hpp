@@ -284,6 +284,8 @@ private:
     /// a take that finds nothing publishes it under the queue's lock for a registration's idle
     /// check (registration_queue).
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
+    /// finish_locked() for a list whose ops were each finished already (left_locked).
+    GPU_ASYNC_DECL void deliver_locked(engine_list& out, ready_list& list) noexcept;
     /// An op that left the engine: its result from why it ended, the rhythm's sample, and the
     /// queue it goes to.
     GPU_ASYNC_DECL void left_locked(reactor_op& op) noexcept;

@@ -124,6 +124,9 @@ public:
     /// How many of its waits are in the table.
     std::size_t size() const noexcept { return count_; }
     bool empty() const noexcept { return head_ == nullptr; }
+    /// Its newest wait in the table, or nullptr (a host that removes them one by one, to finish
+    /// each while it is at hand).
+    engine_wait* front() const noexcept { return head_; }
 
 private:
     friend class scan_engine;

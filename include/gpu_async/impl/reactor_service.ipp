@@ -224,6 +224,10 @@ GPU_ASYNC_DECL void reactor_service::left_locked(reactor_op& op) noexcept {
 GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
     for (engine_wait* w = out.head; w != nullptr; w = w->next)
         left_locked(static_cast<reactor_op&>(*w));
+    deliver_locked(out, list);
+}
+
+GPU_ASYNC_DECL void reactor_service::deliver_locked(engine_list& out, ready_list& list) noexcept {
     delivery_.finish(out, list);
     publish_size();
 }
@@ -366,8 +370,18 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
         std::lock_guard lk(mutex_);
         engine_list out;
         take_in_settled_locked(out);
-        n = engine_.remove_group(port.waits, out);
-        sched = settle_locked(out);
+        for (engine_wait* w = out.head; w != nullptr; w = w->next)
+            left_locked(static_cast<reactor_op&>(*w));
+        // One at a time, each op finished while it is at hand: with many pending, a second walk
+        // of the list would find them out of the cache.
+        while (engine_wait* w = port.waits.front()) {
+            engine_.remove(*w, out);
+            left_locked(static_cast<reactor_op&>(*w));
+            ++n;
+        }
+        ready_list list;
+        deliver_locked(out, list);
+        sched = completion_queue::enqueue(list);
     }
     schedule(sched);
     return n;

@@ -368,7 +368,8 @@ BOOST_AUTO_TEST_CASE(a_group_holds_its_waits_while_they_are_in_the_table) {
     h.queue(desc(line, 0, 4));                // no group
     h.take_in();
     BOOST_TEST(h.ended.size() == 1u);
-    BOOST_TEST(g.size() == 4u); // kept: 1 to 4
+    BOOST_TEST(g.size() == 4u);                // kept: 1 to 4
+    BOOST_TEST(g.front() == h.waits[4].get()); // the newest first
     // Leaving the table by a scan, or by a cancellation of its own, it leaves the group.
     line.words[0].store(2);
     h.scan();
@@ -384,6 +385,7 @@ BOOST_AUTO_TEST_CASE(a_group_holds_its_waits_while_they_are_in_the_table) {
     h.record(group_out);
     BOOST_TEST(g.empty());
     BOOST_TEST(g.size() == 0u);
+    BOOST_TEST(g.front() == nullptr);
     BOOST_REQUIRE(h.ended.size() == 5u);
     std::vector<int> removed{h.ended[3].first, h.ended[4].first};
     std::sort(removed.begin(), removed.end());
