@@ -54,8 +54,9 @@ inline const generic_codes<error_code>& asio_codes() noexcept {
 /// with work guards where its executor needs them) derives from it; the reactor calls `complete`
 /// (hand the completion to the executor; called with no lock held, at most once) or, at
 /// shutdown, `destroy` (free it without invoking anything). Its engine part (descriptor, bound,
-/// deadline, place in the table) is the scan engine's (<gpu_async/core/scan_engine.hpp>); its
-/// link (engine_wait::next) is the incoming batch's, then the completion queue's.
+/// deadline, place in the table and in its port's group) is the scan engine's
+/// (<gpu_async/core/scan_engine.hpp>); its link (engine_wait::next) is the incoming batch's,
+/// then the engine's (the port's group) while it is in the table, then the completion queue's.
 class reactor_op : public engine_wait {
 public:
     /// Completes (`invoke`) or destroys the op: one pointer for both.

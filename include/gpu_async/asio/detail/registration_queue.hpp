@@ -38,7 +38,7 @@ public:
         return idle;
     }
 
-    /// The waiter's take (a scan engine's fetch): swaps what is queued into `b` (an empty batch
+    /// The waiter's take, before each take-in: swaps what is queued into `b` (an empty batch
     /// with room); when nothing is queued, publishes `table_size` instead, under the lock, for
     /// the next push's idle check.
     void take(engine_batch& b, std::size_t table_size) noexcept {
