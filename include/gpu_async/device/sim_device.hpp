@@ -150,8 +150,9 @@ struct sim_life {
 [[noreturn]] GPU_ASYNC_DECL void throw_device_gone();
 
 /// Throws the std::system_error of errc::invalid_target: descriptor_for(`seq`) on a stream
-/// whose tail is `tail`.
-[[noreturn]] GPU_ASYNC_DECL void throw_invalid_target(std::uint64_t seq, std::uint64_t tail);
+/// whose numbers run from `start` through `tail`.
+[[noreturn]] GPU_ASYNC_DECL void throw_invalid_target(std::uint64_t seq, std::uint64_t start,
+                                                      std::uint64_t tail);
 
 /// A type-erased work item body (move-only callables allowed).
 struct sim_work {
@@ -274,15 +275,20 @@ public:
     std::uint64_t word() const noexcept {
         return line_->words[slot_.index()].load(std::memory_order_acquire);
     }
-    /// The descriptor of item `seq`: a number enqueue() returned, or the stream's start (every
-    /// number up to the tail, in wrapping order). A number past the tail was never given to the
-    /// stream and would never complete (a wait on it would hang unnoticed): it throws a
-    /// std::system_error with errc::invalid_target.
+    /// The descriptor of item `seq`: a number enqueue() returned, or the stream's start(): the
+    /// numbers from start() through tail(), in wrapping order. Any other number was never given
+    /// to the stream: past the tail it would never complete (a wait on it would hang
+    /// unnoticed), before the start (a `-1` sentinel, a number of another stream) it would
+    /// complete at once for work never done. It throws a std::system_error with
+    /// errc::invalid_target.
     memory_descriptor descriptor_for(std::uint64_t seq) const {
         const std::uint64_t t = tail();
-        if (!sequence_reached(t, seq)) detail::throw_invalid_target(seq, t);
+        if (seq - start_ > t - start_) detail::throw_invalid_target(seq, start_, t);
         return memory_descriptor(*line_, slot_, seq, generation_);
     }
+    /// The stream's first number: its word when it was made (nothing of the stream's is stored
+    /// at or before it); its first item's number is start() + 1.
+    std::uint64_t start() const noexcept { return start_; }
     /// The error the stream failed with (empty while it has not).
     GPU_ASYNC_DECL std::error_code error() const;
 
@@ -317,7 +323,8 @@ private:
         , worker_(&w)
         , line_(&line)
         , slot_(slot)
-        , tail_(line.words[slot.index()].load(std::memory_order_acquire)) {}
+        , start_(line.words[slot.index()].load(std::memory_order_acquire))
+        , tail_(start_) {}
 
     GPU_ASYNC_DECL std::uint64_t push(dur_ns d, std::unique_ptr<detail::sim_work> work,
                                       std::error_code fault);
@@ -335,6 +342,7 @@ private:
     // Its slot's generation when the stream was made (0 for a line never adopted): its
     // descriptors carry it, so they go stale when the stream is given back.
     std::uint64_t generation_ = 0;
+    std::uint64_t start_; // the word when the stream was made
     std::atomic<std::uint64_t> tail_;
     std::atomic<bool> failed_{false};
     std::atomic<doorbell*> bell_{nullptr};

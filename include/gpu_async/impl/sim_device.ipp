@@ -185,9 +185,11 @@ GPU_ASYNC_DECL void detail::throw_device_gone() {
     throw std::system_error(e.code(), e.message());
 }
 
-GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t tail) {
+GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t start,
+                                                 std::uint64_t tail) {
     const coded_error e(errc::invalid_target,
-                        {std::to_string(seq), "the simulated stream (its last enqueued number is " +
+                        {std::to_string(seq), "the simulated stream (its numbers run from " +
+                                                  std::to_string(start) + " through " +
                                                   std::to_string(tail) + ")"});
     throw std::system_error(e.code(), e.message());
 }

@@ -651,6 +651,50 @@ BOOST_AUTO_TEST_CASE(descriptor_for_a_number_past_the_tail_is_refused) {
     BOOST_CHECK_EXCEPTION(w->descriptor_for(1), std::system_error, invalid);
 }
 
+// A number before the stream's start was never given to it either: a `-1` sentinel, a number
+// half the sequence space away, or one of an earlier stream on the slot would complete at once
+// for work the stream never did. Only start() through tail() are given, in wrapping order.
+BOOST_AUTO_TEST_CASE(descriptor_for_a_number_before_the_start_is_refused) {
+    const auto invalid = [](const std::system_error& e) {
+        return e.code() == errc::invalid_target;
+    };
+    constexpr std::uint64_t half = std::uint64_t{1} << 63;
+    sim_device dev({1, true});
+    auto s = dev.make_stream();
+    BOOST_TEST(s->start() == 0u);
+    const std::uint64_t seq = s->enqueue(dur_ns{});
+    BOOST_TEST(dev.step_all() == 1u);
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(~std::uint64_t{0}), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(half + 5), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(s->descriptor_for(half), std::system_error, invalid);
+    BOOST_TEST(s->descriptor_for(seq).is_complete());
+    BOOST_TEST(s->descriptor_for(0).is_complete());
+
+    // A stream on a slot an earlier stream stored into starts where that one stopped.
+    completion_line line;
+    line.words[2].store(40, std::memory_order_relaxed);
+    auto later = dev.make_stream(line, *slot_id::at(2));
+    BOOST_TEST(later->start() == 40u);
+    BOOST_TEST(later->enqueue(dur_ns{}) == 41u);
+    BOOST_TEST(later->descriptor_for(40).target() == 40u);
+    BOOST_TEST(later->descriptor_for(41).target() == 41u);
+    BOOST_CHECK_EXCEPTION(later->descriptor_for(39), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(later->descriptor_for(1), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(later->descriptor_for(42), std::system_error, invalid);
+    BOOST_TEST(dev.step_all() == 1u);
+
+    // Across the wrap, from a start two short of 2^64.
+    completion_line top;
+    top.words[0].store(~std::uint64_t{0} - 1, std::memory_order_relaxed);
+    auto w = dev.make_stream(top, *slot_id::at(0));
+    BOOST_TEST(w->enqueue(dur_ns{}) == ~std::uint64_t{0});
+    BOOST_TEST(w->enqueue(dur_ns{}) == 0u);
+    BOOST_TEST(w->descriptor_for(~std::uint64_t{0} - 1).target() == ~std::uint64_t{0} - 1);
+    BOOST_CHECK_EXCEPTION(w->descriptor_for(~std::uint64_t{0} - 2), std::system_error, invalid);
+    BOOST_CHECK_EXCEPTION(w->descriptor_for(half), std::system_error, invalid);
+    BOOST_TEST(dev.step_all() == 2u);
+}
+
 BOOST_AUTO_TEST_CASE(std_chrono_durations) {
     using namespace std::chrono_literals;
     sim_device dev({1, false});
