@@ -244,9 +244,11 @@ public:
 
     /// Takes in `batch` (left empty): each wait is judged (status), its word read once, and it
     /// is either kept in the table (and in its group) or put on `out` ended (reached, faulted,
-    /// no_memory; aborted when its line was retired: its host judged it live as it registered).
-    /// With it leave the table's waits that a registration's read completed (the word moved far
-    /// since the last scan), in hand-out order. Returns whether the batch held any.
+    /// no_memory; stale when its line or slot was retired: every retirement takes its hosts'
+    /// batches in as it passes, so the wait was queued after that, and never watched; a slot
+    /// being given back is read: reached, or aborted). With it leave the table's waits that a
+    /// registration's read completed (the word moved far since the last scan), all in hand-out
+    /// order. Returns whether the batch held any.
     bool take_in(engine_batch& batch, engine_list& out) noexcept {
         if (batch.empty()) return false;
         take_batch(batch, out);
@@ -262,7 +264,7 @@ public:
         engine_list scanned;
         taking_ = when;
         take_one(w, scanned, out);
-        taking_ = judgement::while_pending;
+        taking_ = judgement::at_registration;
         end_take(scanned, out);
     }
 
@@ -617,10 +619,11 @@ private:
             if (ends_unwatched(st, d) && !retired_here(d, st)) {
                 // Stale at its registration, the wait never began; stale later, its line was
                 // retired while it was pending (wait_end.hpp).
-                left_unregistered(w, st != line_status::stale                ? wait_end::faulted
-                                     : taking_ == judgement::at_registration ? wait_end::stale
-                                                                             : wait_end::aborted);
-                out.push(&w);
+                end_at_take_in(w,
+                               st != line_status::stale                ? wait_end::faulted
+                               : taking_ == judgement::at_registration ? wait_end::stale
+                                                                       : wait_end::aborted,
+                               out);
                 return;
             }
         }
@@ -631,13 +634,8 @@ private:
                 w, sink(scanned),
                 w.has_deadline ? std::optional<mono_ns>(mono_ns{w.deadline_ns}) : std::nullopt);
             if (!kept) {
-                left_unregistered(w, wait_end::reached);
                 w.done_at_take_in_ = true;
-                try {
-                    keys_.push_back(key::taken(&w)); // read while it is at hand
-                } catch (...) {
-                    out.push(&w); // no room to order it: handed out as it comes
-                }
+                end_at_take_in(w, wait_end::reached, out);
                 return;
             }
             if (w.bound_ns != 0) {
@@ -665,29 +663,27 @@ private:
 
     // A registration on a slot whose give-back is still on its way to the hosts: its word holds
     // what the given-back stream stored, so a checked read decides now (the retirement's own
-    // take-in, or a later scan, would find it stale and could no longer read).
+    // take-in, or a later scan, would find it stale and could no longer read). A retirement
+    // that finished across the read makes the read count for nothing: judged at registration,
+    // the wait never began (stale), as the status alone would have said a moment later.
     void take_given_back(engine_wait& w, engine_list& out) noexcept {
-        switch (gpu_async::read_checked(w.descriptor(), status_now_)) {
-        case line_read::reached:
-            left_unregistered(w, wait_end::reached);
-            w.done_at_take_in_ = true;
-            try {
-                keys_.push_back(key::taken(&w)); // ordered with the take-in's other completions
-                return;
-            } catch (...) {
-                break; // no room to order it: handed out as it comes
-            }
-        case line_read::faulted:
-            left_unregistered(w, wait_end::faulted);
-            break;
-        case line_read::pending: // not after a retiring judgement; ended as the rest
-        case line_read::stale:
-        case line_read::retired:
-        case line_read::given_back:
-            left_unregistered(w, wait_end::aborted);
-            break;
+        const line_read r = gpu_async::read_checked(w.descriptor(), status_now_);
+        // pending cannot follow a retiring judgement; it ends as the rest of the slot's do.
+        const wait_end why = ending_of(r, taking_).value_or(wait_end::aborted);
+        if (why == wait_end::reached) w.done_at_take_in_ = true;
+        end_at_take_in(w, why, out);
+    }
+
+    // A wait that ends as it is taken in: ordered with the take-in's other endings (by line and
+    // slot, the reached first in target order), so the outcome does not depend on whether the
+    // host had taken the slot's other waits in before.
+    void end_at_take_in(engine_wait& w, wait_end why, engine_list& out) noexcept {
+        left_unregistered(w, why);
+        try {
+            keys_.push_back(key::taken(&w)); // read while it is at hand
+        } catch (...) {
+            out.push(&w); // no room to order it: handed out as it comes
         }
-        out.push(&w);
     }
 
     // A stale registration on the slot whose retirement is taking it in, of the generation
@@ -774,9 +770,11 @@ private:
     status_fn status_now_ = nullptr;      // the status function of the take-in under way
     std::uint64_t epoch_now_ = 0;         // the epoch read at the take-in under way (0: none)
     std::uint64_t judged_pending_at_ = 0; // the epoch judge_pending() last looked at
-    // Whether the take-in under way is its waits' registration (take_in_one); a batch's waits
-    // were judged by their host as they registered (the port's start).
-    judgement taking_ = judgement::while_pending;
+    // Whether the take-in under way judges its waits as registrations: a batch's are (judged
+    // live by their host as they registered, they are not watched yet: every retirement takes
+    // its hosts' batches in before it ends their waits, so one found stale here was queued
+    // after its retirement had passed this host); a FILL reactor's early waits are not.
+    judgement taking_ = judgement::at_registration;
     // The slot whose retirement is taking registrations in (take_in_retiring), if any.
     const completion_line* retiring_line_ = nullptr;
     std::size_t retiring_slot_ = 0;

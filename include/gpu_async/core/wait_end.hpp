@@ -28,11 +28,12 @@ namespace gpu_async {
 enum class wait_end : std::uint8_t {
     reached, ///< its word reached its target: success
     expired, ///< its deadline passed first: timed_out
-    /// Cancelled, or its line (or slot) was retired after the wait was registered, or its
-    /// owner cleared it: operation_aborted (std::errc::operation_canceled for the std host).
+    /// Cancelled, or its line (or slot) was retired after the wait was registered and before
+    /// its word reached the target, or its owner cleared it: operation_aborted
+    /// (std::errc::operation_canceled for the std host).
     aborted,
     faulted,   ///< its slot's stream faulted before storing its target: errc::device_fault
-    stale,     ///< its descriptor's line was retired before it was registered (never read):
+    stale,     ///< its descriptor's line was retired before (or while) it was registered:
                ///< errc::stale_descriptor
     no_memory, ///< no memory for its place in the table: no_memory
 };
@@ -44,6 +45,10 @@ enum class judgement : std::uint8_t { at_registration, while_pending };
 /// The ending a checked read (read_checked) decides for a wait, or none when it waits on.
 /// A descriptor found stale is `stale` only at its registration: judged later, its line was
 /// retired while it was pending, and it ends `aborted` like every other wait a retirement ends.
+/// A read its line's retirement overtook (`retired`) counts for nothing: at registration the
+/// wait began no earlier than the retirement, so it is `stale` (never `aborted`, which would say
+/// that the word was read below the target); later, `aborted`. A slot given back before its
+/// stream stored the target (`given_back`) ends `aborted`.
 inline std::optional<wait_end> ending_of(line_read r, judgement when) noexcept {
     switch (r) {
     case line_read::pending:
@@ -53,8 +58,8 @@ inline std::optional<wait_end> ending_of(line_read r, judgement when) noexcept {
     case line_read::faulted:
         return wait_end::faulted;
     case line_read::stale:
-        return when == judgement::at_registration ? wait_end::stale : wait_end::aborted;
     case line_read::retired:
+        return when == judgement::at_registration ? wait_end::stale : wait_end::aborted;
     case line_read::given_back:
         break;
     }

@@ -5,9 +5,11 @@
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/asio.hpp"
+#include "common/eventually.hpp"
 #include "common/fault_recorder.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/manual_device.hpp"
+#include "common/run_fill_bounded.hpp"
 #include "common/work_gate.hpp"
 
 #include <gpu_async/device/sim_device.hpp>
@@ -23,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -39,6 +42,18 @@ using gpu_async::test::manual;
 using gpu_async::test::run_to_completion;
 
 namespace {
+
+/// Rounds of a race loop: fewer where instrumentation makes each round 5-20x slower.
+std::size_t race_rounds(std::size_t normal) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return normal / 10;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    return normal / 10;
+#endif
+#endif
+    return normal;
+}
 
 // A descriptor of `s` for the number `ahead` past its tail: one the stream was never given
 // (sim_stream::descriptor_for refuses those), for a wait on a number it never stores.
@@ -267,6 +282,107 @@ BOOST_AUTO_TEST_CASE(a_wait_pending_when_its_stream_is_given_back_ends_aborted_n
     dev.step_all();
     run_to_completion(ctx);
     e.check_all(1, asio::error::operation_aborted);
+}
+
+/// Ends each wait by name, in the order the handlers run.
+struct named_endings {
+    std::vector<std::pair<std::string, error_code>> runs;
+    auto handler(std::string name) {
+        return [this, name = std::move(name)](error_code ec) { runs.emplace_back(name, ec); };
+    }
+};
+
+// Waits of one slot that end together run the reached first, in ascending target order, also
+// when the waiter has not taken them in yet: started from a handler under run_fill (no watcher
+// thread; nothing scans before the handler returns), the unreached first, then the stream
+// stores the lower target and is given back, or its next item faults.
+BOOST_AUTO_TEST_CASE(waits_of_a_slot_ended_before_their_take_in_run_the_reached_first) {
+    for (const bool fault : {false, true}) {
+        asio::io_context ctx;
+        sim_device dev(manual());
+        gpu_completion_port port(ctx);
+        gpu_async::completion_line& line = dev.make_line();
+        auto own = dev.make_stream();
+        auto shared = dev.make_stream(line, *gpu_async::slot_id::at(6));
+        named_endings e;
+        asio::post(ctx, [&] {
+            for (gpu_async::sim_stream_handle* h : {&own, &shared}) {
+                gpu_async::sim_stream& s = **h;
+                const std::uint64_t one = s.enqueue(std::chrono::microseconds(1));
+                const std::uint64_t three =
+                    fault ? s.enqueue_fault() : s.enqueue(std::chrono::microseconds(1));
+                port.async_wait(s.descriptor_for(three), e.handler("three"));
+                port.async_wait(s.descriptor_for(one), e.handler("one"));
+                BOOST_TEST_REQUIRE(dev.step(s)); // stores one, ringing nothing
+                if (fault)
+                    BOOST_TEST_REQUIRE(dev.step(s)); // the fault
+                else
+                    h->reset(); // given back with three never run
+            }
+        });
+        gpu_async::test::run_fill_bounded(ctx);
+        BOOST_TEST_REQUIRE(e.runs.size() == 4u);
+        for (std::size_t i = 0; i < 4; i += 2) {
+            BOOST_TEST(e.runs[i].first == "one");
+            BOOST_TEST(!e.runs[i].second);
+            BOOST_TEST(e.runs[i + 1].first == "three");
+            BOOST_TEST(
+                (e.runs[i + 1].second == (fault ? error_code(errc::device_fault)
+                                                : error_code(asio::error::operation_aborted))),
+                e.runs[i + 1].second.message());
+        }
+    }
+}
+
+// Waits started on a stored target while another thread gives the stream back: each ends with
+// success or stale_descriptor (it began no earlier than the give-back), never with
+// operation_aborted, which would say the target was never stored. The race is looped, on a
+// stream with its own line and on a slot of a device line.
+BOOST_AUTO_TEST_CASE(a_start_overlapping_a_give_back_ends_success_or_stale) {
+    const std::size_t rounds = race_rounds(300);
+    for (const bool own_line : {true, false}) {
+        asio::io_context ctx;
+        auto guard = asio::make_work_guard(ctx);
+        std::thread io([&] { ctx.run_for(gpu_async::test::run_bound); });
+        sim_device dev(manual());
+        gpu_completion_port port(ctx);
+        gpu_async::completion_line& line = dev.make_line();
+        std::atomic<std::size_t> success{0};
+        std::atomic<std::size_t> stale{0};
+        std::atomic<std::size_t> other{0};
+        std::atomic<std::size_t> started{0};
+        const auto tally = [&](error_code ec) {
+            (!ec ? success : ec == errc::stale_descriptor ? stale : other).fetch_add(1);
+        };
+        for (std::size_t i = 0; i < rounds; ++i) {
+            auto s = own_line ? dev.make_stream()
+                              : dev.make_stream(line, *gpu_async::slot_id::at(i % 8));
+            const memory_descriptor d = s->descriptor_for(s->enqueue(std::chrono::microseconds(1)));
+            BOOST_TEST_REQUIRE(dev.step(*s));
+            std::atomic<bool> gone{false};
+            std::atomic<bool> go{false};
+            std::thread starter([&] {
+                go = true;
+                for (int after = 0; after < 4;) {
+                    port.async_wait(d, tally);
+                    started.fetch_add(1);
+                    if (gone.load()) ++after;
+                }
+            });
+            while (!go.load())
+                std::this_thread::yield();
+            s.reset();
+            gone = true;
+            starter.join();
+        }
+        BOOST_TEST_REQUIRE(
+            gpu_async::test::eventually([&] { return success + stale + other == started.load(); }));
+        guard.reset();
+        io.join();
+        BOOST_TEST(other.load() == 0u, other.load() << " of " << started.load());
+        BOOST_TEST_MESSAGE("own line " << own_line << ": " << success.load() << " succeeded, "
+                                       << stale.load() << " stale");
+    }
 }
 
 BOOST_AUTO_TEST_CASE(a_destroyed_devices_descriptor_ends_stale_without_reading_the_line) {

@@ -134,6 +134,16 @@ line_status status_with_give_back(const memory_descriptor& d) noexcept {
     return d.generation() == 3 ? line_status::live : line_status::stale;
 }
 
+// Generation 3's slot 0 is retiring for the first `retiring_looks` judgements, then stale: a
+// give-back whose retirement finishes while a registration reads the word.
+int retiring_looks = 0;
+line_status status_retired_across_the_read(const memory_descriptor& d) noexcept {
+    if (d.generation() == 0) return line_status::live;
+    if (d.generation() != 3) return line_status::stale;
+    if (d.slot().index() != 0) return line_status::live;
+    return retiring_looks-- > 0 ? line_status::retiring : line_status::stale;
+}
+
 std::uint64_t test_epoch = 7;
 int judged = 0;
 std::uint64_t epoch_now() noexcept {
@@ -194,8 +204,10 @@ BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     h.take_in();
     BOOST_TEST(judged == 2);
     BOOST_REQUIRE(h.ended.size() == 1u);
-    // The host judged it live as it registered: its line was retired while it was pending.
-    BOOST_TEST((h.ended[0].second == wait_end::aborted));
+    // The host judged it live as it registered, but every retirement takes the host's queued
+    // registrations in as it passes: one found stale at a later take-in was queued after the
+    // retirement had passed, so it was never watched, and the word is not read: stale.
+    BOOST_TEST((h.ended[0].second == wait_end::stale));
 }
 
 // A host's look before it registers a wait (the service's start, without its lock): judged,
@@ -443,9 +455,10 @@ BOOST_AUTO_TEST_CASE(status_is_asked_before_the_line_is_read) {
     h.take_in();
     BOOST_TEST(h.kept == (std::vector<int>{3, 4}));
     BOOST_TEST(h.ended.size() == 3u);
-    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::aborted}));
-    BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{1, wait_end::faulted}));
-    BOOST_TEST((h.ended[2] == std::pair<int, wait_end>{2, wait_end::reached}));
+    // By slot, the reached first: the stale registration was queued after its retirement passed.
+    BOOST_TEST((h.ended[0] == std::pair<int, wait_end>{0, wait_end::stale}));
+    BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{2, wait_end::reached}));
+    BOOST_TEST((h.ended[2] == std::pair<int, wait_end>{1, wait_end::faulted}));
 }
 
 BOOST_AUTO_TEST_CASE(retiring_a_line_aborts_its_waits_and_reads_it_no_more) {
@@ -594,12 +607,12 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     h.record(out);
     BOOST_TEST(h.kept == (std::vector<int>{1}));
     BOOST_REQUIRE(h.ended.size() == 3u);
-    BOOST_TEST(h.ended[0].first == 2);
-    BOOST_TEST((h.ended[0].second == wait_end::aborted));
-    BOOST_TEST(h.ended[1].first == 3);
-    BOOST_TEST((h.ended[1].second == wait_end::aborted));
-    BOOST_TEST(h.ended[2].first == 0);
-    BOOST_TEST((h.ended[2].second == wait_end::reached));
+    BOOST_TEST(h.ended[0].first == 0); // slot 0's reached one first, then slot 0's others
+    BOOST_TEST((h.ended[0].second == wait_end::reached));
+    BOOST_TEST(h.ended[1].first == 2);
+    BOOST_TEST((h.ended[1].second == wait_end::stale));
+    BOOST_TEST(h.ended[2].first == 3);
+    BOOST_TEST((h.ended[2].second == wait_end::stale));
     // The retirement then ends the slot's pending wait; later take-ins judge as before.
     engine_list rest;
     h.engine.retire_slot(line, *slot_id::at(0), rest);
@@ -610,7 +623,7 @@ BOOST_AUTO_TEST_CASE(a_slot_retirement_reads_the_waits_it_finds_not_yet_taken_in
     h.queue(desc(line, 0, 4, 3));
     h.take_in();
     BOOST_REQUIRE(h.ended.size() == 5u);
-    BOOST_TEST((h.ended[4].second == wait_end::aborted));
+    BOOST_TEST((h.ended[4].second == wait_end::stale)); // queued after the retirement passed
 }
 
 BOOST_AUTO_TEST_CASE(a_take_in_during_a_give_back_reads_the_given_back_generation) {
@@ -628,12 +641,12 @@ BOOST_AUTO_TEST_CASE(a_take_in_during_a_give_back_reads_the_given_back_generatio
     h.take_in();
     BOOST_TEST(h.kept == (std::vector<int>{3}));
     BOOST_REQUIRE(h.ended.size() == 3u);
-    BOOST_TEST(h.ended[0].first == 1);
-    BOOST_TEST((h.ended[0].second == wait_end::aborted));
-    BOOST_TEST(h.ended[1].first == 2);
+    BOOST_TEST(h.ended[0].first == 0); // the reached first: the slot's order
+    BOOST_TEST((h.ended[0].second == wait_end::reached));
+    BOOST_TEST(h.ended[1].first == 1);
     BOOST_TEST((h.ended[1].second == wait_end::aborted));
-    BOOST_TEST(h.ended[2].first == 0);
-    BOOST_TEST((h.ended[2].second == wait_end::reached));
+    BOOST_TEST(h.ended[2].first == 2);
+    BOOST_TEST((h.ended[2].second == wait_end::stale));
     BOOST_TEST(h.engine.size() == 1u);
 }
 
@@ -664,6 +677,81 @@ BOOST_AUTO_TEST_CASE(a_reactor_that_judges_its_waits_again_reads_a_given_back_sl
     slot_0_given_back = false;
 }
 
+// Waits of one slot that a take-in ends run the reached first, in target order, whatever the
+// order they were queued in and whether the host had taken them in before: a give-back (the
+// slot's status retiring) and a fault, each with the unreached wait queued first.
+BOOST_AUTO_TEST_CASE(a_take_in_hands_a_slots_reached_waits_out_before_the_ended) {
+    completion_line line;
+    line.words[0].store(1);
+    line.words[5].store(1);
+    {
+        host h(&status_while_slot_0_is_given_back);
+        h.queue(desc(line, 0, 3, 3)); // never stored: the give-back ends it
+        h.queue(desc(line, 0, 1, 3)); // stored before the give-back
+        h.take_in();
+        BOOST_TEST(h.ids() == (std::vector<int>{1, 0}));
+        BOOST_REQUIRE(h.ended.size() == 2u);
+        BOOST_TEST((h.ended[0].second == wait_end::reached));
+        BOOST_TEST((h.ended[1].second == wait_end::aborted));
+    }
+    {
+        host h(&status_of_generation_3); // slot 5 faulted
+        h.queue(desc(line, 5, 3, 3));    // never stored: the fault ends it
+        h.queue(desc(line, 5, 2, 3));    // never stored either
+        h.queue(desc(line, 5, 1, 3));    // stored before the fault
+        h.queue(desc(line, 5, 1, 3));
+        h.take_in();
+        BOOST_TEST(h.ids() == (std::vector<int>{2, 3, 0, 1}));
+        BOOST_REQUIRE(h.ended.size() == 4u);
+        BOOST_TEST((h.ended[0].second == wait_end::reached));
+        BOOST_TEST((h.ended[1].second == wait_end::reached));
+        BOOST_TEST((h.ended[2].second == wait_end::faulted));
+        BOOST_TEST((h.ended[3].second == wait_end::faulted));
+    }
+    // One taken in before, one queued: the same order.
+    {
+        host h(&status_of_generation_3);
+        line.words[4].store(0);
+        h.queue(desc(line, 4, 3, 3));
+        h.take_in();
+        h.queue(desc(line, 4, 1, 3));
+        line.words[4].store(1);
+        engine_list out;
+        h.hand_in([&](engine_batch& b) { h.engine.take_in_settled(b, out); });
+        h.engine.fault_slot(line, *slot_id::at(4), out);
+        h.record(out);
+        BOOST_TEST(h.ids() == (std::vector<int>{1, 0}));
+    }
+}
+
+// A registration that reads the word of a slot being given back while the give-back's
+// retirement finishes: the read counts for nothing (a next stream may have stored it), and the
+// wait ends stale, never aborted (which would say the target was not stored) nor reached.
+BOOST_AUTO_TEST_CASE(a_registration_overtaken_by_its_retirement_ends_stale) {
+    completion_line line;
+    line.words[0].store(4);
+    const scan_engine engine(&status_retired_across_the_read, &epoch_now);
+    wait at_target(desc(line, 0, 4, 3), 0);
+    wait below(desc(line, 0, 6, 3), 1);
+    retiring_looks = 1; // retiring before the read, stale after it
+    BOOST_TEST((engine.end_before_registration(at_target) == std::optional(wait_end::stale)));
+    retiring_looks = 1;
+    BOOST_TEST((engine.end_before_registration(below) == std::optional(wait_end::stale)));
+    retiring_looks = 2; // retiring across the read: it decides
+    BOOST_TEST((engine.end_before_registration(at_target) == std::optional(wait_end::reached)));
+    retiring_looks = 2;
+    BOOST_TEST((engine.end_before_registration(below) == std::optional(wait_end::aborted)));
+
+    // The same in a take-in: judged retiring, read, then found stale.
+    host h(&status_retired_across_the_read);
+    h.queue(desc(line, 0, 4, 3));
+    retiring_looks = 2; // the take-in's judgement and the read's first
+    h.take_in();
+    BOOST_REQUIRE(h.ended.size() == 1u);
+    BOOST_TEST((h.ended[0].second == wait_end::stale));
+    retiring_looks = 0;
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // How a wait ended, mapped once (<gpu_async/core/wait_end.hpp>).
@@ -683,8 +771,11 @@ BOOST_AUTO_TEST_CASE(a_checked_read_decides_one_ending) {
     // Stale: never began at its registration; retired while pending later.
     BOOST_TEST((both(line_read::stale) ==
                 std::pair(std::optional(wait_end::stale), std::optional(wait_end::aborted))));
+    // A read its line's retirement overtook counts for nothing: at registration the wait began
+    // no earlier than the retirement (stale, never aborted: nothing says the target was not
+    // stored); pending, it ends as the retirement ends its others.
     BOOST_TEST((both(line_read::retired) ==
-                std::pair(std::optional(wait_end::aborted), std::optional(wait_end::aborted))));
+                std::pair(std::optional(wait_end::stale), std::optional(wait_end::aborted))));
     BOOST_TEST((both(line_read::given_back) ==
                 std::pair(std::optional(wait_end::aborted), std::optional(wait_end::aborted))));
 }

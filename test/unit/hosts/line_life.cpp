@@ -368,6 +368,61 @@ BOOST_AUTO_TEST_CASE(the_fd_notifier_reports_stale_descriptors_and_faults) {
     }
 }
 
+// Waits started on a stored target while another thread gives the stream back end with success
+// or stale_descriptor (they began no earlier than the give-back), never operation_canceled,
+// which would say the target was never stored. Looped: the race is narrow.
+BOOST_AUTO_TEST_CASE(a_registration_overlapping_a_give_back_ends_success_or_stale) {
+    std_watcher w;
+    sim_device dev(manual());
+    fd_notifier notifier(w);
+    completion_line& line = dev.make_line();
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    constexpr std::size_t rounds = 30;
+#else
+    constexpr std::size_t rounds = 300;
+#endif
+    std::size_t success = 0;
+    std::size_t stale = 0;
+    std::size_t other = 0;
+    std::size_t cookies = 0;
+    for (std::size_t i = 0; i < rounds; ++i) {
+        auto s = i % 2 == 0 ? dev.make_stream() : dev.make_stream(line, *slot_id::at(i % 8));
+        const memory_descriptor d = s->descriptor_for(s->enqueue(1us));
+        BOOST_TEST_REQUIRE(dev.step(*s));
+        std::vector<watch_handle> handles;
+        std::atomic<bool> gone{false};
+        std::atomic<bool> go{false};
+        std::thread starter([&] {
+            go = true;
+            for (int after = 0; after < 4;) {
+                handles.push_back(w.watch(d));
+                notifier.watch(d, cookies++);
+                if (gone.load()) ++after;
+            }
+        });
+        while (!go.load())
+            std::this_thread::yield();
+        s.reset();
+        gone = true;
+        starter.join();
+        for (watch_handle& h : handles) {
+            BOOST_TEST_REQUIRE(h.wait_for(bound));
+            const std::error_code ec = h.error();
+            ++(!ec ? success : ec == errc::stale_descriptor ? stale : other);
+        }
+    }
+    std::size_t drained = 0;
+    BOOST_TEST_REQUIRE(eventually([&] {
+        for (auto& e : notifier.drain()) {
+            ++drained;
+            ++(!e.error ? success : e.error == errc::stale_descriptor ? stale : other);
+        }
+        return drained >= cookies;
+    }));
+    BOOST_TEST(other == 0u, other << " of " << 2 * cookies);
+    BOOST_TEST_MESSAGE(success << " succeeded, " << stale << " stale");
+}
+
 #endif
 
 // An owner that decided under its own lock to fault or retire a stream's slot, and acts after
