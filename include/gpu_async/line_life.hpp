@@ -5,10 +5,11 @@
 /// A reactor reads the words of every line it has waits on. The owner of a line (the simulated
 /// device, a mapped CUDA or HIP line, the Metal mirror, your own code) must therefore not free
 /// the line while a reactor may still read it. `retire_line(line)` tells every reactor of the
-/// process to end its waits on `line` (operation_aborted, exactly once) and returns only once
-/// none of them will read the line again. The library's line owners call it when a line goes
-/// (a stream given back, a device destroyed, mapped_line::close()); call it yourself before
-/// freeing a line you own while waits on it may be pending.
+/// process to end its waits on `line` (exactly once: success where the word reached the target,
+/// else operation_aborted) and returns only once none of them will read the line again. The
+/// library's line owners call it when a line goes (a stream given back, a device destroyed,
+/// mapped_line::close()); call it yourself before freeing a line you own while waits on it may be
+/// pending.
 ///
 /// Lines the library hands out also have a generation (`adopt_line`), and so does each of their
 /// slots: their descriptors carry the slot's, retiring the line (or the slot alone,
@@ -82,11 +83,14 @@ inline line_life_functions library_line_life() noexcept {
     return {&descriptor_status, &detail::line_life_epoch};
 }
 
-/// Ends every pending wait on `line` in every reactor of the process (operation_aborted) and
-/// returns once no reactor reads `line` any more; advances the line's generation first (if it
-/// was adopted), so descriptors made before are stale from then on. Call it before freeing a
-/// line while waits on it may be pending. Thread-safe, also from a handler or a watcher's
-/// callback; not from inside a reactor's own lock. Allocates nothing.
+/// Ends every pending wait on `line` in every reactor of the process and returns once no
+/// reactor reads `line` any more: with success where the slot's word has reached the target
+/// (what the line's streams stored before it went: call this while the memory is still valid,
+/// before it is freed or reset), else with operation_aborted. Advances the line's generation
+/// first (if it was adopted), so descriptors made before are stale from then on; a wait that
+/// starts during the call on such a descriptor reads the word as the retirement does. Call it
+/// before freeing a line while waits on it may be pending. Thread-safe, also from a handler or
+/// a watcher's callback; not from inside a reactor's own lock. Allocates nothing.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept;
 
 /// For a line shared slot by slot, when the stream storing into `slot` goes while the line

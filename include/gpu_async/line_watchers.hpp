@@ -28,8 +28,11 @@ struct slot_retirement {
 /// slots faulted.
 class line_watcher {
 public:
-    /// Ends every wait on `line` (operation_aborted); after it returns the watcher does not read
-    /// `line` again. Must not wait for a callback while holding a lock that a callback may take.
+    /// Ends every wait on `line`: those whose target the slot's word reached complete (the
+    /// memory is valid during the call), the rest end operation_aborted; registrations it takes
+    /// in then whose descriptors carry the retired generations are read the same way (their
+    /// status says `retiring`). After it returns the watcher does not read `line` again. Must not
+    /// wait for a callback while holding a lock that a callback may take.
     virtual void retire_line(const completion_line& line) noexcept = 0;
 
     /// Ends every wait on `slot` of `line` with errc::device_fault: the slot's stream of

@@ -390,9 +390,14 @@ public:
         return table_.find(d, match);
     }
 
-    /// Ends every wait on `line` (`aborted`); the engine reads the line no more.
+    /// Ends every wait on `line`: the line goes (its memory is still valid during the call).
+    /// Per slot, those whose word reached their target (what the stream stored before it went)
+    /// leave `reached`, in target order, then the rest `aborted`. The engine reads the line no
+    /// more.
     void retire_line(const completion_line& line, engine_list& out) noexcept {
-        table_.remove_line(line, sink(out));
+        for (std::size_t s = 0; s < line_words; ++s)
+            retire_slot(line, *slot_id::at(s), out);
+        table_.remove_line(line, sink(out)); // nothing is left: drops the line's record
     }
 
     /// Ends the waits on `slot` of `line`: those the stream stored before its fault reached

@@ -166,12 +166,41 @@ GPU_ASYNC_DECL line_status descriptor_status(const memory_descriptor& d) noexcep
     return line_status::live;
 }
 
+namespace detail {
+
+// Ends a retirement's `retiring` marks: every watcher has ended the retired generations' waits,
+// so from here they are stale. A later retirement may have put its own generation in already.
+inline void end_retiring(std::atomic<std::uint64_t>& retiring, std::uint64_t retired) noexcept {
+    retiring.compare_exchange_strong(retired, 0, std::memory_order_release,
+                                     std::memory_order_relaxed);
+}
+
+} // namespace detail
+
 // Each of these changes the side table first: a registration that a watcher takes in after it
 // is asked sees the change and does not read what it ends.
 GPU_ASYNC_DECL void retire_line(const completion_line& line) noexcept {
-    detail::update_state(line, [](detail::line_state& st) { detail::renew_line(st); });
+    // As a slot's give-back: while the watchers are asked, the line's memory is valid and its
+    // streams store no more, so the retired generations' waits are read, wherever they are (a
+    // watcher's queue, a start, a scan between two watchers): what a stream stored before the
+    // line went completes.
+    detail::line_state* marked = nullptr;
+    std::array<std::uint64_t, line_words> retired{};
+    detail::update_state(line, [&](detail::line_state& st) {
+        for (std::size_t s = 0; s < line_words; ++s) {
+            retired[s] = detail::generation_of(st.slots[s].load(std::memory_order_relaxed));
+            st.retiring[s].store(retired[s], std::memory_order_relaxed);
+        }
+        detail::renew_line(st); // releases the marks with the new generations
+        marked = &st;
+    });
     detail::line_table().bump();
     detail::ask_line_watchers([&](detail::line_watcher& w) { w.retire_line(line); });
+    if (marked != nullptr) {
+        for (std::size_t s = 0; s < line_words; ++s)
+            detail::end_retiring(marked->retiring[s], retired[s]);
+        detail::line_table().bump();
+    }
 }
 
 namespace detail {
@@ -205,11 +234,7 @@ inline bool retire_slot_at(const completion_line& line, slot_id slot,
     line_table().bump();
     ask_line_watchers([&](line_watcher& w) { w.retire_slot(line, slot, r); });
     if (retiring != nullptr) {
-        // Every watcher ended the retired generation's waits: from here they are stale. A later
-        // retirement of the slot may have put its own generation in already.
-        std::uint64_t expect = r.retired;
-        retiring->compare_exchange_strong(expect, 0, std::memory_order_release,
-                                          std::memory_order_relaxed);
+        end_retiring(*retiring, r.retired);
         line_table().bump();
     }
     return true;

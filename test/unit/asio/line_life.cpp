@@ -284,6 +284,62 @@ BOOST_AUTO_TEST_CASE(a_wait_pending_when_its_stream_is_given_back_ends_aborted_n
     e.check_all(1, asio::error::operation_aborted);
 }
 
+// A stream with its own line given back (the line retired with it) keeps the promise of a slot's
+// give-back: a wait pending on a target it stored completes with success, one on a target it
+// never stored ends aborted, whether the waiter had taken the waits in or not (the rounds race
+// the watcher thread). The stores ring nothing: only the retirement can see them.
+BOOST_AUTO_TEST_CASE(a_wait_pending_when_its_own_line_is_given_back_keeps_what_was_stored) {
+    asio::io_context ctx;
+    sim_device dev(manual());
+    gpu_completion_port port(ctx);
+    endings stored;
+    endings never;
+    constexpr std::size_t rounds = 100;
+    for (std::size_t i = 0; i < rounds; ++i) {
+        auto s = dev.make_stream(); // its own line (a given-back one, reused)
+        const memory_descriptor d = s->descriptor_for(s->enqueue(std::chrono::microseconds(1)));
+        port.async_wait(d, stored.handler());
+        // The next item, enqueued and never run.
+        port.async_wait(s->descriptor_for(s->enqueue(std::chrono::microseconds(1))),
+                        never.handler());
+        BOOST_TEST_REQUIRE(dev.step(*s)); // the first item stored
+        s.reset();                        // then given back
+    }
+    run_to_completion(ctx);
+    stored.check_all(rounds, error_code());
+    never.check_all(rounds, asio::error::operation_aborted);
+}
+
+// A device destroyed with waits pending: what its streams stored before it went completes, on
+// their own lines and on the device's lines alike; the rest ends aborted.
+BOOST_AUTO_TEST_CASE(a_destroyed_device_completes_the_waits_on_what_it_stored) {
+    asio::io_context ctx;
+    gpu_completion_port port(ctx);
+    port.park_bound(std::chrono::seconds(5)); // the watcher does not look between the stores
+    endings stored;
+    endings never;
+    // The handles outlive the device (dropped after it, they do nothing): the device's own end
+    // retires both lines.
+    gpu_async::sim_stream_handle own;
+    gpu_async::sim_stream_handle shared;
+    {
+        sim_device dev(manual());
+        own = dev.make_stream();
+        gpu_async::completion_line& line = dev.make_line();
+        shared = dev.make_stream(line, *gpu_async::slot_id::at(4));
+        for (gpu_async::sim_stream* s : {own.get(), shared.get()}) {
+            port.async_wait(s->descriptor_for(s->enqueue(std::chrono::microseconds(1))),
+                            stored.handler());
+            port.async_wait(s->descriptor_for(s->enqueue(std::chrono::microseconds(1))),
+                            never.handler());
+            BOOST_TEST_REQUIRE(dev.step(*s)); // the first item of each stored
+        }
+    } // the device goes: its lines are retired, then freed
+    run_to_completion(ctx);
+    stored.check_all(2, error_code());
+    never.check_all(2, asio::error::operation_aborted);
+}
+
 /// Ends each wait by name, in the order the handlers run.
 struct named_endings {
     std::vector<std::pair<std::string, error_code>> runs;

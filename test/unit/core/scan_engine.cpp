@@ -752,6 +752,35 @@ BOOST_AUTO_TEST_CASE(a_registration_overtaken_by_its_retirement_ends_stale) {
     retiring_looks = 0;
 }
 
+// A line's retirement reads the line before it goes (its memory is valid during the call):
+// per slot, what the stream stored completes, in target order, and the rest is aborted.
+BOOST_AUTO_TEST_CASE(retiring_a_line_completes_what_was_stored_and_aborts_the_rest) {
+    completion_line a;
+    completion_line b;
+    host h;
+    h.queue(desc(a, 0, 2));
+    h.queue(desc(a, 0, 1));
+    h.queue(desc(a, 3, 5));
+    h.queue(desc(a, 3, 4));
+    h.queue(desc(b, 0, 1));
+    h.take_in();
+    a.words[0].store(1);
+    a.words[3].store(5);
+    b.words[0].store(1); // another line: left to its scan
+    engine_list out;
+    h.engine.retire_line(a, out);
+    h.record(out);
+    BOOST_TEST(h.ids() == (std::vector<int>{1, 0, 3, 2}));
+    BOOST_REQUIRE(h.ended.size() == 4u);
+    BOOST_TEST((h.ended[0].second == wait_end::reached));
+    BOOST_TEST((h.ended[1].second == wait_end::aborted));
+    BOOST_TEST((h.ended[2].second == wait_end::reached));
+    BOOST_TEST((h.ended[3].second == wait_end::reached));
+    BOOST_TEST(!h.engine.watches(a));
+    BOOST_TEST(h.engine.watches(b));
+    BOOST_TEST(h.engine.size() == 1u);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // How a wait ended, mapped once (<gpu_async/core/wait_end.hpp>).

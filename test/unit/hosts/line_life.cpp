@@ -368,6 +368,51 @@ BOOST_AUTO_TEST_CASE(the_fd_notifier_reports_stale_descriptors_and_faults) {
     }
 }
 
+// A stream with its own line given back keeps what it stored before it went, as a slot's
+// give-back does: the watcher's registrations and the notifier's waits on a stored target
+// complete, those on a target never stored end operation_canceled. The store rings nothing:
+// only the retirement can see it (the rounds race the watcher thread's take-in).
+BOOST_AUTO_TEST_CASE(an_own_lines_give_back_completes_what_its_stream_stored) {
+    std_watcher w;
+    sim_device dev(manual());
+    fd_notifier notifier(w);
+    constexpr std::uint64_t rounds = 50;
+    std::vector<watch_handle> stored;
+    std::vector<watch_handle> never;
+    for (std::uint64_t i = 0; i < rounds; ++i) {
+        auto s = dev.make_stream();
+        const memory_descriptor done = s->descriptor_for(s->enqueue(1us));
+        const memory_descriptor not_run = s->descriptor_for(s->enqueue(1us));
+        stored.push_back(w.watch(done));
+        never.push_back(w.watch(not_run));
+        notifier.watch(done, 2 * i);
+        notifier.watch(not_run, 2 * i + 1);
+        BOOST_TEST_REQUIRE(dev.step(*s)); // the first item stored
+        s.reset();                        // then given back
+    }
+    for (watch_handle& h : stored) {
+        BOOST_TEST_REQUIRE(h.wait_for(bound));
+        BOOST_TEST(!h.error(), h.error().message());
+    }
+    for (watch_handle& h : never) {
+        BOOST_TEST_REQUIRE(h.wait_for(bound));
+        BOOST_TEST((h.error() == std::errc::operation_canceled), h.error().message());
+    }
+    std::vector<fd_notifier::entry> got;
+    BOOST_TEST_REQUIRE(eventually([&] {
+        for (auto& e : notifier.drain())
+            got.push_back(e);
+        return got.size() >= 2 * rounds;
+    }));
+    BOOST_TEST_REQUIRE(got.size() == 2 * rounds);
+    for (const auto& e : got) {
+        if (e.cookie % 2 == 0)
+            BOOST_TEST(!e.error, e.error.message());
+        else
+            BOOST_TEST((e.error == std::errc::operation_canceled), e.error.message());
+    }
+}
+
 // Waits started on a stored target while another thread gives the stream back end with success
 // or stale_descriptor (they began no earlier than the give-back), never operation_canceled,
 // which would say the target was never stored. Looped: the race is narrow.
