@@ -71,10 +71,11 @@
 ///    batches, waits for the device's queue to go idle (vkQueueWaitIdle under the queue's lock:
 ///    a driver may still touch a batch's semaphores just after its signal is seen);
 /// 3. only then destroys the objects of its batches and frees its memory. The memory, buffer and
-///    descriptor set of a line that stores were recorded for are kept by the device instead:
-///    your command buffers refer to them and may still be pending after the store landed, and
-///    only you know when they finish. They go at vulkan_device::release_closed_lines() or with
-///    the device (after vkDeviceWaitIdle, on a device of its own).
+///    descriptor set of a line that a store was ever recorded for (whatever way its slots' later
+///    stores were made) are kept by the device instead: your command buffers refer to them and
+///    may still be pending after the store landed, and only you know when they finish. They go at
+///    vulkan_device::release_closed_lines() or with the device (after vkDeviceWaitIdle, on a device
+///    of its own).
 /// When the settle times out or the device is lost, close() leaks the line's memory and objects
 /// (leaked() is true; the device then leaks its own objects and, if it made them, the device and
 /// the instance) rather than free memory a store may reach. So submit the command buffers you

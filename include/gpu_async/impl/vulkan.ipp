@@ -132,6 +132,9 @@ struct vulkan_line_state {
     std::uint64_t generation = 0;
     std::array<std::uint64_t, line_words> sequence{};
     std::array<vulkan_impl::store_way, line_words> way{};
+    /// A store was recorded into a caller's command buffer at some time (sticky): the caller's
+    /// command buffers may refer to the memory after a slot's later stores are made otherwise.
+    bool ever_recorded = false;
     std::uint64_t submitted = 0; ///< the value the last batch signals on `timeline`
     std::vector<vulkan_impl::in_flight> flying;
     std::vector<vulkan::command_buffer_t> spare;
@@ -871,7 +874,6 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
 
     std::optional<coded_error> failure;
     bool settled = true;
-    bool recorded = false;
     const std::uint64_t start = detail::mono_now().ns;
     const std::uint64_t limit = s.settle_timeout.count();
     auto left = [&]() -> std::uint64_t {
@@ -901,7 +903,6 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
         //    A slot's stores land in order, so its last landing means every earlier one has.
         for (std::size_t i = 0; settled && i < line_words; ++i) {
             if (s.way[i] != store_way::recorded) continue;
-            recorded = true;
             std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
             while (!reached(*s.line, *slot_id::at(i), s.sequence[i])) {
                 std::uint64_t value = 0;
@@ -946,13 +947,14 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
     }
     // 4. Free only what nothing may reach any more; otherwise leak it. The memory a store was
     //    recorded for is referred to by the caller's command buffers, which may still be pending
-    //    after the store landed: the device keeps it until release_closed_lines() or its end.
+    //    after the store landed, whichever way the slot's later stores were made: the device
+    //    keeps it until release_closed_lines() or its end.
     if (s.bell != nullptr) s.bell->remove_device_producer(); // no store of it is to come
     if (settled) {
         destroy_batch_objects(a, device, s);
         const detail::vulkan_kept_line k = take_memory_objects(s);
         bool kept = false;
-        if (recorded) {
+        if (s.ever_recorded) {
             std::lock_guard lk(dev.lines_mutex_);
             try {
                 dev.kept_.push_back(k);
@@ -1347,6 +1349,7 @@ vulkan_line::record_store(slot_id slot, vulkan::command_buffer_t command_buffer)
     record_store_commands(dev, s, command_buffer, slot, next, dev.pipeline_, dev.pipeline_layout_);
     s.sequence[i] = next;
     s.way[i] = store_way::recorded;
+    s.ever_recorded = true;
     return detail::vulkan_descriptor(*s.line, slot, next, s.generation);
 }
 

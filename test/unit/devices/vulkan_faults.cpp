@@ -215,6 +215,35 @@ BOOST_FIXTURE_TEST_CASE(a_line_runs_its_calls_in_the_owned_order, fixture) {
     BOOST_TEST(state.live.empty());
 }
 
+// A slot's store recorded into the caller's command buffer, then (once it landed) its next store
+// behind a semaphore: the slot's last store is an awaited one, but the caller's command buffer
+// still refers to the line's memory and, on another queue, may still be pending. close() keeps
+// the memory with the device all the same, until release_closed_lines().
+BOOST_FIXTURE_TEST_CASE(a_line_ever_recorded_into_is_kept_after_an_awaited_store, fixture) {
+    rig r(*this);
+    vulkan_line& line = *r.line;
+    const vulkan::command_buffer_t cb = state.caller_command_buffer();
+    auto recorded = line.record_store(slot(0), cb);
+    BOOST_TEST_REQUIRE(recorded.has_value());
+    state.run(cb);
+    BOOST_TEST_REQUIRE(recorded.value().is_complete());
+    const vulkan::semaphore_t sem = state.caller_semaphore();
+    auto awaited = line.await_semaphore(slot(0), sem, 1);
+    BOOST_TEST_REQUIRE(awaited.has_value());
+    state.signal(sem, 1);
+    BOOST_TEST_REQUIRE(awaited.value().is_complete());
+    const std::size_t kept = r.device->kept_lines();
+    BOOST_TEST(!line.close().has_value());
+    BOOST_TEST(r.device->kept_lines() == kept + 1);
+    BOOST_TEST(state.count("VkBuffer") == 1u);
+    BOOST_TEST(state.count("VkDeviceMemory") == 1u);
+    BOOST_TEST(state.count("VkDescriptorPool") == 1u);
+    r.device->release_closed_lines();
+    BOOST_TEST(r.device->kept_lines() == 0u);
+    BOOST_TEST(state.count("VkBuffer") == 0u);
+    BOOST_TEST(state.count("VkDeviceMemory") == 0u);
+}
+
 // A lost device: the line's health query faults its slots (device_fault reaches the pending
 // wait), the source's query reports it, and close() leaks the memory rather than free it.
 // The doorbell: the line imports the page holding it at the device's alignment and binds it in a
