@@ -4,6 +4,7 @@
 // device of the application's own adopted. Without a loader or a device the program says so and
 // exits 0 (nothing links libvulkan); CI has lavapipe, and test/unit/devices/vulkan.cpp runs the
 // backend there in full.
+#include <gpu_async/asio/vulkan_close.hpp>
 #include <gpu_async/device/vulkan.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
@@ -48,6 +49,11 @@ asio::awaitable<void> step(gpu_async::gpu_completion_port& port, gpu_async::vulk
     co_await port.async_wait(done, asio::use_awaitable);
     //! [vulkan-record]
     std::printf("the command buffer ran to its store: %s\n", done.is_complete() ? "yes" : "no");
+    //! [vulkan-close]
+    // Without blocking the thread (line.close() would): the device frees the line once its
+    // stores have landed, or keeps it for your command buffers (release_closed_lines()).
+    co_await gpu_async::async_close(line, port.get_executor(), asio::use_awaitable);
+    //! [vulkan-close]
 }
 
 int main() {
@@ -83,9 +89,10 @@ int main() {
         asio::co_spawn(ctx, step(port, d, cb), [&](std::exception_ptr e) { rc = e ? 1 : 0; });
         ctx.run_for(std::chrono::seconds(30));
     }
-    // The line closed at the end of step() and awaited its store; the device keeps the line's
-    // memory (the command buffer named it) until the queue is idle.
+    // The line closed in step(); the device keeps its memory (the command buffer named it) until
+    // the command buffer is done: after the queue is idle.
     a.queue_wait_idle(d.queue());
+    d.release_closed_lines();
     a.destroy_command_pool(d.device(), pool, nullptr);
     std::printf("Vulkan device %s: %s\n", d.name().c_str(), rc == 0 ? "done" : "failed");
     return rc;

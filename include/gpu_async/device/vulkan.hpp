@@ -60,8 +60,8 @@
 /// other way is refused (errc::backend) until the slot's last store has landed.
 ///
 /// Memory lifetime: the line's memory is never freed while a store it made may still reach it,
-/// nor its objects destroyed while the device may still use them. close() (and the destructor,
-/// and the device's destructor for its lines still open)
+/// nor its objects destroyed while the device may still use them. close() (and the device's
+/// destructor for its lines still open)
 /// 1. unregisters the line's health query, then retires the line (gpu_async::retire_line: every
 ///    pending wait on it ends with operation_aborted and no reactor reads it again);
 /// 2. settles it: waits (vkWaitSemaphores) until the line's own timeline semaphore reaches
@@ -82,6 +82,16 @@
 /// recorded stores into before closing the line (a command buffer never submitted keeps close()
 /// waiting for its store until the timeout), and destroy a vulkan_device that adopted your
 /// device, then your VkDevice, only after your command buffers have completed.
+///
+/// Closing without blocking: close() blocks its thread until the stores land. The line's
+/// destructor, start_close() and gpu_async::async_close (<gpu_async/asio/vulkan_close.hpp>, the
+/// Asio layer) never do: they take step 1 at once and hand the line to its device, which takes
+/// step 2 by looking (vkGetSemaphoreCounterValue, the words) whenever vulkan_device::
+/// settle_closed_lines() runs (a later close, start_close or create, release_closed_lines(),
+/// async_close's polls) and waits only in its destructor. A settled line's memory goes as in
+/// step 3; its batches' semaphore and command pool, instead of waiting for the queue to drain,
+/// go to the device's next line, and what is left of them with the device. Past settle_timeout
+/// the line leaks as above (vulkan_closing::error() says why).
 ///
 /// Health: each line registers a health query (gpu_async::watch_line_health): vkGetSemaphore-
 /// CounterValue on the line's own timeline semaphore, which never blocks; VK_ERROR_DEVICE_LOST
@@ -110,8 +120,10 @@
 #include <gpu_async/host/ranked_mutex.hpp>
 #include <gpu_async/wordwait.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -139,6 +151,20 @@ struct vulkan_kept_line {
     vulkan::device_memory_t bell_memory{};
     std::shared_ptr<doorbell> bell;
 };
+
+/// A closed line's timeline semaphore and command pool, settled but not drained: a driver may
+/// still touch a batch's semaphore just after its signal is seen, so rather than wait for the
+/// queue to drain the device gives them to its next line (vulkan_line::create) and destroys what
+/// is left only at its end.
+struct vulkan_spare_batch {
+    vulkan::semaphore_t timeline{};
+    vulkan::command_pool_t command_pool{};
+    std::uint64_t submitted = 0; ///< the timeline's value, which every batch has signalled
+    std::vector<vulkan::command_buffer_t> buffers;
+};
+
+/// How far a closing line's settle went (see vulkan_device.ipp's settle functions).
+struct vulkan_settle;
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
 /// generation field holds whatever its width).
@@ -192,6 +218,24 @@ private:
     std::uint32_t version_ = 0;
 };
 
+/// How a line closed without blocking stands (vulkan_line::start_close(), async_close, the
+/// line's destructor): shared between the device, which settles the line, and whoever waits for
+/// it. Thread-safe to read.
+class vulkan_closing {
+public:
+    /// True once the device has settled the line: its memory freed or kept, or leaked.
+    bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+    /// The settle's failure (as close() returns it), once done(); nothing before.
+    const std::optional<coded_error>& error() const noexcept { return error_; }
+
+private:
+    friend class vulkan_device;
+    friend class vulkan_line;
+
+    std::atomic<bool> done_{false};
+    std::optional<coded_error> error_;
+};
+
 /// Vulkan objects of yours that a vulkan_device works with; none is owned or destroyed by it.
 struct vulkan_handles {
     vulkan::instance_t instance = nullptr;
@@ -216,11 +260,12 @@ struct vulkan_device_options {
 /// the queue it submits to. Not copyable, not movable (lines point at it).
 ///
 /// Destroying it closes every line of it still open (see vulkan_line::close(): their waits end
-/// with operation_aborted, their stores are awaited), then, on a device of its own, waits for the
-/// device to go idle, destroys the backend's objects (release_closed_lines() among them) and, if
-/// it made them, the device and the instance. Do not use a line of it on another thread
-/// meanwhile; destroy one that adopted your device only once the command buffers you recorded
-/// stores into have completed.
+/// with operation_aborted, their stores are awaited) and settles the lines closed without
+/// blocking that are still settling (waiting for their stores, up to each one's settle timeout),
+/// then, on a device of its own, waits for the device to go idle, destroys the backend's objects
+/// (release_closed_lines() among them) and, if it made them, the device and the instance. Do not
+/// use a line of it on another thread meanwhile; destroy one that adopted your device only once the
+/// command buffers you recorded stores into have completed.
 class vulkan_device {
 public:
     /// Works with your device. Errors: errc::unavailable (the instance or the physical device is
@@ -290,6 +335,17 @@ public:
     /// The closed lines whose objects the device keeps (see release_closed_lines()).
     GPU_ASYNC_DECL std::size_t kept_lines() const;
 
+    /// Settles, without blocking, the lines closed by vulkan_line::start_close(), async_close or
+    /// a line's destructor: each whose stores have landed is freed (or kept, see
+    /// release_closed_lines()) and its vulkan_closing done; each still waiting past its settle
+    /// timeout, or on a lost device, is leaked as close() leaks it. Returns how many still
+    /// settle. Every close, start_close, create and release_closed_lines() calls it too, and the
+    /// destructor waits for them. Thread-safe (each line is looked at by one caller at a time).
+    GPU_ASYNC_DECL std::size_t settle_closed_lines() noexcept;
+
+    /// The lines closed without blocking that are still settling (see settle_closed_lines()).
+    GPU_ASYNC_DECL std::size_t closing_lines() const;
+
 private:
     friend class vulkan_line;
 
@@ -307,6 +363,18 @@ private:
     GPU_ASYNC_DECL void add_line(detail::vulkan_line_state* line);
     GPU_ASYNC_DECL static std::optional<coded_error>
     close_line(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL static void close_detached(std::unique_ptr<detail::vulkan_line_state>& owner,
+                                              std::shared_ptr<vulkan_closing> status) noexcept;
+    GPU_ASYNC_DECL static void begin_close(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL static detail::vulkan_settle
+    settle_wait(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL static detail::vulkan_settle
+    settle_poll(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL static void finish_close(detail::vulkan_line_state& line,
+                                            detail::vulkan_settle& settle, bool drained) noexcept;
+    GPU_ASYNC_DECL void keep_batch_objects(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL bool take_spare_batch(detail::vulkan_line_state& line) noexcept;
+    GPU_ASYNC_DECL void destroy_spare_batches() noexcept;
 
     const vulkan_loader* loader_;
     vulkan::instance_api instance_api_{};
@@ -326,9 +394,14 @@ private:
     mutable detail::ranked_mutex queue_mutex_{
         detail::lock_rank::device_queue}; ///< around every vkQueueSubmit of the backend (a leaf)
     mutable detail::ranked_mutex lines_mutex_{
-        detail::lock_rank::device}; ///< around lines_, kept_ and leaked_lines_ (a leaf)
+        detail::lock_rank::device}; ///< around lines_, kept_, closing_, spare_batches_ and
+                                    ///< leaked_lines_ (a leaf)
     std::vector<detail::vulkan_line_state*> lines_;
     std::vector<detail::vulkan_kept_line> kept_;
+    /// The lines closed without blocking, still settling (a list: a settle takes them out and
+    /// puts them back without allocating).
+    std::list<std::unique_ptr<detail::vulkan_line_state>> closing_;
+    std::vector<detail::vulkan_spare_batch> spare_batches_;
     std::size_t leaked_lines_ = 0;
 };
 
@@ -345,7 +418,8 @@ struct vulkan_line_options {
 /// A completion line of a Vulkan device (see the file comment): its memory, the stores behind
 /// command buffers and timeline semaphores, its generation and its health query. Move-only; not
 /// thread-safe (one thread at a time, as an Asio I/O object). The device must outlive it, or
-/// close it (its destructor does).
+/// close it (its destructor does). Its destructor never blocks: it closes the line as
+/// start_close() does.
 class vulkan_line {
 public:
     /// A line of `device`. Errors: errc::unavailable (no memory type that is host-visible and
@@ -360,7 +434,8 @@ public:
     GPU_ASYNC_DECL vulkan_line& operator=(vulkan_line&& other) noexcept;
     vulkan_line(const vulkan_line&) = delete;
     vulkan_line& operator=(const vulkan_line&) = delete;
-    /// Closes the line (see close()).
+    /// Closes the line without blocking, as start_close() does (the device frees it once its
+    /// stores have landed).
     GPU_ASYNC_DECL ~vulkan_line();
 
     /// The line the host watches. Precondition: is_open().
@@ -427,8 +502,18 @@ public:
     /// (see the file comment). Returns the settle's failure (errc::driver_status naming
     /// vkWaitSemaphores, vkGetSemaphoreCounterValue or vkQueueWaitIdle, or errc::backend naming
     /// the slot whose recorded store did not land), or nothing. Closing a closed line does
-    /// nothing.
+    /// nothing. Blocks the calling thread until the stores land (up to settle_timeout): on an
+    /// event loop's thread, use start_close() or gpu_async::async_close
+    /// (<gpu_async/asio/vulkan_close.hpp>) instead.
     GPU_ASYNC_DECL std::optional<coded_error> close();
+
+    /// Closes the line without blocking: unregisters its health query, retires it (every pending
+    /// wait on it ends with operation_aborted) and hands it to its device, which settles it as
+    /// close() does, but by looking (vulkan_device::settle_closed_lines()) instead of waiting,
+    /// and then frees, keeps or leaks it. The line is then as moved from. Returns the close's
+    /// progress, done at once where the stores had landed already or the line was closed.
+    /// Throws std::bad_alloc (nothing changed).
+    GPU_ASYNC_DECL std::shared_ptr<const vulkan_closing> start_close();
 
 private:
     GPU_ASYNC_DECL explicit vulkan_line(std::unique_ptr<detail::vulkan_line_state> state) noexcept;

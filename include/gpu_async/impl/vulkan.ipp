@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <list>
 #include <new>
 #include <string>
 #include <thread>
@@ -117,6 +118,19 @@ struct in_flight {
 
 namespace detail {
 
+/// How far a closing line's settle went: `pending` while a store may still land; otherwise
+/// `settled` (nothing may reach the line any more) or not (its failure says why).
+struct vulkan_settle {
+    bool settled = true;
+    bool pending = false;
+    std::optional<coded_error> failure;
+
+    void fail(coded_error e) noexcept {
+        settled = false;
+        failure = std::move(e);
+    }
+};
+
 /// A line's objects and records, on the heap: the line object moves, its device keeps its
 /// address (to close it), and so does its health query.
 struct vulkan_line_state {
@@ -135,7 +149,9 @@ struct vulkan_line_state {
     /// A store was recorded into a caller's command buffer at some time (sticky): the caller's
     /// command buffers may refer to the memory after a slot's later stores are made otherwise.
     bool ever_recorded = false;
-    std::uint64_t submitted = 0; ///< the value the last batch signals on `timeline`
+    std::uint64_t close_start = 0; ///< when its close began (mono_now): its settle timeout's start
+    std::shared_ptr<vulkan_closing> closing; ///< told how a close without blocking ended
+    std::uint64_t submitted = 0;             ///< the value the last batch signals on `timeline`
     std::vector<vulkan_impl::in_flight> flying;
     std::vector<vulkan::command_buffer_t> spare;
     std::unique_ptr<vulkan_impl::vulkan_line_health> health;
@@ -244,6 +260,33 @@ inline void record_store_commands(const vulkan_device& dev, const vulkan_line_st
     after.dst_access_mask = access_host_read_bit;
     a.cmd_pipeline_barrier(cb, pipeline_stage_compute_shader_bit, pipeline_stage_host_bit, 0, 1,
                            &after, 0, nullptr, 0, nullptr);
+}
+
+/// Makes a line's batch objects: its own timeline semaphore, which its batches signal in order,
+/// and their command pool, on the device's queue family. Whatever it made stays in `s`.
+inline std::optional<coded_error> make_batch_objects(const vulkan_device& device,
+                                                     vulkan_line_state& s) {
+    const device_api& a = device.api();
+    const device_t dev = device.device();
+    semaphore_type_create_info type_info{};
+    type_info.semaphore_type = semaphore_type_timeline;
+    semaphore_create_info semaphore_info{};
+    semaphore_info.next = &type_info;
+    if (const auto r = a.create_semaphore(dev, &semaphore_info, nullptr, &s.timeline);
+        r != success) {
+        s.timeline = {};
+        return device.error("vkCreateSemaphore", r);
+    }
+    command_pool_create_info command_info{};
+    command_info.flags =
+        command_pool_create_reset_command_buffer_bit | command_pool_create_transient_bit;
+    command_info.queue_family_index = device.queue_family();
+    if (const auto r = a.create_command_pool(dev, &command_info, nullptr, &s.command_pool);
+        r != success) {
+        s.command_pool = {};
+        return device.error("vkCreateCommandPool", r);
+    }
+    return std::nullopt;
 }
 
 /// The memory type for a line: host-visible and coherent among `bits`; system memory the host
@@ -818,6 +861,16 @@ GPU_ASYNC_DECL vulkan_device::~vulkan_device() {
         }
         static_cast<void>(close_line(*s)); // removes it from lines_
     }
+    // Settle the lines closed without blocking, waiting now, each up to its settle timeout.
+    std::list<std::unique_ptr<detail::vulkan_line_state>> closing;
+    {
+        std::lock_guard lk(lines_mutex_);
+        closing.swap(closing_);
+    }
+    for (const auto& s : closing) {
+        detail::vulkan_settle settle = settle_wait(*s);
+        finish_close(*s, settle, true);
+    }
     std::size_t leaked = 0;
     {
         std::lock_guard lk(lines_mutex_);
@@ -835,6 +888,7 @@ GPU_ASYNC_DECL vulkan_device::~vulkan_device() {
     }
     if (resolved) {
         release_closed_lines();
+        destroy_spare_batches();
         destroy_objects();
     }
     if (!owned_) return;
@@ -860,26 +914,65 @@ GPU_ASYNC_DECL void vulkan_device::add_line(detail::vulkan_line_state* line) {
     lines_.push_back(line);
 }
 
-GPU_ASYNC_DECL std::optional<coded_error>
-vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
-    using namespace detail::vulkan_impl;
-    if (s.line == nullptr) return std::nullopt;
+namespace detail {
+
+namespace vulkan_impl {
+
+inline std::string settle_limit_text(std::uint64_t limit) {
+    return "the settle timeout (" + std::to_string(limit / 1000000) + " ms";
+}
+
+inline coded_error batches_timed_out(std::uint64_t limit) {
+    return backend("closing a Vulkan line: its await_semaphore batches did not finish within " +
+                   settle_limit_text(limit) + "); its memory is leaked, not freed");
+}
+
+inline coded_error store_timed_out(const vulkan_line_state& s, std::size_t i, std::uint64_t limit) {
+    return backend("closing a Vulkan line: slot " + std::to_string(i) + "'s store of " +
+                   std::to_string(s.sequence[i]) +
+                   ", recorded into a command buffer, did not land within " +
+                   settle_limit_text(limit) +
+                   ": was the command buffer submitted?); its memory is leaked, not freed");
+}
+
+/// The first slot whose last store, recorded into a command buffer, has not landed (a slot's
+/// stores land in order, so its last landing means every earlier one has); line_words if none.
+inline std::size_t unlanded_slot(const vulkan_line_state& s) noexcept {
+    for (std::size_t i = 0; i < line_words; ++i)
+        if (s.way[i] == store_way::recorded && !reached(*s.line, *slot_id::at(i), s.sequence[i]))
+            return i;
+    return line_words;
+}
+
+/// What is left of the line's settle timeout since its close began.
+inline std::uint64_t settle_left(const vulkan_line_state& s) noexcept {
+    const std::uint64_t spent = detail::mono_now().ns - s.close_start;
+    const std::uint64_t limit = s.settle_timeout.count();
+    return spent >= limit ? 0 : limit - spent;
+}
+
+} // namespace vulkan_impl
+} // namespace detail
+
+GPU_ASYNC_DECL void vulkan_device::begin_close(detail::vulkan_line_state& s) noexcept {
     vulkan_device& dev = *s.device;
-    const vulkan::device_api& a = dev.api_;
-    const vulkan::device_t device = dev.handles_.device;
     // No health query of the line runs from here on (none may fault a retired line).
     if (s.health != nullptr) unwatch_line_health(*s.line);
     // Every reactor ends its waits on the line and stops reading it, whatever happens next.
     retire_line(*s.line);
+    s.close_start = detail::mono_now().ns;
+    std::lock_guard lk(dev.lines_mutex_);
+    dev.lines_.erase(std::remove(dev.lines_.begin(), dev.lines_.end(), &s), dev.lines_.end());
+}
 
-    std::optional<coded_error> failure;
-    bool settled = true;
-    const std::uint64_t start = detail::mono_now().ns;
+GPU_ASYNC_DECL detail::vulkan_settle
+vulkan_device::settle_wait(detail::vulkan_line_state& s) noexcept {
+    using namespace detail::vulkan_impl;
+    detail::vulkan_settle out;
+    vulkan_device& dev = *s.device;
+    const vulkan::device_api& a = dev.api_;
+    const vulkan::device_t device = dev.handles_.device;
     const std::uint64_t limit = s.settle_timeout.count();
-    auto left = [&]() -> std::uint64_t {
-        const std::uint64_t spent = detail::mono_now().ns - start;
-        return spent >= limit ? 0 : limit - spent;
-    };
     try {
         // 1. The line's own batches: its timeline semaphore reaches the last value they signal.
         if (s.submitted > 0) {
@@ -887,71 +980,93 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
             wait.semaphore_count = 1;
             wait.semaphores = &s.timeline;
             wait.values = &s.submitted;
-            const vulkan::result_t r = a.wait_semaphores(device, &wait, left());
-            if (r == vulkan::timeout) {
-                settled = false;
-                failure = backend("closing a Vulkan line: its await_semaphore batches did not "
-                                  "finish within the settle timeout (" +
-                                  std::to_string(limit / 1000000) +
-                                  " ms); its memory is leaked, not freed");
-            } else if (r != vulkan::success) {
-                settled = false;
-                failure = vulkan_loader::error("vkWaitSemaphores", r);
-            }
+            const vulkan::result_t r = a.wait_semaphores(device, &wait, settle_left(s));
+            if (r == vulkan::timeout)
+                out.fail(batches_timed_out(limit));
+            else if (r != vulkan::success)
+                out.fail(vulkan_loader::error("vkWaitSemaphores", r));
         }
         // 2. The stores recorded into command buffers: each slot's word reaches its last one.
-        //    A slot's stores land in order, so its last landing means every earlier one has.
-        for (std::size_t i = 0; settled && i < line_words; ++i) {
-            if (s.way[i] != store_way::recorded) continue;
-            std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
-            while (!reached(*s.line, *slot_id::at(i), s.sequence[i])) {
-                std::uint64_t value = 0;
-                if (const vulkan::result_t r =
-                        a.get_semaphore_counter_value(device, s.timeline, &value);
-                    r == vulkan::error_device_lost) {
-                    settled = false;
-                    failure = vulkan_loader::error("vkGetSemaphoreCounterValue", r);
-                    break;
-                }
-                const std::uint64_t rest = left();
-                if (rest == 0) {
-                    settled = false;
-                    failure = backend(
-                        "closing a Vulkan line: slot " + std::to_string(i) + "'s store of " +
-                        std::to_string(s.sequence[i]) +
-                        ", recorded into a command buffer, did not land within the settle "
-                        "timeout (" +
-                        std::to_string(limit / 1000000) +
-                        " ms: was the command buffer submitted?); its memory is leaked, not freed");
-                    break;
-                }
-                sleep_for(std::min(nap, rest));
-                nap = std::min<std::uint64_t>(nap * 2, 1000000);
+        std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
+        for (std::size_t i = 0; out.settled && (i = unlanded_slot(s)) != line_words;) {
+            std::uint64_t value = 0;
+            if (const vulkan::result_t r =
+                    a.get_semaphore_counter_value(device, s.timeline, &value);
+                r == vulkan::error_device_lost) {
+                out.fail(vulkan_loader::error("vkGetSemaphoreCounterValue", r));
+                break;
             }
+            const std::uint64_t rest = settle_left(s);
+            if (rest == 0) {
+                out.fail(store_timed_out(s, i, limit));
+                break;
+            }
+            sleep_for(std::min(nap, rest));
+            nap = std::min<std::uint64_t>(nap * 2, 1000000);
         }
         // 3. The queue's own bookkeeping of the line's batches: a driver may still touch a
         //    batch's semaphores after its signal is seen (Mesa's emulated timelines release
         //    their wait points then), so the queue drains before they go.
-        if (settled && s.submitted > 0) {
+        if (out.settled && s.submitted > 0) {
             std::lock_guard lk(dev.queue_mutex_);
             if (const vulkan::result_t r = a.queue_wait_idle(dev.handles_.queue);
-                r != vulkan::success) {
-                settled = false;
-                failure = vulkan_loader::error("vkQueueWaitIdle", r);
-            }
+                r != vulkan::success)
+                out.fail(vulkan_loader::error("vkQueueWaitIdle", r));
         }
     } catch (...) {
         // Only a message could not be made: what it was about stands.
-        settled = false;
-        if (!failure) failure = coded_error(errc::backend, {"no memory"});
+        out.settled = false;
+        if (!out.failure) out.failure = coded_error(errc::backend, {"no memory"});
     }
-    // 4. Free only what nothing may reach any more; otherwise leak it. The memory a store was
-    //    recorded for is referred to by the caller's command buffers, which may still be pending
-    //    after the store landed, whichever way the slot's later stores were made: the device
-    //    keeps it until release_closed_lines() or its end.
+    return out;
+}
+
+GPU_ASYNC_DECL detail::vulkan_settle
+vulkan_device::settle_poll(detail::vulkan_line_state& s) noexcept {
+    using namespace detail::vulkan_impl;
+    detail::vulkan_settle out;
+    const vulkan_device& dev = *s.device;
+    try {
+        std::uint64_t value = 0;
+        if (const vulkan::result_t r =
+                dev.api_.get_semaphore_counter_value(dev.handles_.device, s.timeline, &value);
+            r == vulkan::error_device_lost) {
+            out.fail(vulkan_loader::error("vkGetSemaphoreCounterValue", r));
+            return out;
+        } else if (r != vulkan::success) {
+            value = 0; // not known to have passed: looked at again next time
+        }
+        const std::size_t i = unlanded_slot(s);
+        if (value >= s.submitted && i == line_words) return out;
+        if (settle_left(s) > 0) {
+            out.pending = true;
+            return out;
+        }
+        const std::uint64_t limit = s.settle_timeout.count();
+        out.fail(value < s.submitted ? batches_timed_out(limit) : store_timed_out(s, i, limit));
+    } catch (...) {
+        out.fail(coded_error(errc::backend, {"no memory"}));
+    }
+    return out;
+}
+
+GPU_ASYNC_DECL void vulkan_device::finish_close(detail::vulkan_line_state& s,
+                                                detail::vulkan_settle& settle,
+                                                bool drained) noexcept {
+    using namespace detail::vulkan_impl;
+    vulkan_device& dev = *s.device;
+    const vulkan::device_api& a = dev.api_;
+    const vulkan::device_t device = dev.handles_.device;
+    // Free only what nothing may reach any more; otherwise leak it. The memory a store was ever
+    // recorded for is referred to by the caller's command buffers, which may still be pending
+    // after the store landed, whichever way the slot's later stores were made: the device keeps
+    // it until release_closed_lines() or its end.
     if (s.bell != nullptr) s.bell->remove_device_producer(); // no store of it is to come
-    if (settled) {
-        destroy_batch_objects(a, device, s);
+    if (settle.settled) {
+        if (drained || s.submitted == 0)
+            destroy_batch_objects(a, device, s);
+        else
+            dev.keep_batch_objects(s); // not drained: for the next line
         const detail::vulkan_kept_line k = take_memory_objects(s);
         bool kept = false;
         if (s.ever_recorded) {
@@ -968,19 +1083,123 @@ vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
         s.leaked = true;
         // A store may still ring it: the doorbell lives to the process's end, as the line's memory.
         if (s.bell != nullptr) keep_forever(std::move(s.bell));
+        std::lock_guard lk(dev.lines_mutex_);
+        ++dev.leaked_lines_;
     }
     s.health.reset();
     s.line = nullptr;
     s.device = nullptr;
-    {
-        std::lock_guard lk(dev.lines_mutex_);
-        dev.lines_.erase(std::remove(dev.lines_.begin(), dev.lines_.end(), &s), dev.lines_.end());
-        if (!settled) ++dev.leaked_lines_;
+    if (s.closing != nullptr) { // whoever waits for the close learns how it ended
+        s.closing->error_ = settle.failure;
+        s.closing->done_.store(true, std::memory_order_release);
+        s.closing.reset();
     }
-    return failure;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_device::close_line(detail::vulkan_line_state& s) noexcept {
+    if (s.line == nullptr) return std::nullopt;
+    static_cast<void>(s.device->settle_closed_lines());
+    begin_close(s);
+    detail::vulkan_settle settle = settle_wait(s);
+    finish_close(s, settle, true);
+    return std::move(settle.failure);
+}
+
+GPU_ASYNC_DECL void vulkan_device::close_detached(std::unique_ptr<detail::vulkan_line_state>& owner,
+                                                  std::shared_ptr<vulkan_closing> status) noexcept {
+    detail::vulkan_line_state& s = *owner;
+    vulkan_device& dev = *s.device;
+    static_cast<void>(dev.settle_closed_lines());
+    begin_close(s);
+    s.closing = std::move(status);
+    detail::vulkan_settle settle = settle_poll(s);
+    if (!settle.pending) return finish_close(s, settle, false);
+    std::list<std::unique_ptr<detail::vulkan_line_state>> node;
+    try {
+        node.push_back(std::move(owner));
+    } catch (...) {
+        // No room to hold it: settle it here, waiting, as close() does.
+        settle = settle_wait(s);
+        return finish_close(s, settle, true);
+    }
+    std::lock_guard lk(dev.lines_mutex_);
+    dev.closing_.splice(dev.closing_.end(), node);
+}
+
+GPU_ASYNC_DECL std::size_t vulkan_device::settle_closed_lines() noexcept {
+    std::list<std::unique_ptr<detail::vulkan_line_state>> mine;
+    {
+        std::lock_guard lk(lines_mutex_);
+        mine.splice(mine.end(), closing_);
+    }
+    for (auto it = mine.begin(); it != mine.end();) {
+        detail::vulkan_settle settle = settle_poll(**it);
+        if (settle.pending) {
+            ++it;
+            continue;
+        }
+        finish_close(**it, settle, false);
+        it = mine.erase(it);
+    }
+    std::lock_guard lk(lines_mutex_);
+    closing_.splice(closing_.end(), mine);
+    return closing_.size();
+}
+
+GPU_ASYNC_DECL std::size_t vulkan_device::closing_lines() const {
+    std::lock_guard lk(lines_mutex_);
+    return closing_.size();
+}
+
+GPU_ASYNC_DECL void vulkan_device::keep_batch_objects(detail::vulkan_line_state& s) noexcept {
+    detail::vulkan_spare_batch b{s.timeline, s.command_pool, s.submitted, {}};
+    try {
+        b.buffers = s.spare;
+        for (const auto& f : s.flying)
+            b.buffers.push_back(f.commands); // every batch has signalled: free again
+        std::lock_guard lk(lines_mutex_);
+        spare_batches_.push_back(std::move(b));
+    } catch (...) {
+        // No room to keep them: leaked, never destroyed under the queue's bookkeeping.
+    }
+    s.command_pool = {};
+    s.timeline = {};
+    s.flying.clear();
+    s.spare.clear();
+}
+
+GPU_ASYNC_DECL bool vulkan_device::take_spare_batch(detail::vulkan_line_state& s) noexcept {
+    std::lock_guard lk(lines_mutex_);
+    if (spare_batches_.empty()) return false;
+    detail::vulkan_spare_batch& b = spare_batches_.back();
+    s.timeline = b.timeline;
+    s.command_pool = b.command_pool;
+    s.submitted = b.submitted;
+    s.spare.swap(b.buffers);
+    spare_batches_.pop_back();
+    return true;
+}
+
+GPU_ASYNC_DECL void vulkan_device::destroy_spare_batches() noexcept {
+    std::vector<detail::vulkan_spare_batch> spare;
+    {
+        std::lock_guard lk(lines_mutex_);
+        spare.swap(spare_batches_);
+    }
+    if (spare.empty()) return;
+    if (!owned_) { // a device of its own has gone idle already
+        std::lock_guard lk(queue_mutex_);
+        if (api_.queue_wait_idle(handles_.queue) != vulkan::success) return; // leaked
+    }
+    for (const detail::vulkan_spare_batch& b : spare) {
+        api_.destroy_command_pool(handles_.device, b.command_pool, nullptr);
+        api_.destroy_semaphore(handles_.device, b.timeline, nullptr);
+    }
 }
 
 GPU_ASYNC_DECL void vulkan_device::release_closed_lines() {
+    static_cast<void>(settle_closed_lines());
     std::vector<detail::vulkan_kept_line> kept;
     {
         std::lock_guard lk(lines_mutex_);
@@ -1004,15 +1223,28 @@ GPU_ASYNC_DECL vulkan_line::vulkan_line(vulkan_line&& other) noexcept
     : state_(std::move(other.state_)) {}
 
 GPU_ASYNC_DECL vulkan_line::~vulkan_line() {
-    static_cast<void>(close());
+    if (state_ != nullptr && state_->line != nullptr)
+        vulkan_device::close_detached(state_, nullptr);
 }
 
 GPU_ASYNC_DECL vulkan_line& vulkan_line::operator=(vulkan_line&& other) noexcept {
     if (this != &other) {
-        static_cast<void>(close());
+        if (state_ != nullptr && state_->line != nullptr)
+            vulkan_device::close_detached(state_, nullptr);
         state_ = std::move(other.state_);
     }
     return *this;
+}
+
+GPU_ASYNC_DECL std::shared_ptr<const vulkan_closing> vulkan_line::start_close() {
+    auto status = std::make_shared<vulkan_closing>();
+    if (state_ == nullptr || state_->line == nullptr) {
+        status->done_.store(true, std::memory_order_release);
+        return status;
+    }
+    vulkan_device::close_detached(state_, status);
+    state_.reset(); // held by the device now, or freed already
+    return status;
 }
 
 GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
@@ -1029,8 +1261,12 @@ GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
     }
     s->device = &device;
     s->settle_timeout = options.settle_timeout;
-    // What was made before a failure goes (nothing was stored yet: no settle needed).
+    static_cast<void>(device.settle_closed_lines()); // their batch objects come back to it
+    bool recycled = false;
+    // What was made before a failure goes (nothing was stored yet: no settle needed), but a
+    // closed line's batch objects, which go back to the device.
     auto fail = [&](coded_error e) -> coded_error {
+        if (recycled) device.keep_batch_objects(*s);
         destroy_line_objects(a, dev, *s);
         return e;
     };
@@ -1112,29 +1348,13 @@ GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
     a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
                              nullptr);
 
-    // 4. The line's own timeline semaphore, which its batches signal in order.
-    vulkan::semaphore_type_create_info type_info{};
-    type_info.semaphore_type = vulkan::semaphore_type_timeline;
-    vulkan::semaphore_create_info semaphore_info{};
-    semaphore_info.next = &type_info;
-    if (const auto r = a.create_semaphore(dev, &semaphore_info, nullptr, &s->timeline);
-        r != vulkan::success) {
-        s->timeline = {};
-        return fail(device.error("vkCreateSemaphore", r));
-    }
+    // 4. The batches' timeline semaphore and command pool: those of a closed line where the
+    //    device has them (vulkan_device::keep_batch_objects), else new ones.
+    recycled = device.take_spare_batch(*s);
+    if (!recycled)
+        if (auto e = make_batch_objects(device, *s)) return fail(std::move(*e));
 
-    // 5. The command pool of the batches, on the device's queue family.
-    vulkan::command_pool_create_info command_info{};
-    command_info.flags = vulkan::command_pool_create_reset_command_buffer_bit |
-                         vulkan::command_pool_create_transient_bit;
-    command_info.queue_family_index = device.queue_family();
-    if (const auto r = a.create_command_pool(dev, &command_info, nullptr, &s->command_pool);
-        r != vulkan::success) {
-        s->command_pool = {};
-        return fail(device.error("vkCreateCommandPool", r));
-    }
-
-    // 6. The line, its generation and its health query; then the device knows it.
+    // 5. The line, its generation and its health query; then the device knows it.
     s->line = ::new (s->mapped) completion_line();
     for (std::size_t i = 0; i < line_words; ++i) {
         s->line->words[i].store(options.initial_sequence, std::memory_order_relaxed);
