@@ -163,7 +163,7 @@ struct vulkan_spare_batch {
     std::vector<vulkan::command_buffer_t> buffers;
 };
 
-/// How far a closing line's settle went (see vulkan_device.ipp's settle functions).
+/// How far a closing line's settle went (defined in impl/vulkan.ipp).
 struct vulkan_settle;
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
