@@ -5,9 +5,10 @@
 ///
 /// vulkan_line::close() blocks its thread until the stores recorded or submitted for the line
 /// land (up to the line's settle_timeout): on an io_context thread that stalls every other
-/// handler. async_close retires the line at once (its pending waits end with
-/// operation_aborted), hands it to its device and polls the device's settle on a steady_timer
-/// of the given executor, so the thread goes on running handlers meanwhile:
+/// handler. async_close retires the line at once (its pending waits end: success
+/// where the word reached the target, else operation_aborted), hands it to its device and polls the
+/// device's settle on a steady_timer of the given executor, so the thread goes on running handlers
+/// meanwhile:
 ///
 ///     co_await gpu_async::async_close(line, co_await asio::this_coro::executor,
 ///                                     asio::use_awaitable);
@@ -181,7 +182,7 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 ///
 /// Takes the line over at once (`line` is then as moved from: not open, no device); when the
 /// operation is initiated (for a lazy token, when it is launched) it retires the line (every
-/// pending wait on it ends with operation_aborted) and hands it to its device, as
+/// pending wait on it ends as vulkan_line::close() ends it) and hands it to its device, as
 /// vulkan_line::start_close() does. The operation completes once the device has settled the
 /// line: its stores landed and its memory freed (or kept by the device, for a line that stores
 /// were recorded for), or its settle failed and the memory leaked (see vulkan_line::close()).

@@ -290,7 +290,8 @@ public:
     bool leaked() const noexcept { return leaked_; }
 
     /// Unregisters the line's health query, retires the line (gpu_async::retire_line: every
-    /// reactor ends its waits on it with operation_aborted and stops reading it), settles the
+    /// reactor ends its waits on it, with success where the word reached the target, else with
+    /// operation_aborted, and stops reading it), settles the
     /// domain, destroys the line's probe (a failure to is reported, the probe forgotten), drops
     /// the line's use of its
     /// doorbell (the last use unregisters the doorbell's line and releases the registration's

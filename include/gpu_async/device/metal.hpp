@@ -302,8 +302,9 @@ public:
     GPU_ASYNC_DECL metal_source& operator=(metal_source&& other) noexcept;
     metal_source(const metal_source&) = delete;
     metal_source& operator=(const metal_source&) = delete;
-    /// Unregisters the mirror's health query and retires the mirror line (waits on it end with
-    /// operation_aborted), then releases every watched command buffer and the event, once each.
+    /// Unregisters the mirror's health query and retires the mirror line (waits on it end:
+    /// success where the mirror reached the target, else operation_aborted), then releases every
+    /// watched command buffer and the event, once each.
     ~metal_source() { reset(); }
 
     /// Done when signaledValue has reached the target; pending; or failed with

@@ -46,7 +46,8 @@
 /// `h->`, `h.get()`). Dropping it (or `reset()`) gives the stream back: its queued items are
 /// dropped (their numbers are never stored); an item a worker is running finishes first and the
 /// worker then frees the stream; a line the device made for that stream alone (`make_stream()`) is
-/// retired (gpu_async::retire_line: waits on it end with operation_aborted) and reused (zeroed) for
+/// retired (gpu_async::retire_line: as for a slot below, waits whose target was stored complete,
+/// the rest end with operation_aborted) and reused (zeroed) for
 /// a later stream. A stream on a device line from `make_line()` (`make_stream(line, slot)`) retires
 /// its slot alone (gpu_async::retire_slot: waits on the slot whose target was stored complete, the
 /// rest end with operation_aborted, the slot's descriptors go stale, its fault is cleared, so a
@@ -62,7 +63,8 @@
 /// not be used after the device is gone.
 ///
 /// Lifetime: the destructor retires every line the device made (gpu_async::retire_line: every
-/// reactor ends its waits on them with operation_aborted), then stops the device (below); the
+/// reactor ends its waits on them, with success where the target was stored, else with
+/// operation_aborted), then stops the device (below); the
 /// lines' memory goes last. A caller's line given to `make_stream` is the caller's to retire.
 ///
 /// Shutdown: `shutdown(sim_shutdown::drain)` refuses new work and waits until every queued item has

@@ -63,7 +63,8 @@
 /// nor its objects destroyed while the device may still use them. close() (and the device's
 /// destructor for its lines still open)
 /// 1. unregisters the line's health query, then retires the line (gpu_async::retire_line: every
-///    pending wait on it ends with operation_aborted and no reactor reads it again);
+///    pending wait on it ends, with success where its word reached the target, else with
+///    operation_aborted, and no reactor reads it again);
 /// 2. settles it: waits (vkWaitSemaphores) until the line's own timeline semaphore reaches
 ///    `submitted()`, the value its last await_semaphore batch signals, and until each slot's word
 ///    reaches the last number record_store recorded (the word is that store's own landing: a
@@ -260,7 +261,7 @@ struct vulkan_device_options {
 /// the queue it submits to. Not copyable, not movable (lines point at it).
 ///
 /// Destroying it closes every line of it still open (see vulkan_line::close(): their waits end
-/// with operation_aborted, their stores are awaited) and settles the lines closed without
+/// as a retirement ends them, their stores are awaited) and settles the lines closed without
 /// blocking that are still settling (waiting for their stores, up to each one's settle timeout),
 /// then, on a device of its own, waits for the device to go idle, destroys the backend's objects
 /// (release_closed_lines() among them) and, if it made them, the device and the instance. Do not
@@ -496,19 +497,20 @@ public:
     /// timed out or the device was lost), so the memory and the line's objects were leaked.
     GPU_ASYNC_DECL bool leaked() const noexcept;
 
-    /// Unregisters the line's health query, retires the line (every pending wait on it ends with
-    /// operation_aborted), settles it, then destroys its objects and frees its memory, or hands
-    /// them to the device when stores were recorded for it; leaks them when the settle fails
-    /// (see the file comment). Returns the settle's failure (errc::driver_status naming
-    /// vkWaitSemaphores, vkGetSemaphoreCounterValue or vkQueueWaitIdle, or errc::backend naming
-    /// the slot whose recorded store did not land), or nothing. Closing a closed line does
-    /// nothing. Blocks the calling thread until the stores land (up to settle_timeout): on an
-    /// event loop's thread, use start_close() or gpu_async::async_close
+    /// Unregisters the line's health query, retires the line (every pending wait on it ends:
+    /// success where its word reached the target, else operation_aborted), settles it, then
+    /// destroys its objects and frees its memory, or hands them to the device when stores were
+    /// recorded for it; leaks them when the settle fails (see the file comment). Returns the
+    /// settle's failure (errc::driver_status naming vkWaitSemaphores, vkGetSemaphoreCounterValue or
+    /// vkQueueWaitIdle, or errc::backend naming the slot whose recorded store did not land), or
+    /// nothing. Closing a closed line does nothing. Blocks the calling thread until the stores land
+    /// (up to settle_timeout): on an event loop's thread, use start_close() or
+    /// gpu_async::async_close
     /// (<gpu_async/asio/vulkan_close.hpp>) instead.
     GPU_ASYNC_DECL std::optional<coded_error> close();
 
     /// Closes the line without blocking: unregisters its health query, retires it (every pending
-    /// wait on it ends with operation_aborted) and hands it to its device, which settles it as
+    /// wait on it ends as close() ends it) and hands it to its device, which settles it as
     /// close() does, but by looking (vulkan_device::settle_closed_lines()) instead of waiting,
     /// and then frees, keeps or leaks it. The line is then as moved from. Returns the close's
     /// progress, done at once where the stores had landed already or the line was closed.
