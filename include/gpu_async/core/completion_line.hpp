@@ -187,30 +187,32 @@ enum class line_read : std::uint8_t {
 /// did not move across it. A slot retired and reused between a judgement and a read (a new
 /// stream storing numbers an old descriptor waits for) thus never completes an old descriptor.
 /// A fault seen after the read reads the word again (what the stream stored before its fault
-/// still completes). A read that a retiring status follows was of the given-back stream's
-/// word (no next stream stores before the retirement is done): it decides, reached or
-/// given_back. With no status function every descriptor is live. Reads the line only after a
-/// judgement that found it not stale; at most three reads (live, faulted, retiring, stale is the
-/// only way a slot's status moves for one generation).
+/// still completes), and so does a give-back seen after the read: a read that a retiring status
+/// follows was of the given-back stream's word (no next stream stores before the retirement is
+/// done), and a read between two retiring judgements decides, reached or given_back. With no
+/// status function every descriptor is live. Reads the line only after a judgement that found
+/// it not stale; at most four reads (live, faulted, retiring, stale is the only way a slot's
+/// status moves for one generation).
 inline line_read read_checked(const memory_descriptor& d,
                               line_status (*status)(const memory_descriptor&) noexcept) noexcept {
     if (status == nullptr || d.generation() == 0)
         return d.is_complete() ? line_read::reached : line_read::pending;
     line_status st = status(d);
     if (st == line_status::stale) return line_read::stale;
+    bool faulted = st == line_status::faulted;
     for (;;) {
         const bool done = d.is_complete();
         const line_status again = status(d);
         if (again == line_status::stale) return line_read::retired;
-        if (again == line_status::retiring) {
+        if (again == st || (done && again == line_status::retiring)) {
             if (done) return line_read::reached;
-            return st == line_status::faulted ? line_read::faulted : line_read::given_back;
+            if (faulted) return line_read::faulted;
+            return st == line_status::retiring ? line_read::given_back : line_read::pending;
         }
-        if (again == st) {
-            if (done) return line_read::reached;
-            return st == line_status::faulted ? line_read::faulted : line_read::pending;
-        }
-        st = again; // live -> faulted: read once more, after the fault was seen
+        // live -> faulted, or a give-back seen after the read: read once more, after the change
+        // was seen (a store that came before it still counts).
+        faulted = faulted || again == line_status::faulted;
+        st = again;
     }
 }
 

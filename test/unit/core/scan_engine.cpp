@@ -144,6 +144,18 @@ line_status status_retired_across_the_read(const memory_descriptor& d) noexcept 
     return retiring_looks-- > 0 ? line_status::retiring : line_status::stale;
 }
 
+// Generation 3's slot 0 is live at the first judgement; at the second its stream has stored
+// `given_back_store` into `given_back_line` and been given back (retiring from then on).
+completion_line* given_back_line = nullptr;
+std::uint64_t given_back_store = 0;
+int given_back_looks = 0;
+line_status status_given_back_after_a_store(const memory_descriptor& d) noexcept {
+    if (d.generation() != 3) return line_status::stale;
+    if (given_back_looks++ == 0) return line_status::live;
+    if (given_back_looks == 2) given_back_line->words[0].store(given_back_store);
+    return line_status::retiring;
+}
+
 std::uint64_t test_epoch = 7;
 int judged = 0;
 std::uint64_t epoch_now() noexcept {
@@ -750,6 +762,24 @@ BOOST_AUTO_TEST_CASE(a_registration_overtaken_by_its_retirement_ends_stale) {
     BOOST_REQUIRE(h.ended.size() == 1u);
     BOOST_TEST((h.ended[0].second == wait_end::stale));
     retiring_looks = 0;
+}
+
+// A give-back seen after the read: the stream may have stored the target between the read and
+// its give-back, so the word is read once more (it holds only that stream's stores now).
+BOOST_AUTO_TEST_CASE(a_give_back_seen_after_the_read_reads_the_word_again) {
+    completion_line line;
+    line.words[0].store(4);
+    given_back_line = &line;
+    given_back_store = 5;
+    given_back_looks = 0;
+    BOOST_TEST((read_checked(desc(line, 0, 5, 3), &status_given_back_after_a_store) ==
+                line_read::reached));
+    given_back_store = 5; // stored 5 only: a wait on 6 was given back unstored
+    given_back_looks = 0;
+    line.words[0].store(4);
+    BOOST_TEST((read_checked(desc(line, 0, 6, 3), &status_given_back_after_a_store) ==
+                line_read::given_back));
+    given_back_line = nullptr;
 }
 
 // A line's retirement reads the line before it goes (its memory is valid during the call):
