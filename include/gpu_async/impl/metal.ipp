@@ -62,6 +62,17 @@ inline void sleep_for(dur_ns d) {
 
 namespace detail {
 
+/// Moves the mirror's word up to `v`, the event's signaledValue (forward only, in wrapping
+/// order: the source's own reads store into it too).
+inline void advance_mirror(completion_line& mirror, std::uint64_t v) noexcept {
+    std::atomic<std::uint64_t>& word = mirror.words[0];
+    std::uint64_t seen = word.load(std::memory_order_acquire);
+    while (seen != v && sequence_reached(v, seen) &&
+           !word.compare_exchange_weak(seen, v, std::memory_order_acq_rel,
+                                       std::memory_order_acquire)) {
+    }
+}
+
 /// A source's watched command buffers and its mirror's health query: the query reads the
 /// buffers' status under `mutex` (the source changes the list under it too) and, at the first
 /// in error, moves the mirror up to the event's signaledValue and faults the mirror's slot. The
@@ -91,15 +102,8 @@ public:
         }
         if (!failed) return;
         faulted_.store(true, std::memory_order_release);
-        // What the event signalled before the fault completes its waits: the mirror moves up to
-        // it (forward only, in wrapping order; the source's own reads store into it too).
-        const std::uint64_t v = a.signaled_value(event_, s.signaled_value);
-        std::atomic<std::uint64_t>& word = mirror_->words[0];
-        std::uint64_t seen = word.load(std::memory_order_acquire);
-        while (seen != v && sequence_reached(v, seen) &&
-               !word.compare_exchange_weak(seen, v, std::memory_order_acq_rel,
-                                           std::memory_order_acquire)) {
-        }
+        // What the event signalled before the fault completes its waits.
+        advance_mirror(*mirror_, a.signaled_value(event_, s.signaled_value));
         fault_slot(*mirror_, *slot_id::at(0));
     }
 
@@ -359,10 +363,15 @@ GPU_ASYNC_DECL metal_source& metal_source::operator=(metal_source&& other) noexc
 }
 
 GPU_ASYNC_DECL void metal_source::reset() noexcept {
-    // The mirror line goes with the source (or is replaced): its health query stops, then every
-    // reactor ends its waits on it (gpu_async::retire_line).
+    // The mirror line goes with the source (or is replaced): its health query stops, the mirror
+    // moves up to what the event signalled (the retirement completes the waits it reached, as a
+    // stream's give-back does, and nothing else reads the event for them), then every reactor
+    // ends its waits on it (gpu_async::retire_line).
     if (mirror_) {
         unwatch_line_health(*mirror_);
+        if (event_ != nullptr)
+            detail::advance_mirror(
+                *mirror_, runtime_->api().signaled_value(event_, runtime_->sel().signaled_value));
         retire_line(*mirror_);
     }
     unwatch_all();

@@ -282,8 +282,10 @@ BOOST_FIXTURE_TEST_CASE(a_new_event_starts_at_zero_and_is_released_once, fixture
         BOOST_TEST(s.watched() == 0u);
         fake.calls.clear();
     }
-    // The device went first; the source needed only the event.
-    BOOST_TEST((fake.calls == calls_t{"release event1", "release device1"}));
+    // The device went first; the source needed only the event (read once at its end: the mirror
+    // moves up to it before the retirement).
+    BOOST_TEST(
+        (fake.calls == calls_t{"signaledValue event1", "release event1", "release device1"}));
     balanced();
 }
 
@@ -314,7 +316,7 @@ BOOST_FIXTURE_TEST_CASE(a_wrapped_event_is_retained_and_released_once, fixture) 
         BOOST_TEST(gpu_async::test::fake_metal_runtime::of(mine).refs == 2);
         fake.calls.clear();
     }
-    BOOST_TEST(fake.calls == calls_t{"release event1"});
+    BOOST_TEST((fake.calls == calls_t{"signaledValue event1", "release event1"}));
     BOOST_TEST(gpu_async::test::fake_metal_runtime::of(mine).refs == 1); // the test's own
     balanced();
 }
@@ -351,7 +353,7 @@ BOOST_FIXTURE_TEST_CASE(a_moved_source_releases_once_and_keeps_its_descriptor, f
         BOOST_TEST(c.watched() == 1u);
         fake.calls.clear();
     }
-    BOOST_TEST((fake.calls == calls_t{"release cb1", "release event1"}));
+    BOOST_TEST((fake.calls == calls_t{"signaledValue event1", "release cb1", "release event1"}));
     balanced();
 }
 
@@ -417,7 +419,8 @@ BOOST_FIXTURE_TEST_CASE(encode_signal_encodes_the_next_value_and_watches_the_buf
         fake.calls.clear();
     }
     // Destroyed with both still watched: each released once, then the event.
-    BOOST_TEST((fake.calls == calls_t{"release cb1", "release cb2", "release event1"}));
+    BOOST_TEST((fake.calls ==
+                calls_t{"signaledValue event1", "release cb1", "release cb2", "release event1"}));
     balanced();
 }
 
@@ -705,6 +708,27 @@ BOOST_FIXTURE_TEST_CASE(the_port_waits_on_a_metal_sources_mirror_descriptor, por
     gpu_async::test::run_to_completion(io);
     BOOST_TEST_REQUIRE(result.has_value());
     BOOST_TEST(!*result);
+}
+
+BOOST_FIXTURE_TEST_CASE(a_destroyed_source_completes_the_waits_its_event_reached, port_fixture) {
+    // The event reaches the target and nothing queries it: the mirror still holds less. The
+    // source's end moves the mirror up before it retires it, so the wait completes (as a stream's
+    // give-back completes what the stream stored); one beyond the event ends aborted.
+    std::optional<boost::system::error_code> reached;
+    std::optional<boost::system::error_code> beyond;
+    {
+        metal_source s = source();
+        s.set_target(1);
+        port.async_wait(s.descriptor(), [&](boost::system::error_code ec) { reached = ec; });
+        s.set_target(2);
+        port.async_wait(s.descriptor(), [&](boost::system::error_code ec) { beyond = ec; });
+        fake.event().value = 1;
+    }
+    gpu_async::test::run_to_completion(io);
+    BOOST_TEST_REQUIRE(reached.has_value());
+    BOOST_TEST(!*reached, reached->message());
+    BOOST_TEST_REQUIRE(beyond.has_value());
+    BOOST_TEST((*beyond == boost::asio::error::operation_aborted));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
