@@ -498,7 +498,7 @@ private:
     }
 
     // Under the lock, `end(out)` takes waits out of the engine; they are settled there and the
-    // thread is rung to fire them; the end sinks' are fired here, after the lock, with those of
+    // thread is rung to fire them; the end sinks' are fired here, after the lock, after those of
     // `line` (and `slot`, when given) that left the engine before and wait on left_ for the
     // thread (they keep their own code). Only an end sink the thread is firing already is
     // told by the thread.
@@ -507,9 +507,7 @@ private:
         detail::engine_list here;
         {
             std::lock_guard lk(m_);
-            detail::engine_list out;
-            end(out);
-            settle_locked(out, &here);
+            // Those that ended before go first: the order in which they ended.
             detail::engine_list rest;
             while (detail::engine_wait* w = left_.pop()) {
                 auto* p = static_cast<detail::watch_state*>(w);
@@ -520,6 +518,9 @@ private:
                     rest.push(w);
             }
             left_ = rest;
+            detail::engine_list out;
+            end(out);
+            settle_locked(out, &here);
         }
         bell_->ring();
         fire_here(here);

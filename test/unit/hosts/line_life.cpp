@@ -413,6 +413,40 @@ BOOST_AUTO_TEST_CASE(an_own_lines_give_back_completes_what_its_stream_stored) {
     }
 }
 
+// The notifier's waits found complete as they registered, not yet fired by the watcher thread
+// when their line is retired, are queued before those the retirement ends: in the order the
+// waits ended (whether the thread had fired them first or not).
+BOOST_AUTO_TEST_CASE(a_retirement_queues_the_waits_that_ended_before_it_first) {
+    std_watcher w;
+    sim_device dev(manual());
+    fd_notifier notifier(w);
+    for (int round = 0; round < 50; ++round) {
+        auto s = dev.make_stream();
+        const memory_descriptor one = s->descriptor_for(s->enqueue(1us));
+        const memory_descriptor two = s->descriptor_for(s->enqueue(1us));
+        const memory_descriptor three = s->descriptor_for(s->enqueue(1us));
+        BOOST_TEST_REQUIRE(dev.step(*s));
+        BOOST_TEST_REQUIRE(dev.step(*s));
+        notifier.watch(one, 1);
+        notifier.watch(two, 2);
+        notifier.watch(three, 3);
+        s.reset(); // three was never stored
+        std::vector<fd_notifier::entry> got;
+        BOOST_TEST_REQUIRE(eventually([&] {
+            for (auto& e : notifier.drain())
+                got.push_back(e);
+            return got.size() >= 3;
+        }));
+        BOOST_TEST_REQUIRE(got.size() == 3u);
+        BOOST_TEST(got[0].cookie == 1u);
+        BOOST_TEST(!got[0].error);
+        BOOST_TEST(got[1].cookie == 2u);
+        BOOST_TEST(!got[1].error);
+        BOOST_TEST(got[2].cookie == 3u);
+        BOOST_TEST((got[2].error == std::errc::operation_canceled), got[2].error.message());
+    }
+}
+
 // Waits started on a stored target while another thread gives the stream back end with success
 // or stale_descriptor (they began no earlier than the give-back), never operation_canceled,
 // which would say the target was never stored. Looped: the race is narrow.
