@@ -402,11 +402,18 @@ void reactor_service::end_waits(End&& end) noexcept {
 }
 
 GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) noexcept {
-    // Once the waits are out of the table no scan reads the line any more.
-    end_waits([&](engine_list& out) {
+    // Once the waits are out of the table no scan reads the line any more. Its rhythm goes
+    // after they are finished: those that reached their target are learnt from as they finish.
+    completion_queue* sched = nullptr;
+    {
+        std::lock_guard lk(mutex_);
+        engine_list out;
+        take_in_settled_locked(out);
         engine_.retire_line(line, out);
+        sched = settle_locked(out);
         rhythm_.forget(line);
-    });
+    }
+    schedule(sched);
 }
 
 // A slot's fault or retirement acts only if the slot is, under mutex_, at the generation it
