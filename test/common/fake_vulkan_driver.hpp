@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -769,6 +770,23 @@ struct fixture {
         state.calls.clear();
         state.call_count = 0; // fail_at counts from the first call after the load
         return std::move(l).value();
+    }
+};
+
+/// A device and a line of the fake; the test fails where either cannot be made.
+struct rig {
+    std::unique_ptr<vulkan_loader> loader;
+    std::unique_ptr<vulkan_device> device;
+    std::optional<vulkan_line> line;
+
+    explicit rig(fixture& f, vulkan_line_options options = {})
+        : loader(f.loader()) {
+        auto d = vulkan_device::create(*loader);
+        BOOST_TEST_REQUIRE(d.has_value(), fake->failed_call);
+        device = std::move(d).value();
+        auto l = vulkan_line::create(*device, options);
+        BOOST_TEST_REQUIRE(l.has_value());
+        line.emplace(std::move(l).value());
     }
 };
 

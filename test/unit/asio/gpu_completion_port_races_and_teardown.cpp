@@ -12,6 +12,7 @@
 #include "common/eventually.hpp"
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"
+#include "common/race_rounds.hpp"
 #include "common/reactor_of.hpp"
 #include "common/run_fill_bounded.hpp"
 #include "common/slots.hpp"
@@ -36,23 +37,12 @@ namespace unit_asio_gpu_completion_port_races_and_teardown {
 using gpu_async::error_code;
 using namespace gpu_async;
 using gpu_async::test::eventually;
+using gpu_async::test::race_rounds;
 using gpu_async::test::reactor_of;
 using gpu_async::test::run_to_completion;
 using gpu_async::test::slot;
 
 namespace {
-
-/// Rounds of a race loop: fewer where instrumentation makes each round 5-20x slower.
-int race_rounds(int normal) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    return normal / 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    return normal / 10;
-#endif
-#endif
-    return normal;
-}
 
 /// Runs `ctx` on `n` threads until it runs out of work, at most `bound`; true when it did.
 bool run_on_threads(asio::io_context& ctx, int n,

@@ -9,6 +9,7 @@
 #include "common/fault_recorder.hpp"
 #include "common/io_context_fixture.hpp"
 #include "common/manual_device.hpp"
+#include "common/race_rounds.hpp"
 #include "common/run_fill_bounded.hpp"
 #include "common/work_gate.hpp"
 
@@ -42,18 +43,6 @@ using gpu_async::test::manual;
 using gpu_async::test::run_to_completion;
 
 namespace {
-
-/// Rounds of a race loop: fewer where instrumentation makes each round 5-20x slower.
-std::size_t race_rounds(std::size_t normal) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    return normal / 10;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-    return normal / 10;
-#endif
-#endif
-    return normal;
-}
 
 // A descriptor of `s` for the number `ahead` past its tail: one the stream was never given
 // (sim_stream::descriptor_for refuses those), for a wait on a number it never stores.
@@ -395,7 +384,7 @@ BOOST_AUTO_TEST_CASE(waits_of_a_slot_ended_before_their_take_in_run_the_reached_
 // operation_aborted, which would say the target was never stored. The race is looped, on a
 // stream with its own line and on a slot of a device line.
 BOOST_AUTO_TEST_CASE(a_start_overlapping_a_give_back_ends_success_or_stale) {
-    const std::size_t rounds = race_rounds(300);
+    const auto rounds = static_cast<std::size_t>(gpu_async::test::race_rounds(300));
     for (const bool own_line : {true, false}) {
         asio::io_context ctx;
         auto guard = asio::make_work_guard(ctx);

@@ -33,23 +33,6 @@ using gpu_async::test::slot;
 
 namespace {
 
-/// A device and a line of the fake.
-struct rig {
-    std::unique_ptr<vulkan_loader> loader;
-    std::unique_ptr<vulkan_device> device;
-    std::optional<vulkan_line> line;
-
-    explicit rig(fixture& f, vulkan_line_options options = {})
-        : loader(f.loader()) {
-        auto d = vulkan_device::create(*loader);
-        BOOST_TEST_REQUIRE(d.has_value(), fake->failed_call);
-        device = std::move(d).value();
-        auto l = vulkan_line::create(*device, options);
-        BOOST_TEST_REQUIRE(l.has_value());
-        line.emplace(std::move(l).value());
-    }
-};
-
 /// Records a store on `s` into a caller's command buffer that has not run yet.
 vulkan::command_buffer_t record_pending(fake_vulkan& state, vulkan_line& line, slot_id s) {
     const vulkan::command_buffer_t cb = state.caller_command_buffer();

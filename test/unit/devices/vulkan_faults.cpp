@@ -34,23 +34,6 @@ using gpu_async::test::slot;
 
 namespace {
 
-/// A device and a line of the fake; the test fails where either cannot be made.
-struct rig {
-    std::unique_ptr<vulkan_loader> loader;
-    std::unique_ptr<vulkan_device> device;
-    std::optional<vulkan_line> line;
-
-    explicit rig(fixture& f, vulkan_line_options options = {})
-        : loader(f.loader()) {
-        auto d = vulkan_device::create(*loader);
-        BOOST_TEST_REQUIRE(d.has_value(), gpu_async::test::vulkan_fake::fake->failed_call);
-        device = std::move(d).value();
-        auto l = vulkan_line::create(*device, options);
-        BOOST_TEST_REQUIRE(l.has_value());
-        line.emplace(std::move(l).value());
-    }
-};
-
 /// A device's and a line's life on the fake: a doorbell attached, a store recorded into the
 /// caller's command buffer
 /// (which then runs), two batches behind the caller's semaphore (the second reusing the first's

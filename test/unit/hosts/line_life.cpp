@@ -13,6 +13,7 @@
 
 #include "common/eventually.hpp"
 #include "common/manual_device.hpp"
+#include "common/race_rounds.hpp"
 
 #include <boost/test/unit_test.hpp>
 
@@ -455,11 +456,7 @@ BOOST_AUTO_TEST_CASE(a_registration_overlapping_a_give_back_ends_success_or_stal
     sim_device dev(manual());
     fd_notifier notifier(w);
     completion_line& line = dev.make_line();
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-    constexpr std::size_t rounds = 30;
-#else
-    constexpr std::size_t rounds = 300;
-#endif
+    const auto rounds = static_cast<std::size_t>(gpu_async::test::race_rounds(300));
     std::size_t success = 0;
     std::size_t stale = 0;
     std::size_t other = 0;
