@@ -88,7 +88,6 @@ protected:
     /// Set at initiation when `complete` hands the handler to an executor other than the I/O
     /// executor the drain runs on (dispatch), rather than invoking it: see completion_queue::run.
     void set_foreign_executor(bool foreign) noexcept { foreign_executor_ = foreign; }
-    bool foreign_executor() const noexcept { return foreign_executor_; }
 
 private:
     friend class reactor_service;

@@ -283,12 +283,6 @@ public:
     /// True once the machine returned done or failed.
     bool finished() const noexcept { return state_ == state::finished; }
 
-    /// The last action returned (a query before start()).
-    const wait_action& last_action() const noexcept { return last_; }
-
-    /// The start time given to start().
-    mono_ns start_time() const noexcept { return start_; }
-
     /// The end of the predicted sleep, when this wait sleeps at all.
     std::optional<mono_ns> sleep_deadline() const noexcept { return sleep_to_; }
 

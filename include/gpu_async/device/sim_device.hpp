@@ -452,7 +452,6 @@ public:
     GPU_ASYNC_DECL completion_line& make_line();
 
     bool manual() const noexcept { return manual_; }
-    std::size_t worker_count() const noexcept { return workers_.size(); }
     /// Streams not yet given back (and freed).
     GPU_ASYNC_DECL std::size_t stream_count() const;
     /// Lines the device holds (make_line()'s and the streams' own, in use or kept for reuse).

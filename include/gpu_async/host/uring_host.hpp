@@ -240,9 +240,6 @@ public:
     /// wait. `bell` must outlive the idle (a futex wait may still be in flight on it).
     void set_doorbell(const doorbell* bell) noexcept { bell_ = bell; }
 
-    /// The word wait of parks that do not use the futex (default: the probe's).
-    void set_word_wait(const word_wait& ww) noexcept { ww_ = &ww; }
-
     // The program's own operations.
 
     /// A submission entry for `op` (its user_data set), or nullptr when the ring stays full
