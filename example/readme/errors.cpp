@@ -16,13 +16,13 @@ int main() {
     if (!plan.has_value()) {
         // "invalid plan 'flag:park_us=0,backstop_us=1000': 'park_us' must not be zero"
         std::printf("%s\n", plan.error().message().c_str());
-        const boost::system::error_code ec = plan.error().value(); // what a handler receives
-        if (ec == gpu_async::errc::invalid_plan)         // branch on codes, never on texts
-            std::printf("%s\n", ec.to_string().c_str()); // "gpu_async:1"
+        const boost::system::error_code ec = plan.error().code(); // what a handler receives
+        if (ec == gpu_async::errc::invalid_plan)                  // branch on codes, never on texts
+            std::printf("%s\n", ec.to_string().c_str());          // "gpu_async:1"
     }
     //! [errors]
     if (plan.has_value()) return 1;
-    const boost::system::error_code ec = plan.error().value();
+    const boost::system::error_code ec = plan.error().code();
     if (ec != gpu_async::errc::invalid_plan || std::strcmp(ec.category().name(), "gpu_async") != 0)
         return 1;
     try {

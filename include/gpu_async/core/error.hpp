@@ -33,6 +33,7 @@
 #include <concepts>
 #include <cstddef>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -176,6 +177,21 @@ public:
     /// The registry code.
     constexpr errc code() const noexcept { return code_; }
 
+    /// The registry number, as error_code::value() gives it.
+    constexpr int value() const noexcept { return static_cast<int>(code_); }
+
+    /// The registry's standard category ("gpu_async").
+    const std::error_category& category() const noexcept { return gpu_async_category(); }
+
+    /// The bare code's message (the registry's summary), as error_code::message() gives it.
+    std::string message() const { return category().message(value()); }
+
+    /// True, as for the error code it becomes: no registry number is zero.
+    constexpr explicit operator bool() const noexcept { return true; }
+
+    /// True when this is the registry code `e`.
+    friend constexpr bool operator==(const errc_code& a, errc e) noexcept { return a.code_ == e; }
+
     /// The code in the registry's standard category.
     operator std::error_code() const noexcept {
         return {static_cast<int>(code_), gpu_async_category()};
@@ -239,10 +255,12 @@ public:
             args_.emplace_back(a);
     }
 
-    /// The registry code as a standard error code (category "gpu_async").
-    std::error_code code() const noexcept { return make_error_code(code_); }
+    /// The registry code as an error code: it becomes a std::error_code (category "gpu_async")
+    /// and, with <gpu_async/error.hpp>, a boost::system::error_code of the registry's Boost
+    /// category, the code an Asio handler receives; it compares equal to the enum.
+    errc_code code() const noexcept { return errc_code(code_); }
 
-    /// The registry code itself.
+    /// The registry code itself, the enum (code() is the error code made from it).
     errc value() const noexcept { return code_; }
 
     /// The argument texts, in the order the registry's format names them.
@@ -259,6 +277,33 @@ public:
 private:
     errc code_ = errc::backend;
     std::vector<std::string> args_;
+};
+
+/// A std::system_error that carries a coded error: code() is the registry code and what() the
+/// coded message alone (the registry's text with its arguments, which already says what the
+/// category's message would add); error() gives the coded_error itself. What the library throws
+/// for a coded error.
+class coded_system_error : public std::system_error {
+public:
+    explicit coded_system_error(coded_error error)
+        : std::system_error(error.code())
+        , state_(std::make_shared<const state>(std::move(error))) {}
+
+    /// The coded message, e.g. "device gone: a sim_stream_handle outlived its device".
+    const char* what() const noexcept override { return state_->message.c_str(); }
+
+    /// The coded error thrown.
+    const coded_error& error() const noexcept { return state_->error; }
+
+private:
+    struct state {
+        explicit state(coded_error e)
+            : error(std::move(e))
+            , message(error.message()) {}
+        coded_error error;
+        std::string message;
+    };
+    std::shared_ptr<const state> state_; // shared: copying an exception must not throw
 };
 
 } // namespace gpu_async

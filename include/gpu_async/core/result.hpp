@@ -22,27 +22,9 @@ namespace gpu_async {
 /// What result<T>::value() throws when the result holds an error: a std::system_error whose
 /// code() is the registry code and whose what() is the coded message (the registry's text with
 /// its arguments); error() gives the coded_error itself.
-class bad_result_access : public std::system_error {
+class bad_result_access : public coded_system_error {
 public:
-    explicit bad_result_access(coded_error error)
-        : std::system_error(error.code())
-        , state_(std::make_shared<const state>(std::move(error))) {}
-
-    /// The coded message, e.g. "invalid plan 'poll:': 'poll' takes no parameters (...)".
-    const char* what() const noexcept override { return state_->message.c_str(); }
-
-    /// The error the result held.
-    const coded_error& error() const noexcept { return state_->error; }
-
-private:
-    struct state {
-        explicit state(coded_error e)
-            : error(std::move(e))
-            , message(error.message()) {}
-        coded_error error;
-        std::string message;
-    };
-    std::shared_ptr<const state> state_; // shared: copying an exception must not throw
+    using coded_system_error::coded_system_error;
 };
 
 /// Either a `T` or a `coded_error`. value() of an error throws bad_result_access (a

@@ -182,7 +182,7 @@ GPU_ASYNC_DECL void sim_stream::ring() const noexcept {
 
 GPU_ASYNC_DECL void detail::throw_device_gone() {
     const coded_error e(errc::device_gone, {"a sim_stream_handle"});
-    throw std::system_error(e.code(), e.message());
+    throw coded_system_error(e);
 }
 
 GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_t start,
@@ -191,7 +191,7 @@ GPU_ASYNC_DECL void detail::throw_invalid_target(std::uint64_t seq, std::uint64_
                         {std::to_string(seq), "the simulated stream (its numbers run from " +
                                                   std::to_string(start) + " through " +
                                                   std::to_string(tail) + ")"});
-    throw std::system_error(e.code(), e.message());
+    throw coded_system_error(e);
 }
 
 GPU_ASYNC_DECL void sim_stream_handle::reset() noexcept {

@@ -271,6 +271,38 @@ BOOST_AUTO_TEST_CASE(value_of_an_error_throws_a_system_error_with_the_code_and_m
     static_assert(std::is_nothrow_copy_constructible_v<bad_result_access>);
 }
 
+// coded_error::code() is the error code: natively a Boost code of the registry's category (what
+// a handler receives), and a standard one; value() stays the enum.
+BOOST_AUTO_TEST_CASE(coded_error_code_is_the_error_code_in_either_type) {
+    const coded_error e(errc::invalid_plan, {"x", "y"});
+    const boost::system::error_code b = e.code();
+    BOOST_TEST(b.to_string() == "gpu_async:1");
+    BOOST_TEST((b.category() == gpu_async_boost_category()));
+    BOOST_TEST((b == errc::invalid_plan));
+    const std::error_code s = e.code();
+    BOOST_TEST(std::string(s.category().name()) == "gpu_async");
+    BOOST_TEST(s.value() == 1);
+    BOOST_TEST((e.code() == errc::invalid_plan));
+    BOOST_TEST(e.code().value() == 1);
+    BOOST_TEST(e.code().message() == "invalid wait plan");
+    BOOST_TEST(static_cast<bool>(e.code())); // an error, as the code it becomes
+    BOOST_TEST((e.value() == errc::invalid_plan));
+}
+
+// A coded exception's what() is the coded message once: the category's message ("device gone")
+// is not appended to a text that already begins with it.
+BOOST_AUTO_TEST_CASE(a_coded_exception_says_its_message_once) {
+    try {
+        detail::throw_device_gone();
+    } catch (const std::system_error& e) {
+        BOOST_TEST((e.code() == errc::device_gone));
+        BOOST_TEST(std::string(e.what()) == "device gone: a sim_stream_handle outlived its device");
+    }
+    const coded_system_error e(coded_error(errc::device_gone, {"a stream"}));
+    BOOST_TEST(std::string(e.what()) == "device gone: a stream outlived its device");
+    BOOST_TEST((e.error() == coded_error(errc::device_gone, {"a stream"})));
+}
+
 BOOST_AUTO_TEST_CASE(result_holds_value_or_error) {
     result<int> ok = 5;
     BOOST_TEST(ok.has_value());
