@@ -15,10 +15,12 @@ namespace asio = boost::asio;
 
 // `stream` and `event` are the application's (cuStreamCreate, cuEventCreate), in the current
 // context.
-asio::awaitable<void> step(gpu_async::gpu_completion_port& port,
-                           const gpu_async::cuda_driver& driver, gpu_async::cuda::stream_t stream,
+asio::awaitable<void> step(gpu_async::gpu_completion_port& port, gpu_async::cuda::stream_t stream,
                            gpu_async::cuda::event_t event) {
     //! [cuda-event]
+    // The process's driver: load() opens libcuda once and gives a result holding a pointer to
+    // it (errc::unavailable without a driver; value() then throws).
+    const gpu_async::cuda_driver& driver = *gpu_async::cuda_driver::load().value();
     auto line = gpu_async::cuda_line::create(driver).value(); // on the current context's device
     // Optional: each store then also signals the port's doorbell.
     if (auto e = line.attach_doorbell(port.shared_bell()))

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: BSL-1.0
 // The README's "Timeouts and cancellation": awaiting simulated device work with a deadline (the
 // awaitable operator ||, Boost 1.81's experimental awaitable operators), and cancelling a wait
-// from elsewhere (a cancellation signal bound to the wait).
+// from elsewhere (a cancellation signal bound to the wait). Written for every Asio the library
+// supports: no as_tuple, which Asio 1.22 (Debian 12's standalone libasio-dev) has only in
+// asio::experimental.
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -36,13 +38,15 @@ asio::awaitable<bool> with_timeout(gpu_async::gpu_completion_port& port,
 }
 
 // Launches long work and awaits it until `signal` is emitted: true when the wait was cancelled
-// (it ends with operation_aborted; as_tuple gives the code instead of an exception).
+// (it ends with operation_aborted; redirect_error gives the code instead of an exception).
 asio::awaitable<bool> until_cancelled(gpu_async::gpu_completion_port& port,
                                       gpu_async::sim_stream& stream,
                                       asio::cancellation_signal& signal) {
     const auto done = stream.descriptor_for(stream.enqueue(10s));
-    const auto [ec] = co_await port.async_wait(
-        done, asio::bind_cancellation_slot(signal.slot(), asio::as_tuple(asio::use_awaitable)));
+    gpu_async::error_code ec; // boost::system::error_code (std::error_code: standalone Asio)
+    co_await port.async_wait(
+        done,
+        asio::bind_cancellation_slot(signal.slot(), asio::redirect_error(asio::use_awaitable, ec)));
     co_return ec == asio::error::operation_aborted;
 }
 //! [timeout]
