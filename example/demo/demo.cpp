@@ -337,12 +337,16 @@ void settle(options& o, executor_kind runs) {
     }
 }
 
-// The executor kind's name (--executor) with what it is, in words.
-std::string executor_words(executor_kind k) {
+// What waits for the device, named as the README's glossary names it, with what it is, in words:
+// the executor kind (--executor), but for the reactor service's watcher thread (gpu-reactor's
+// default wait, --wait service), which is not the FILL executor that gpu-reactor names.
+std::string executor_words(executor_kind k, wait_mode mode) {
     const std::string name(gpu_async::to_string(k));
     if (k == executor_kind::naive) return name + " (a plain blocking wait, for comparison)";
     if (k == executor_kind::io_uring)
         return name + " (the library's GPU-aware executor on a Linux io_uring ring)";
+    if (mode == wait_mode::service)
+        return "service (the reactor service: its watcher thread wakes the io_context)";
     return name + " (the library's GPU-aware executor)";
 }
 
@@ -358,8 +362,9 @@ std::string wait_words(const options& o) {
 // The first line a server prints: what runs, in the words of a reader who knows neither Asio nor
 // this library, then the executor kind (--executor), named and explained, and the wait (--wait).
 // E.g. "a TCP server on one thread answers many requests at once; each runs work on a simulated
-// GPU, and a watcher thread wakes the server when it is done. Executor: gpu-reactor (the
-// library's GPU-aware executor), wait: service". A fallback names the kind asked.
+// GPU, and a watcher thread wakes the server when it is done. Executor: service (the reactor
+// service: its watcher thread wakes the io_context), wait: service". A fallback names the kind
+// asked.
 std::string run_description(const options& o) {
     const std::string server =
         std::string(o.http ? "an HTTP/1.1 server" : "a TCP server") + " on one thread";
@@ -379,7 +384,7 @@ std::string run_description(const options& o) {
         what = many + ", and the server waits for it as its wait plan says (spin, sleep or park)";
     else
         what = many + ", and a watcher thread wakes the server when it is done";
-    std::string kind = executor_words(o.runs);
+    std::string kind = executor_words(o.runs, o.mode);
     if (o.runs != o.requested)
         kind += " instead of " + std::string(gpu_async::to_string(o.requested));
     return what + ". Executor: " + kind + ", wait: " + o.wait_label;
@@ -832,7 +837,7 @@ public:
     // The label of what runs (read after stop()).
     virtual std::string label() const { return std::string(gpu_async::to_string(opts_.runs)); }
     // The same in words, for the summary (read after stop()).
-    virtual std::string label_words() const { return executor_words(opts_.runs); }
+    virtual std::string label_words() const { return executor_words(opts_.runs, opts_.mode); }
 
     // Requests whose device work was awaited and answered.
     std::uint64_t served() const { return served_.load(std::memory_order_relaxed); }
@@ -1139,7 +1144,7 @@ public:
     // ring refused: 0; idle waits park via io_uring futex wait)".
     std::string label_words() const override {
         if (!words_.empty()) return words_;
-        std::string w = executor_words(opts_.runs);
+        std::string w = executor_words(opts_.runs, opts_.mode);
         w.pop_back(); // its closing parenthesis
         return w + "; operations the ring refused: " + std::to_string(idle_.failed_ops()) +
                "; idle waits park via " + idle_.park_path() + ")";
