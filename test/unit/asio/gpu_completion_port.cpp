@@ -352,8 +352,9 @@ BOOST_AUTO_TEST_CASE(bind_executor_strand_runs_on_the_strand) {
     BOOST_TEST(on_strand.load() == n);
 }
 
-#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
-// io_context::strand is one of the Networking TS executors (BOOST_ASIO_NO_TS_EXECUTORS removes it).
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
+// io_context::strand is one of the Networking TS executors ([BOOST_]ASIO_NO_TS_EXECUTORS removes
+// it).
 BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
     asio::io_context ctx;
     gpu_completion_port port(ctx);
@@ -371,7 +372,7 @@ BOOST_AUTO_TEST_CASE(legacy_io_context_strand_as_the_handler_executor) {
 }
 #endif
 
-#if !defined(BOOST_ASIO_NO_TS_EXECUTORS)
+#if GPU_ASYNC_ASIO_HAS_TS_EXECUTORS
 // The legacy polymorphic executor (asio::executor) as the handler's: its work is a work guard.
 BOOST_AUTO_TEST_CASE(legacy_polymorphic_executor_as_the_handler_executor) {
     asio::io_context ctx;
