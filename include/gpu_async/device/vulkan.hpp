@@ -350,8 +350,8 @@ public:
 private:
     friend class vulkan_line;
 
-    explicit vulkan_device(const vulkan_loader& loader) noexcept
-        : loader_(&loader) {}
+    // Out of line: its members hold the line state, complete only in impl/vulkan.ipp.
+    GPU_ASYNC_DECL explicit vulkan_device(const vulkan_loader& loader) noexcept;
 
     GPU_ASYNC_DECL std::optional<coded_error> resolve_instance();
     GPU_ASYNC_DECL std::optional<coded_error> check_physical_device() const;

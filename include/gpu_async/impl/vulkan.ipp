@@ -850,6 +850,9 @@ vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options
     return d;
 }
 
+GPU_ASYNC_DECL vulkan_device::vulkan_device(const vulkan_loader& loader) noexcept
+    : loader_(&loader) {}
+
 GPU_ASYNC_DECL vulkan_device::~vulkan_device() {
     // Close the lines still open: their waits end, their stores are awaited.
     for (;;) {
