@@ -946,8 +946,11 @@ struct config {
     double seconds = 0;
     std::string only;
     std::string sections = "latency,throughput,executors,vulkan";
-    std::string cells;        // work_us:pending,... (default: the standard cells)
-    unsigned jitter_pct = 25; // of every cell's work
+    std::string cells;           // work_us:pending,... (default: the standard cells)
+    unsigned jitter_pct = 25;    // of every cell's work
+    int vulkan_rounds = 0;       // per row (default 400; --quick 40)
+    unsigned vulkan_work_us = 0; // per submission (default 1000; --quick 200)
+    bool vulkan_stages = false;
     // Settled from the options above by settle().
     std::vector<cell> latency_cells; // from --cells, else the standard ones
     double warm = 0;                 // seconds of warm-up per strategy and cell
@@ -975,7 +978,22 @@ void print_vulkan(const std::string& path, const std::string& device,
            << r.note << "\"\n";
     }
     std::printf("\nCPU: the process's CPU seconds per waited second, the device's (lavapipe's "
-                "worker threads running the work) included.\n");
+                "worker threads running the work) included. The rows take turns round by "
+                "round.\n");
+    if (rows.empty() || rows.front().store.count == 0) return;
+    std::printf("\nStages, p50 / p99 us: store: a timestamp query behind the store (an upper "
+                "bound: the device's queue writes it after the store; rounds: those whose "
+                "timestamp fell between the submit and the handler, so a port's fastest rounds "
+                "are left out); seen: where the row knows when it saw the completion.\n\n"
+                "| strategy | rounds | submit->store | store->seen | seen->handler | "
+                "store->handler |\n|---|---:|---:|---:|---:|---:|\n");
+    const auto pair = [](const gpu_async::bench::summary& s) {
+        return s.count == 0 ? std::string("-") : us(s.p50) + " / " + us(s.p99);
+    };
+    for (const auto& r : rows)
+        std::printf("| %s | %zu | %s | %s | %s | %s |\n", r.name.c_str(), r.store.count,
+                    pair(r.store).c_str(), pair(r.seen).c_str(), pair(r.handler).c_str(),
+                    pair(r.store_to_handler).c_str());
 }
 
 /// "work_us:pending,..." as cells; throws po::error on a malformed or empty list.
@@ -1026,7 +1044,15 @@ void add_options(po::options_description& desc, config& cfg) {
         ("cells", po::value(&cfg.cells), "the latency cells, as work_us:pending,... (default "
                                          "10:64,100:64,1000:64,10000:64,1000:4096,1000:65536)")
         ("jitter", po::value(&cfg.jitter_pct), "each item's work varies uniformly by this many "
-                                               "percent either way (default 25; at most 90)");
+                                               "percent either way (default 25; at most 90)")
+        ("vulkan-rounds", po::value(&cfg.vulkan_rounds), "submissions per row of the Vulkan cell "
+                                                         "(default 400; --quick 40)")
+        ("vulkan-work", po::value(&cfg.vulkan_work_us), "us of spin work per submission of the "
+                                                        "Vulkan cell (default 1000; --quick 200)")
+        ("vulkan-stages", po::bool_switch(&cfg.vulkan_stages), "split the Vulkan cell's rows into "
+                                                               "submit -> store -> seen -> handler "
+                                                               "(a timestamp query behind each "
+                                                               "store)");
     // clang-format on
 }
 
@@ -1047,6 +1073,12 @@ std::optional<int> parse_options(int argc, char** argv, config& cfg) {
         if (vm.count("seconds") != 0 && !(cfg.seconds > 0 && cfg.seconds <= 60))
             throw po::error("--seconds must be in (0, 60]");
         if (cfg.jitter_pct > 90) throw po::error("--jitter must be at most 90");
+        if (vm.count("vulkan-rounds") != 0 &&
+            !(cfg.vulkan_rounds >= 1 && cfg.vulkan_rounds <= 1000000))
+            throw po::error("--vulkan-rounds must be in 1..1000000");
+        if (vm.count("vulkan-work") != 0 &&
+            !(cfg.vulkan_work_us >= 1 && cfg.vulkan_work_us <= 1000000))
+            throw po::error("--vulkan-work must be in 1..1000000");
         if (!cfg.cells.empty()) cfg.latency_cells = parse_cells(cfg.cells);
     } catch (const std::exception& e) {
         std::cerr << "gpu-async-bench: " << e.what() << "\n\nusage: gpu-async-bench [options]\n"
@@ -1212,12 +1244,12 @@ void run_executors(const config& cfg) {
 
 // The Vulkan cell, or a line saying why it was skipped.
 void run_vulkan(const config& cfg) {
-    const int rounds = cfg.quick ? 40 : 400;
-    const unsigned work_us = cfg.quick ? 200 : 1000;
+    const int rounds = cfg.vulkan_rounds != 0 ? cfg.vulkan_rounds : cfg.quick ? 40 : 400;
+    const unsigned work_us = cfg.vulkan_work_us != 0 ? cfg.vulkan_work_us : cfg.quick ? 200 : 1000;
     std::string device;
     std::vector<gpu_async::bench::vulkan_row> rows;
     try {
-        rows = gpu_async::bench::vulkan_rows(rounds, work_us, device);
+        rows = gpu_async::bench::vulkan_rows(rounds, work_us, device, cfg.vulkan_stages);
     } catch (const std::exception& e) {
         // No CSV: scripts/perf-report.sh then refuses the run rather than drop the cell.
         std::printf("\n### Vulkan: skipped (%s; Debian: apt-get install "

@@ -405,8 +405,10 @@ END {
         printf "shader for %d us with the line's store recorded behind it, awaited each way; latency from\n", vk_w
         print "just before `vkQueueSubmit` to the handler, so the work itself is in every row and the rows"
         print "differ by the wake. CPU is the process's per waited second, including the device's threads"
-        print "(on lavapipe the work runs on the CPU: about one core). Measured by the same run, after the"
-        print "sections above (`--sections vulkan` runs it alone)."
+        print "(on lavapipe the work runs on the CPU: about one core). The port's rows attach the port's"
+        print "doorbell to their line, as the README tells users to (ours-service-no-bell: without it); the"
+        print "rows take turns round by round. Measured by the same run, after the sections above"
+        print "(`--sections vulkan` runs it alone; `--vulkan-rounds` sets the rounds per row)."
         print ""
         print "| strategy | samples | p50 us | p99 us | max us | CPU s/s | note |"
         print "|---|---:|---:|---:|---:|---:|---|"
