@@ -17,7 +17,9 @@
 ///
 /// Design. `fd_notifier` is one eventfd (EFD_NONBLOCK | EFD_CLOEXEC) that multiplexes any number
 /// of waits through a ready list, as an io_uring completion queue does: the fd says "something
-/// ended", `drain()` says what, as (cookie, error code) entries in the order the waits ended.
+/// ended", `drain()` says what, as (cookie, error code) entries in the order the waits ended (an
+/// entry the watcher thread is queuing while another thread retires the line may come after the
+/// retirement's).
 /// One fd rather than one per wait, because a program with thousands of waits in flight would
 /// otherwise make, register (epoll_ctl) and close thousands of descriptors against a limit of
 /// typically 1024, and be woken once per wait: the notifier writes the eventfd only when its ready

@@ -414,38 +414,46 @@ BOOST_AUTO_TEST_CASE(an_own_lines_give_back_completes_what_its_stream_stored) {
     }
 }
 
-// The notifier's waits found complete as they registered, not yet fired by the watcher thread
-// when their line is retired, are queued before those the retirement ends: in the order the
-// waits ended (whether the thread had fired them first or not).
+// The notifier's waits found complete as they registered, not yet queued by the watcher thread
+// when their line is retired, are queued by the retirement before those it ends: in the order
+// the waits ended. The watcher thread is held in another wait's callback meanwhile, so it queues
+// none of them itself.
 BOOST_AUTO_TEST_CASE(a_retirement_queues_the_waits_that_ended_before_it_first) {
     std_watcher w;
     sim_device dev(manual());
     fd_notifier notifier(w);
-    for (int round = 0; round < 50; ++round) {
-        auto s = dev.make_stream();
-        const memory_descriptor one = s->descriptor_for(s->enqueue(1us));
-        const memory_descriptor two = s->descriptor_for(s->enqueue(1us));
-        const memory_descriptor three = s->descriptor_for(s->enqueue(1us));
-        BOOST_TEST_REQUIRE(dev.step(*s));
-        BOOST_TEST_REQUIRE(dev.step(*s));
-        notifier.watch(one, 1);
-        notifier.watch(two, 2);
-        notifier.watch(three, 3);
-        s.reset(); // three was never stored
-        std::vector<fd_notifier::entry> got;
-        BOOST_TEST_REQUIRE(eventually([&] {
-            for (auto& e : notifier.drain())
-                got.push_back(e);
-            return got.size() >= 3;
-        }));
-        BOOST_TEST_REQUIRE(got.size() == 3u);
-        BOOST_TEST(got[0].cookie == 1u);
-        BOOST_TEST(!got[0].error);
-        BOOST_TEST(got[1].cookie == 2u);
-        BOOST_TEST(!got[1].error);
-        BOOST_TEST(got[2].cookie == 3u);
-        BOOST_TEST((got[2].error == std::errc::operation_canceled), got[2].error.message());
-    }
+    auto blocker = dev.make_stream();
+    const memory_descriptor held = blocker->descriptor_for(blocker->enqueue(1us));
+    BOOST_TEST_REQUIRE(dev.step(*blocker));
+    std::promise<void> entered;
+    std::promise<void> release;
+    std::shared_future<void> released = release.get_future().share();
+    watch_handle holding = w.on_complete(held, [&entered, released] {
+        entered.set_value();
+        (void)released.wait_for(bound);
+    });
+    BOOST_TEST_REQUIRE((entered.get_future().wait_for(bound) == std::future_status::ready));
+
+    auto s = dev.make_stream();
+    const memory_descriptor one = s->descriptor_for(s->enqueue(1us));
+    const memory_descriptor two = s->descriptor_for(s->enqueue(1us));
+    const memory_descriptor three = s->descriptor_for(s->enqueue(1us));
+    BOOST_TEST_REQUIRE(dev.step(*s));
+    BOOST_TEST_REQUIRE(dev.step(*s));
+    notifier.watch(one, 1);
+    notifier.watch(two, 2);
+    notifier.watch(three, 3);
+    s.reset(); // three was never stored; the entries are queued before this returns
+    const std::vector<fd_notifier::entry> got = notifier.drain();
+    release.set_value();
+    BOOST_TEST_REQUIRE(got.size() == 3u);
+    BOOST_TEST(got[0].cookie == 1u);
+    BOOST_TEST(!got[0].error);
+    BOOST_TEST(got[1].cookie == 2u);
+    BOOST_TEST(!got[1].error);
+    BOOST_TEST(got[2].cookie == 3u);
+    BOOST_TEST((got[2].error == std::errc::operation_canceled), got[2].error.message());
+    BOOST_TEST_REQUIRE(holding.wait_for(bound));
 }
 
 // Waits started on a stored target while another thread gives the stream back end with success
