@@ -297,9 +297,10 @@ private:
     /// taken in is found), with the waits of their slots that the same store reached.
     GPU_ASYNC_DECL void take_in_settled_locked(engine_list& out) noexcept;
     /// Under the lock, after taking in what is queued, `end(out)` takes waits out of the engine
-    /// (a retirement, a fault); they are settled and scheduled after it.
-    template <class End>
-    void end_waits(End&& end) noexcept;
+    /// (a retirement, a fault); they are settled, then `after()` runs, still under the lock, and
+    /// they are scheduled after it.
+    template <class End, class After>
+    void end_waits(End&& end, After&& after) noexcept;
     void publish_size() noexcept { incoming_.publish(engine_.size()); }
     dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const noexcept;
 

@@ -387,8 +387,8 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
     return n;
 }
 
-template <class End>
-void reactor_service::end_waits(End&& end) noexcept {
+template <class End, class After>
+void reactor_service::end_waits(End&& end, After&& after) noexcept {
     completion_queue* sched = nullptr;
     {
         std::lock_guard lk(mutex_);
@@ -396,6 +396,7 @@ void reactor_service::end_waits(End&& end) noexcept {
         take_in_settled_locked(out); // those not yet taken in end as the others do
         end(out);
         sched = settle_locked(out);
+        after();
     }
     // Their completions go to their executors.
     schedule(sched);
@@ -404,16 +405,8 @@ void reactor_service::end_waits(End&& end) noexcept {
 GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) noexcept {
     // Once the waits are out of the table no scan reads the line any more. Its rhythm goes
     // after they are finished: those that reached their target are learnt from as they finish.
-    completion_queue* sched = nullptr;
-    {
-        std::lock_guard lk(mutex_);
-        engine_list out;
-        take_in_settled_locked(out);
-        engine_.retire_line(line, out);
-        sched = settle_locked(out);
-        rhythm_.forget(line);
-    }
-    schedule(sched);
+    end_waits([&](engine_list& out) { engine_.retire_line(line, out); },
+              [&] { rhythm_.forget(line); });
 }
 
 // A slot's fault or retirement acts only if the slot is, under mutex_, at the generation it
@@ -422,9 +415,11 @@ GPU_ASYNC_DECL void reactor_service::retire_line(const completion_line& line) no
 // slot that moved on was, or will be, ended by the later change, which visits every reactor.
 GPU_ASYNC_DECL void reactor_service::fault_slot(const completion_line& line, slot_id slot,
                                                 std::uint64_t generation) noexcept {
-    end_waits([&](engine_list& out) {
-        if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
-    });
+    end_waits(
+        [&](engine_list& out) {
+            if (slot_generation(line, slot) == generation) engine_.fault_slot(line, slot, out);
+        },
+        [] {});
 }
 
 GPU_ASYNC_DECL void reactor_service::retire_slot(const completion_line& line, slot_id slot,
