@@ -60,15 +60,15 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/doorbell.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
-#include <gpu_async/host/detail/timer_slack.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/run_fill.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/detail/timer_slack.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #if GPU_ASYNC_HAS_LIBURING
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 #endif
 
 #include <boost/asio/io_context.hpp>

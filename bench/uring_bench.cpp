@@ -14,12 +14,12 @@
 //     uring_bench [--rounds N] [--work-us N] [--plan TEXT]
 //
 #include <gpu_async/core/estimator.hpp>
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/doorbell.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 #include <gpu_async/host/std_host.hpp>
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include "common/executor_waits.hpp"
 #include "common/stats.hpp"

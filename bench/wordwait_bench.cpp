@@ -14,8 +14,8 @@
 //
 //   wordwait_bench [--rounds N] [--gap-us G]      (defaults: 2000 rounds, 50 us gap)
 //
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include "common/stats.hpp"
 

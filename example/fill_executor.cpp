@@ -11,10 +11,10 @@
 // The clock and the idle here are small local stand-ins for the std host.
 //
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/core/fill_executor.hpp>
-#include <gpu_async/core/reactor.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/reactor.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <array>
 #include <atomic>

@@ -23,13 +23,13 @@
 //                  [--fail-ring]
 //
 #include <gpu_async/core/estimator.hpp>
-#include <gpu_async/core/executor_kind.hpp>
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/doorbell.hpp>
+#include <gpu_async/fill/executor_kind.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 #include <gpu_async/host/std_host.hpp>
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include "common/executor_select.hpp"
 #include "common/uring_ops.hpp"

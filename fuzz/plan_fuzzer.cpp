@@ -9,8 +9,8 @@
 // -fsanitize=fuzzer,address,undefined by -DGPU_ASYNC_BUILD_FUZZERS=ON (clang only); run by
 // scripts/ci/fuzz.sh.
 //
-#include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/fill/wait_bands.hpp>
 
 #include <cstddef>
 #include <cstdint>

@@ -15,9 +15,10 @@
 #include "stats.hpp"
 
 #include <gpu_async/core/estimator.hpp>
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/std_idle.hpp>
 #include <gpu_async/host/std_host.hpp>
 
 #include <atomic>

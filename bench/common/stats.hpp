@@ -6,7 +6,7 @@
 #ifndef GPU_ASYNC_BENCH_COMMON_STATS_HPP
 #define GPU_ASYNC_BENCH_COMMON_STATS_HPP
 
-#include <gpu_async/host/detail/mono_clock.hpp>
+#include <gpu_async/wait/detail/mono_clock.hpp>
 
 #include <pthread.h>
 #include <time.h>

@@ -5,8 +5,8 @@
 // with the awaitable operator ||. Then a deadline: the timer wins over work that takes too long.
 //
 // The context runs on one thread (the cancellation of the losers is emitted on it).
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include <boost/asio/awaitable.hpp>

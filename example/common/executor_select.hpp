@@ -14,11 +14,11 @@
 #define GPU_ASYNC_EXAMPLE_COMMON_EXECUTOR_SELECT_HPP
 
 #include <gpu_async/core/error.hpp>
-#include <gpu_async/core/executor_kind.hpp>
 #include <gpu_async/core/result.hpp>
+#include <gpu_async/fill/executor_kind.hpp>
 
 #if GPU_ASYNC_HAS_LIBURING
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 #endif
 
 #include <cerrno>

@@ -11,8 +11,8 @@
 #ifndef GPU_ASYNC_EXAMPLE_COMMON_URING_OPS_HPP
 #define GPU_ASYNC_EXAMPLE_COMMON_URING_OPS_HPP
 
-#include <gpu_async/core/fill_executor.hpp>
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 
 #include <liburing.h>
 

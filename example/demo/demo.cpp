@@ -69,22 +69,22 @@
 #include "../common/executor_select.hpp"
 
 #include <gpu_async/core/estimator.hpp>
-#include <gpu_async/core/executor_kind.hpp>
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/device/vulkan.hpp>
-#include <gpu_async/doorbell.hpp>
+#include <gpu_async/fill/executor_kind.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/run_fill.hpp>
 #include <gpu_async/version.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #if GPU_ASYNC_HAS_LIBURING
 #include "../common/uring_ops.hpp"
 
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 // The README's "Errors": a refused plan, its code as an Asio handler would see it, and the
 // exception value() throws.
+#include <gpu_async/asio/error.hpp> // errc as a native boost::system::error_code
 #include <gpu_async/core/wait_plan.hpp>
-#include <gpu_async/error.hpp> // errc as a native boost::system::error_code
 
 #include <boost/system/error_code.hpp>
 

@@ -22,7 +22,7 @@ test -s "$deb" || { echo "deb.sh: $deb was not made" >&2; exit 1; }
 dpkg-deb --info "$deb"
 contents=$(dpkg-deb --contents "$deb")
 for f in ./usr/include/gpu_async/gpu_completion_port.hpp ./usr/include/gpu_async/version.hpp \
-    ./usr/include/gpu_async/error.hpp "./usr/lib/$(gcc -print-multiarch)/libgpu_async.a" \
+    ./usr/include/gpu_async/asio/error.hpp "./usr/lib/$(gcc -print-multiarch)/libgpu_async.a" \
     "./usr/lib/$(gcc -print-multiarch)/cmake/gpu_async/gpu_async-config.cmake" \
     "./usr/lib/$(gcc -print-multiarch)/cmake/gpu_async/gpu_async-config-version.cmake" \
     "./usr/share/doc/$package/copyright"; do

@@ -5,7 +5,7 @@
 #ifndef GPU_ASYNC_TEST_COMMON_ASIO_HPP
 #define GPU_ASYNC_TEST_COMMON_ASIO_HPP
 
-#include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/asio/detail/flavour.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio.hpp>

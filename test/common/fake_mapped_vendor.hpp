@@ -10,7 +10,9 @@
 #ifndef GPU_ASYNC_TEST_COMMON_FAKE_MAPPED_VENDOR_HPP
 #define GPU_ASYNC_TEST_COMMON_FAKE_MAPPED_VENDOR_HPP
 
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -9,7 +9,7 @@
 #ifndef GPU_ASYNC_TEST_COMMON_FAKE_URING_CALLS_HPP
 #define GPU_ASYNC_TEST_COMMON_FAKE_URING_CALLS_HPP
 
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 
 #include <liburing.h>
 

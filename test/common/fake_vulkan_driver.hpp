@@ -23,7 +23,9 @@
 #define GPU_ASYNC_TEST_COMMON_FAKE_VULKAN_DRIVER_HPP
 
 #include <gpu_async/device/vulkan.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -8,7 +8,9 @@
 #define GPU_ASYNC_TEST_COMMON_FAULT_RECORDER_HPP
 
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <cstddef>
 #include <cstdint>

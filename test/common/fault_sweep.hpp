@@ -9,7 +9,9 @@
 #define GPU_ASYNC_TEST_COMMON_FAULT_SWEEP_HPP
 
 #include <gpu_async/gpu_completion_port.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include "common/io_context_fixture.hpp"
 #include "common/slots.hpp"

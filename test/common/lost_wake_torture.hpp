@@ -17,7 +17,7 @@
 #define GPU_ASYNC_TEST_COMMON_LOST_WAKE_TORTURE_HPP
 
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <atomic>
 #include <chrono>

@@ -6,7 +6,7 @@
 #ifndef GPU_ASYNC_TEST_COMMON_REACTOR_OF_HPP
 #define GPU_ASYNC_TEST_COMMON_REACTOR_OF_HPP
 
-#include <gpu_async/asio/reactor_service.hpp>
+#include <gpu_async/asio/detail/reactor_service.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/asio.hpp"

@@ -44,10 +44,12 @@
 //
 // The last line of the output is the summary (key=value pairs).
 //
-#include <gpu_async/asio/reactor_service.hpp>
+#include <gpu_async/asio/detail/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include <boost/asio/bind_cancellation_slot.hpp>

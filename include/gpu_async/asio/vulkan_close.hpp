@@ -18,10 +18,10 @@
 #ifndef GPU_ASYNC_ASIO_VULKAN_CLOSE_HPP
 #define GPU_ASYNC_ASIO_VULKAN_CLOSE_HPP
 
-#include <gpu_async/asio/port_wait_op.hpp>
-#include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/asio/detail/flavour.hpp>
+#include <gpu_async/asio/detail/port_wait_op.hpp>
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/vulkan.hpp>
-#include <gpu_async/error.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/associated_cancellation_slot.hpp>

@@ -75,7 +75,7 @@ inline bool reached(const completion_line& line, slot_id slot, std::uint64_t tar
 }
 
 /// The largest generation a descriptor can carry: 2^56 - 1. A line's generations only move
-/// forward and stop there (<gpu_async/line_life.hpp>): a generation never comes back.
+/// forward and stop there (<gpu_async/line/line_life.hpp>): a generation never comes back.
 inline constexpr std::uint64_t max_generation = (std::uint64_t{1} << 56) - 1;
 
 namespace detail {
@@ -95,7 +95,7 @@ constexpr std::uint64_t next_generation(std::uint64_t issued) noexcept {
 /// mapped CUDA or HIP line, the Metal mirror). Those descriptors also carry the line's
 /// generation (never 0): retiring the line advances it, and a wait whose generation is stale
 /// when it begins ends with errc::stale_descriptor without reading the line (the generations
-/// live in a side table that outlives the lines: <gpu_async/line_life.hpp>). A
+/// live in a side table that outlives the lines: <gpu_async/line/line_life.hpp>). A
 /// descriptor made without a generation (0: a line you allocate) is never checked.
 class memory_descriptor {
 public:
@@ -142,7 +142,7 @@ private:
 static_assert(sizeof(memory_descriptor) == 24, "a descriptor is a pointer, a target and a slot");
 
 /// What a reactor does with a descriptor before it reads the line (the line's owner decides:
-/// gpu_async::descriptor_status in <gpu_async/line_life.hpp>).
+/// gpu_async::descriptor_status in <gpu_async/line/line_life.hpp>).
 enum class line_status : std::uint8_t {
     live,    ///< wait for it
     stale,   ///< end the wait with errc::stale_descriptor: the line was retired
@@ -165,7 +165,7 @@ inline bool ends_unwatched(line_status st, const memory_descriptor& d) noexcept 
 /// A line owner's judgement of descriptors, handed to whatever reads lines: how a descriptor's
 /// line and slot stand before the line is read (`status`), and a counter that moves whenever a
 /// status may have changed (`epoch`; none: every read judges). The library's lines answer
-/// through gpu_async::library_line_life() (<gpu_async/line_life.hpp>); with no status function
+/// through gpu_async::library_line_life() (<gpu_async/line/line_life.hpp>); with no status function
 /// every descriptor is live, as for lines the caller owns.
 struct line_life_functions {
     line_status (*status)(const memory_descriptor&) noexcept = nullptr;

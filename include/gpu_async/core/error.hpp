@@ -8,7 +8,7 @@
 ///     std::error_code ec = gpu_async::errc::stalled;   // category "gpu_async", value() 7
 ///     ec == gpu_async::errc::stalled;                   // true, both ways round
 ///
-/// The Asio layer (<gpu_async/error.hpp>, included by every Asio-layer header) gives the same
+/// The Asio layer (<gpu_async/asio/error.hpp>, included by every Asio-layer header) gives the same
 /// enum a native Boost category, so a boost::system::error_code made from it (what an Asio
 /// handler receives) also says "gpu_async" and the registry number:
 ///
@@ -142,7 +142,7 @@ inline bool is_gpu_async_category(const std::error_category& category) noexcept 
 }
 
 /// Converts an errc into an error code type other than std::error_code. The Asio layer
-/// (<gpu_async/error.hpp>) specializes it for boost::system::error_code with a static
+/// (<gpu_async/asio/error.hpp>) specializes it for boost::system::error_code with a static
 /// `make(errc)`; the primary template has none.
 template <class Code>
 struct errc_conversion {};
@@ -166,7 +166,7 @@ concept has_errc_conversion = requires(errc e) {
 } // namespace detail
 
 /// What make_error_code(errc) returns: an errc on its way to an error code. It converts to a
-/// std::error_code (the registry's standard category) and, with <gpu_async/error.hpp>, to a
+/// std::error_code (the registry's standard category) and, with <gpu_async/asio/error.hpp>, to a
 /// boost::system::error_code of the registry's Boost category. Without that header a Boost
 /// conversion does not compile, rather than silently giving a code that logs as "std:unknown".
 class errc_code {
@@ -213,7 +213,7 @@ private:
     template <class Code>
     static Code convert(errc e) noexcept {
         static_assert(detail::has_errc_conversion<Code>,
-                      "include <gpu_async/error.hpp> to make a boost::system::error_code (or "
+                      "include <gpu_async/asio/error.hpp> to make a boost::system::error_code (or "
                       "compare one) from a gpu_async::errc");
         return errc_conversion<Code>::make(e);
     }
@@ -221,7 +221,7 @@ private:
     errc code_;
 };
 
-/// Found by argument-dependent lookup when a std::error_code (or, with <gpu_async/error.hpp>,
+/// Found by argument-dependent lookup when a std::error_code (or, with <gpu_async/asio/error.hpp>,
 /// a boost::system::error_code) is made from an errc.
 constexpr errc_code make_error_code(errc e) noexcept {
     return errc_code(e);
@@ -256,7 +256,7 @@ public:
     }
 
     /// The registry code as an error code: it becomes a std::error_code (category "gpu_async")
-    /// and, with <gpu_async/error.hpp>, a boost::system::error_code of the registry's Boost
+    /// and, with <gpu_async/asio/error.hpp>, a boost::system::error_code of the registry's Boost
     /// category, the code an Asio handler receives; it compares equal to the enum.
     errc_code code() const noexcept { return errc_code(code_); }
 
@@ -309,7 +309,7 @@ private:
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/error.ipp>
+#include <gpu_async/core/impl/error.ipp>
 #endif
 
 #endif // GPU_ASYNC_CORE_ERROR_HPP

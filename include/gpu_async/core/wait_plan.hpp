@@ -25,7 +25,7 @@
 ///
 /// Parsing allocates nothing unless it fails (then only the error's text); label() allocates
 /// its text. What a host can run, and the fallback when it cannot run a plan:
-/// <gpu_async/core/park_fallback.hpp>; plans chosen by step rows: <gpu_async/core/wait_bands.hpp>.
+/// <gpu_async/core/park_fallback.hpp>; plans chosen by step rows: <gpu_async/fill/wait_bands.hpp>.
 #ifndef GPU_ASYNC_CORE_WAIT_PLAN_HPP
 #define GPU_ASYNC_CORE_WAIT_PLAN_HPP
 

@@ -53,7 +53,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/device/detail/mapped_vendor.hpp>
 #include <gpu_async/device/mapped_line.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -432,7 +432,7 @@ private:
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/cuda.ipp>
+#include <gpu_async/device/impl/cuda.ipp>
 #endif
 
 #endif // GPU_ASYNC_DEVICE_CUDA_HPP

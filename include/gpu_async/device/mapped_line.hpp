@@ -48,9 +48,9 @@
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/line_health.hpp>
-#include <gpu_async/line_life.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include <array>
 #include <charconv>
@@ -222,7 +222,7 @@ public:
 
     /// The line the host watches. Valid until the line is closed or destroyed.
     const completion_line& line() const noexcept { return *line_; }
-    /// The line's generation (see <gpu_async/line_life.hpp>): stamped into its descriptors.
+    /// The line's generation (see <gpu_async/line/line_life.hpp>): stamped into its descriptors.
     std::uint64_t generation() const noexcept { return generation_; }
 
     /// The device the line belongs to.
@@ -385,7 +385,7 @@ GPU_ASYNC_DECL coded_error driver_error(const line_driver& driver, driver_op op,
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/mapped_line.ipp>
+#include <gpu_async/device/impl/mapped_line.ipp>
 #endif
 
 #endif // GPU_ASYNC_DEVICE_MAPPED_LINE_HPP

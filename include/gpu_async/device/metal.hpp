@@ -48,8 +48,8 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/line_health.hpp>
-#include <gpu_async/line_life.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <cassert>
 #include <cstddef>
@@ -396,7 +396,7 @@ static_assert(completion_source<metal_source>);
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/metal.ipp>
+#include <gpu_async/device/impl/metal.ipp>
 #endif
 
 #endif // GPU_ASYNC_DEVICE_METAL_HPP

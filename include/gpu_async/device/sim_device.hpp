@@ -89,15 +89,15 @@
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 
 #include <gpu_async/core/detail/config.hpp>
-#include <gpu_async/host/ranked_mutex.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/line_life.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/line/line_life.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -506,7 +506,7 @@ private:
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/sim_device.ipp>
+#include <gpu_async/device/impl/sim_device.ipp>
 #endif
 
 #endif // GPU_ASYNC_DEVICE_SIM_DEVICE_HPP

@@ -117,9 +117,9 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <atomic>
 #include <cstddef>
@@ -164,7 +164,7 @@ struct vulkan_spare_batch {
     std::vector<vulkan::command_buffer_t> buffers;
 };
 
-/// How far a closing line's settle went (defined in impl/vulkan.ipp).
+/// How far a closing line's settle went (defined in device/impl/vulkan.ipp).
 struct vulkan_settle;
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
@@ -350,7 +350,7 @@ public:
 private:
     friend class vulkan_line;
 
-    // Out of line: its members hold the line state, complete only in impl/vulkan.ipp.
+    // Out of line: its members hold the line state, complete only in device/impl/vulkan.ipp.
     GPU_ASYNC_DECL explicit vulkan_device(const vulkan_loader& loader) noexcept;
 
     GPU_ASYNC_DECL std::optional<coded_error> resolve_instance();
@@ -441,7 +441,7 @@ public:
 
     /// The line the host watches. Precondition: is_open().
     GPU_ASYNC_DECL const completion_line& line() const noexcept;
-    /// The line's generation, stamped into its descriptors (<gpu_async/line_life.hpp>).
+    /// The line's generation, stamped into its descriptors (<gpu_async/line/line_life.hpp>).
     GPU_ASYNC_DECL std::uint64_t generation() const noexcept;
     /// The device (null once moved from).
     GPU_ASYNC_DECL vulkan_device* device() const noexcept;
@@ -592,7 +592,7 @@ static_assert(completion_source<vulkan_source>);
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/vulkan.ipp>
+#include <gpu_async/device/impl/vulkan.ipp>
 #endif
 
 #endif // GPU_ASYNC_DEVICE_VULKAN_HPP

@@ -12,7 +12,7 @@
 #define GPU_ASYNC_HOST_STD_CLOCK_HPP
 
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/host/detail/mono_clock.hpp>
+#include <gpu_async/wait/detail/mono_clock.hpp>
 
 #include <chrono>
 #include <thread>

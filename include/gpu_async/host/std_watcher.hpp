@@ -16,19 +16,19 @@
 #define GPU_ASYNC_HOST_STD_WATCHER_HPP
 
 #include <gpu_async/core/completion_line.hpp>
+#include <gpu_async/core/detail/scan_engine.hpp>
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/park_policy.hpp>
-#include <gpu_async/core/scan_engine.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/watch_table.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/host/detail/bell_waiter.hpp>
-#include <gpu_async/host/ranked_mutex.hpp>
-#include <gpu_async/line_health.hpp>
-#include <gpu_async/line_life.hpp>
-#include <gpu_async/line_watchers.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
+#include <gpu_async/wait/detail/bell_waiter.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -171,15 +171,15 @@ private:
 ///   host shares): one scan costs a load per watched slot and O(log n) per completion, under the
 ///   wrapping rule for any history of stores.
 /// - The thread waits between scans as the Asio reactor service's does (one implementation,
-///   <gpu_async/host/detail/bell_waiter.hpp>): it parks on the watcher's doorbell (`bell()`), which
+///   <gpu_async/wait/detail/bell_waiter.hpp>): it parks on the watcher's doorbell (`bell()`), which
 ///   producers ring after their store and devices with the doorbell attached store into, with a
 ///   user-mode monitor on its line where the CPU has one, otherwise on its futex (and in
 ///   device-poll steps while device producers are counted). While something is watched a park
 ///   lasts at most `park_bound`, so producers that do not ring are seen within it; while nothing
 ///   is, the thread sleeps until a registration or a stop rings. Every line is scanned after
 ///   each park.
-/// - The registrations live in a scan engine (<gpu_async/core/scan_engine.hpp>) under the
-///   watcher's one lock (ranked in the hierarchy of <gpu_async/host/ranked_mutex.hpp>).
+/// - The registrations live in a scan engine (<gpu_async/core/detail/scan_engine.hpp>) under the
+///   watcher's one lock (ranked in the hierarchy of <gpu_async/wait/detail/ranked_mutex.hpp>).
 /// - Waiters are woken and callbacks run on the watcher thread with no lock held: a callback
 ///   may register again, drop handles or do anything that does not wait for the watcher itself.
 /// - A line must outlive its registrations (drop the handles before freeing the line), or be
@@ -334,7 +334,7 @@ private:
         return add(d, {}, std::move(fn), /*ends_here=*/true);
     }
 
-    // The std_watcher is an adapter over a scan engine (<gpu_async/core/scan_engine.hpp>):
+    // The std_watcher is an adapter over a scan engine (<gpu_async/core/detail/scan_engine.hpp>):
     // registrations are taken in under m_ as they come, and what leaves the engine becomes a
     // callback to run on the watcher thread. Its sink is one intrusive list (left_): what left
     // the engine outside a pass, to fire at the next; a handle owns each registration.

@@ -15,7 +15,7 @@
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/host/std_clock.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <cstdint>
 #include <optional>

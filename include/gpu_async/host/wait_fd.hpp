@@ -214,7 +214,7 @@ private:
 } // namespace gpu_async
 
 #if GPU_ASYNC_HEADER_ONLY
-#include <gpu_async/impl/wait_fd.ipp>
+#include <gpu_async/host/impl/wait_fd.ipp>
 #endif
 
 #endif // GPU_ASYNC_HAS_WAIT_FD

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-// Tests of <gpu_async/basic_gpu_completion_port.hpp> alone: a descriptor wait compiles and runs
-// without the plan-driven wait's machinery, which the header must not pull in.
-#include <gpu_async/basic_gpu_completion_port.hpp>
+// Tests of <gpu_async/asio/basic_gpu_completion_port.hpp> alone: a descriptor wait compiles and
+// runs without the plan-driven wait's machinery, which the header must not pull in.
+#include <gpu_async/asio/basic_gpu_completion_port.hpp>
 
 // The point of the light header: none of the plan machinery came with it. (The estimator and
 // wait plans do: the reactor's per-slot rhythm is built on them.)
 #if defined(GPU_ASYNC_PLAN_WAIT_HPP) || defined(GPU_ASYNC_DETAIL_PLAN_WAIT_OP_HPP) ||              \
     defined(GPU_ASYNC_CORE_WAIT_MACHINE_HPP) || defined(GPU_ASYNC_CORE_WAIT_BANDS_HPP) ||          \
     defined(GPU_ASYNC_CORE_PARK_FALLBACK_HPP)
-#error "<gpu_async/basic_gpu_completion_port.hpp> includes the plan-driven wait's headers"
+#error "<gpu_async/asio/basic_gpu_completion_port.hpp> includes the plan-driven wait's headers"
 #endif
 
 #include "common/io_context_fixture.hpp"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/core/error.hpp>
 
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/core/result.hpp>
-#include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/error.hpp>
+#include <gpu_async/fill/wait_bands.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/io_context_fixture.hpp"

@@ -4,8 +4,8 @@
 // device (nothing completes unless stepped) and a one-thread io_context.
 #include <gpu_async/gpu_completion_port.hpp>
 
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/error.hpp>
 
 #include "common/io_context_fixture.hpp"
 #include "common/manual_device.hpp"

@@ -3,13 +3,15 @@
 // a GPU line with the doorbell attached does) and never rings: the reactor's waiter sees it
 // through the device word, within about one device poll interval without a user-mode monitor
 // and at once with one, not at the park bound. Both waiters: the watcher thread and run_fill.
-#include <gpu_async/asio/reactor_service.hpp>
+#include <gpu_async/asio/detail/reactor_service.hpp>
 #include <gpu_async/device/sim_device.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
-#include <gpu_async/host/detail/bell_waiter.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 #include <gpu_async/run_fill.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/detail/bell_waiter.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include "common/io_context_fixture.hpp"
 #include "common/run_fill_bounded.hpp"

@@ -3,8 +3,8 @@
 // device.
 #include <gpu_async/gpu_completion_port.hpp>
 
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/error.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include "common/io_context_fixture.hpp"

@@ -6,7 +6,9 @@
 
 #include <gpu_async/device/mapped_line.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include "common/eventually.hpp"

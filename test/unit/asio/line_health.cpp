@@ -24,7 +24,9 @@
 #include <gpu_async/device/cuda.hpp>
 #include <gpu_async/device/hip.hpp>
 #include <gpu_async/device/metal.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -14,7 +14,9 @@
 #include "common/work_gate.hpp"
 
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -3,10 +3,10 @@
 // wait and the FILL executor's wait each resolve the plan against what they and the source can
 // run, run the plan that results, and report the fallback (errc::park_fallback) in the report.
 // Wait bands from the port: the band the published rows select runs.
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/core/park_fallback.hpp>
-#include <gpu_async/core/wait_bands.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/wait_bands.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/core/executor_kind.hpp>
+#include <gpu_async/fill/executor_kind.hpp>
 
 #include <boost/test/unit_test.hpp>
 

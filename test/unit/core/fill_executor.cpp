@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/core/fill_executor.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
 
 #include "common/scripted_idle.hpp"
 #include "common/virtual_time.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/fill/reactor.hpp>
 
 #include "common/scripted_idle.hpp"
 #include "common/virtual_time.hpp"

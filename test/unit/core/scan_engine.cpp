@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/core/scan_engine.hpp>
+#include <gpu_async/core/detail/scan_engine.hpp>
 #include <gpu_async/core/wait_end.hpp>
 
 #include <boost/test/unit_test.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/core/wait_bands.hpp>
+#include <gpu_async/fill/wait_bands.hpp>
 
 #include <boost/test/unit_test.hpp>
 

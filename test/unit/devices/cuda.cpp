@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/cuda.hpp>
-#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
-#include <gpu_async/error.hpp>
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/fake_cuda_driver.hpp"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSL-1.0
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/hip.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/error.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include "common/fake_hip_driver.hpp"
 #include "common/slots.hpp"

@@ -10,7 +10,9 @@
 
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/host/std_host.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include "common/fake_cuda_driver.hpp"
 #include "common/fake_hip_driver.hpp"

@@ -4,10 +4,10 @@
 // (order, stream, batch), and the ownership of the doorbell's registration (register and
 // unregister counts, a use per line, a device pointer per domain, every failure path), against
 // the recording fake driver table.
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/device/mapped_line.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include "common/fake_line_driver.hpp"
 #include "common/io_context_fixture.hpp"

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/sim_device.hpp>
 
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <boost/test/unit_test.hpp>
 

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/vulkan.hpp>
 
-#include <gpu_async/error.hpp>
+#include <gpu_async/asio/error.hpp>
+#include <gpu_async/asio/plan_wait.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/wait_fd.hpp>
-#include <gpu_async/line_retirement.hpp>
-#include <gpu_async/plan_wait.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 #include <gpu_async/run_fill.hpp>
 
 #include "common/eventually.hpp"

@@ -2,7 +2,7 @@
 #include <gpu_async/asio/vulkan_close.hpp>
 #include <gpu_async/device/vulkan.hpp>
 
-#include <gpu_async/error.hpp>
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
 
 #include "common/fake_vulkan_driver.hpp"

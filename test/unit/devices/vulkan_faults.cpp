@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSL-1.0
 #include <gpu_async/device/vulkan.hpp>
 
-#include <gpu_async/error.hpp>
+#include <gpu_async/asio/error.hpp>
 #include <gpu_async/gpu_completion_port.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include "common/fake_vulkan_driver.hpp"
 #include "common/fault_sweep.hpp"

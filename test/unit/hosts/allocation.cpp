@@ -4,7 +4,9 @@
 // with no list of them made. (Counted by a replaced global operator new, so not under the
 // sanitizers, which bring their own.)
 #include <gpu_async/host/std_host.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/error.hpp>

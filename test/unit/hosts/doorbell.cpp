@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/doorbell.hpp>
+#include <gpu_async/wait/doorbell.hpp>
 
 #include "common/eventually.hpp"
 #include "common/lost_wake_torture.hpp"

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
-// The lines' health queries (line_retirement.hpp): registered queries run at most once per fault
+// The lines' health queries (line/line_health.hpp): registered queries run at most once per fault
 // backstop in the process, with no registry lock held; unwatching waits for a running query and
 // stops later ones; a query's fault_slot reaches every reactor.
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
-#include <gpu_async/core/reactor.hpp>
+#include <gpu_async/fill/reactor.hpp>
+#include <gpu_async/fill/std_idle.hpp>
 #include <gpu_async/host/std_host.hpp>
 
 #include "common/eventually.hpp"

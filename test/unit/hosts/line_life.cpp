@@ -2,14 +2,17 @@
 // A line's life as the std host sees it: the std_watcher and the FILL executor's reactor honour
 // retirement and faults, a retirement started from a watcher's callback while another waits for
 // that callback completes, and the fd notifier reports stale descriptors and faults.
+#include <gpu_async/fill/std_idle.hpp>
 #include <gpu_async/host/std_host.hpp>
 #include <gpu_async/host/wait_fd.hpp>
 
 #include <gpu_async/core/error.hpp>
-#include <gpu_async/core/fill_executor.hpp>
-#include <gpu_async/core/reactor.hpp>
 #include <gpu_async/device/sim_device.hpp>
-#include <gpu_async/line_retirement.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
+#include <gpu_async/fill/reactor.hpp>
+#include <gpu_async/line/detail/line_watchers.hpp>
+#include <gpu_async/line/line_health.hpp>
+#include <gpu_async/line/line_life.hpp>
 
 #include "common/eventually.hpp"
 #include "common/manual_device.hpp"

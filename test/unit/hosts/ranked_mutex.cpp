@@ -4,7 +4,7 @@
 // (by the handler, before it blocks), tries are counted as held, and a condition variable's
 // wait keeps its lock's rank.
 //
-#include <gpu_async/host/ranked_mutex.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <boost/test/unit_test.hpp>
 

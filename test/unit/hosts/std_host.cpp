@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
+#include <gpu_async/fill/std_idle.hpp>
 #include <gpu_async/host/std_host.hpp>
 
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
 
 #include "common/work_gate.hpp"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSL-1.0
 #if defined(GPU_ASYNC_HAS_LIBURING)
-#include <gpu_async/host/uring_host.hpp>
+#include <gpu_async/fill/uring_host.hpp>
 
-#include <gpu_async/core/fill_executor.hpp>
 #include <gpu_async/device/sim_device.hpp>
+#include <gpu_async/fill/fill_executor.hpp>
 
 #include "common/eventually.hpp"
 #include "common/fake_uring_calls.hpp"

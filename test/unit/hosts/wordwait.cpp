@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSL-1.0
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include "common/lost_wake_torture.hpp"
 

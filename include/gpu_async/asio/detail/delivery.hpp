@@ -13,10 +13,10 @@
 #ifndef GPU_ASYNC_ASIO_DETAIL_DELIVERY_HPP
 #define GPU_ASYNC_ASIO_DETAIL_DELIVERY_HPP
 
-#include <gpu_async/asio/completion_queue.hpp>
+#include <gpu_async/asio/detail/completion_queue.hpp>
+#include <gpu_async/asio/detail/flavour.hpp>
 #include <gpu_async/asio/detail/stand_back.hpp>
-#include <gpu_async/asio_flavour.hpp>
-#include <gpu_async/core/scan_engine.hpp>
+#include <gpu_async/core/detail/scan_engine.hpp>
 
 #include <atomic>
 #include <cstddef>

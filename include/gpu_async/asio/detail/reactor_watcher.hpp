@@ -12,9 +12,9 @@
 #ifndef GPU_ASYNC_ASIO_DETAIL_REACTOR_WATCHER_HPP
 #define GPU_ASYNC_ASIO_DETAIL_REACTOR_WATCHER_HPP
 
-#include <gpu_async/asio_flavour.hpp>
+#include <gpu_async/asio/detail/flavour.hpp>
 #include <gpu_async/core/detail/config.hpp>
-#include <gpu_async/host/ranked_mutex.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <cstdint>
 #include <mutex>

@@ -12,8 +12,8 @@
 #ifndef GPU_ASYNC_ASIO_DETAIL_REGISTRATION_QUEUE_HPP
 #define GPU_ASYNC_ASIO_DETAIL_REGISTRATION_QUEUE_HPP
 
-#include <gpu_async/core/scan_engine.hpp>
-#include <gpu_async/host/ranked_mutex.hpp>
+#include <gpu_async/core/detail/scan_engine.hpp>
+#include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <atomic>
 #include <cstddef>

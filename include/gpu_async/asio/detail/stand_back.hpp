@@ -13,10 +13,10 @@
 #define GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
 
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/host/detail/bell_waiter.hpp>
-#include <gpu_async/host/detail/futex.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/detail/bell_waiter.hpp>
+#include <gpu_async/wait/detail/futex.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <algorithm>
 #include <atomic>

@@ -7,8 +7,8 @@
 // the member of the vendor's entry_points struct, the vendor's name, whether a load needs it),
 // their types and constants, and a few short functions for what the calls alone cannot say
 // (making a domain current and restoring the caller's, the current device, an error's name).
-// Everything else is written once, here and in impl/mapped_vendor.ipp: loading the library and
-// resolving the calls, the line_driver hooks a mapped_line runs, the status names and errors,
+// Everything else is written once, here and in device/impl/mapped_vendor.ipp: loading the library
+// and resolving the calls, the line_driver hooks a mapped_line runs, the status names and errors,
 // the line (a mapped_line and its driver), the source over one stream and its stream check, and
 // the event waiter. The vendor parts stay in device/cuda.hpp and device/hip.hpp: the table,
 // creating a line (which device, what it must support), and the public names.
@@ -31,8 +31,8 @@
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/device/mapped_line.hpp>
-#include <gpu_async/doorbell.hpp>
-#include <gpu_async/wordwait.hpp>
+#include <gpu_async/wait/doorbell.hpp>
+#include <gpu_async/wait/wordwait.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -123,7 +123,7 @@ class vendor_line {
 public:
     /// The line the host watches.
     const completion_line& line() const noexcept { return mapped_.line(); }
-    /// The line's generation, stamped into its descriptors (<gpu_async/line_life.hpp>).
+    /// The line's generation, stamped into its descriptors (<gpu_async/line/line_life.hpp>).
     std::uint64_t generation() const noexcept { return mapped_.generation(); }
 
     /// The mapped line underneath (ownership, sequences, device addresses).
