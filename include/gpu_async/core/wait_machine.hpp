@@ -239,13 +239,7 @@ public:
             return after_arm();
         case state::sleeping:
             if (ev.kind != wait_event::type::slept) return protocol_error();
-            slept_ = slept_ + now_.since(sleep_began_);
-            sleep_began_ = now_;
-            // A timer that woke early sleeps again: never query before the sleep is over, unless
-            // the word said the work is done (the query is then the authority, as after a park).
-            if (now_ < *sleep_to_ && !ev.word_seen)
-                return emit(state::sleeping, wait_action::sleep_until(*sleep_to_));
-            return emit(state::late_query, wait_action::query());
+            return on_slept(ev.word_seen);
         case state::late_query:
             if (ev.kind != wait_event::type::queried) return protocol_error();
             if (ev.query.is_failed()) return finish_failed(source_error(ev.query));
@@ -256,15 +250,7 @@ public:
         case state::backstop_query:
         case state::final_query:
             if (ev.kind != wait_event::type::queried) return protocol_error();
-            if (ev.query.is_failed()) return finish_failed(source_error(ev.query));
-            if (ev.query.is_done()) {
-                // The word may have been seen before this authority answered: that is when the
-                // work was seen to finish.
-                const mono_ns seen = state_ == state::final_query ? word_seen_at_ : now_;
-                return finish(wait_kind::parked, outcome::exact(seen.since(start_).count()));
-            }
-            if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
-            return park_or_backstop();
+            return on_waiting_query(ev.query);
         case state::parking:
             if (ev.kind != wait_event::type::parked) return protocol_error();
             ++parks_;
@@ -293,6 +279,30 @@ public:
     mono_ns backstop_due() const noexcept { return last_query_.after(backstop_ns_); }
 
 private:
+    // The sleep's timer fired (or the word was seen during it).
+    wait_action on_slept(bool word_seen) noexcept {
+        slept_ = slept_ + now_.since(sleep_began_);
+        sleep_began_ = now_;
+        // A timer that woke early sleeps again: never query before the sleep is over, unless the
+        // word said the work is done (the query is then the authority, as after a park).
+        if (now_ < *sleep_to_ && !word_seen)
+            return emit(state::sleeping, wait_action::sleep_until(*sleep_to_));
+        return emit(state::late_query, wait_action::query());
+    }
+
+    // A query while waiting: polling, the backstop's, or the one after the word was seen.
+    wait_action on_waiting_query(const query_result& query) noexcept {
+        if (query.is_failed()) return finish_failed(source_error(query));
+        if (query.is_done()) {
+            // The word may have been seen before this authority answered: that is when the work
+            // was seen to finish.
+            const mono_ns seen = state_ == state::final_query ? word_seen_at_ : now_;
+            return finish(wait_kind::parked, outcome::exact(seen.since(start_).count()));
+        }
+        if (kind_ == plan_kind::poll) return emit(state::polling, wait_action::query());
+        return park_or_backstop();
+    }
+
     enum class state : std::uint8_t {
         idle,
         blocking,

@@ -225,79 +225,32 @@ public:
         // (registration, why) of each descriptor that fires; alarms that fire. Room for every
         // registration first: nothing below allocates until the fired list, whose growth may
         // throw; the descriptors not yet on it then wait on left_ for the next fire().
-        auto& fired_descriptors = fired_descriptors_;
-        auto& fired_alarms = fired_alarms_;
-        fired_descriptors.clear();
-        fired_alarms.clear();
-        room(fired_descriptors, descriptors_.size());
-        room(fired_alarms, alarms_.size());
+        fired_descriptors_.clear();
+        fired_alarms_.clear();
+        room(fired_descriptors_, descriptors_.size());
+        room(fired_alarms_, alarms_.size());
         detail::engine_list found;
         // No retirement or fault reaches this reactor: it judges its waits again when a line's
         // life moved, before the scan reads their lines; and what its reads found counts only
         // if the life did not move across them (the epoch is read before the first).
         const std::uint64_t before = engine_.life_epoch();
         engine_.judge_pending(found);
-        // What left the engine since the last fire (found complete when registered, or by a
-        // rebase then) is judged and read again, as every other registration is: a word set
-        // back since waits on, watched again before the scan (which then reads it, and checks
-        // its deadline). What ended for good (a stale or retired line, a faulted slot) fires.
-        while (detail::engine_wait* e = left_.pop()) {
-            watched& w = *static_cast<watched*>(e);
-            w.on_left = false;
-            std::optional<wait_end> why = w.why;
-            if (w.why == wait_end::reached)
-                // Judged before the word is read (a retired line's memory may be gone or
-                // reused), and again after it.
-                why = ending_of(engine_.read_checked(w.descriptor()), judgement::while_pending);
-            if (why) {
-                fired_descriptors.emplace_back(w.id, *why);
-                continue;
-            }
-            detail::engine_list out;
-            engine_.take_in_one(w, out, judgement::while_pending);
-            while (detail::engine_wait* o = out.pop())
-                found.push(o);
-        }
+        take_left(found);
         engine_.scan(now, found);
         while (detail::engine_wait* e = found.pop())
-            fired_descriptors.emplace_back(static_cast<watched*>(e)->id, e->end());
-        // A line's life moved while this fire read lines: a wait whose line was retired
-        // meanwhile ends aborted, whatever its read found (the word may be a later stream's).
-        if (engine_.life_epoch() != before) {
-            for (auto& [id, why] : fired_descriptors)
-                if (why == wait_end::reached &&
-                    engine_.status_of(descriptors_.at(id).descriptor()) == line_status::stale)
-                    why = wait_end::aborted;
-        }
+            fired_descriptors_.emplace_back(static_cast<watched*>(e)->id, e->end());
+        if (engine_.life_epoch() != before) abort_retired_reads();
         for (const auto& [at, id] : alarm_times_) {
             if (at > now) break;
-            fired_alarms.push_back(id);
+            fired_alarms_.push_back(id);
         }
         // Registration order (the map's), each once: a descriptor leaves the engine once.
-        std::sort(fired_descriptors.begin(), fired_descriptors.end(),
+        std::sort(fired_descriptors_.begin(), fired_descriptors_.end(),
                   [](const auto& x, const auto& y) { return x.first < y.first; });
-        std::sort(fired_alarms.begin(), fired_alarms.end());
-        for (std::size_t i = 0; i < fired_descriptors.size(); ++i) {
-            const auto [id, why] = fired_descriptors[i];
-            const auto it = descriptors_.find(id);
-            try {
-                push_fired(id, it->second.waiter, why, now);
-            } catch (...) {
-                // Not lost: this one and the rest fire at the next fire(), with why they left.
-                for (std::size_t j = i; j < fired_descriptors.size(); ++j)
-                    put_left(descriptors_.find(fired_descriptors[j].first)->second,
-                             fired_descriptors[j].second);
-                throw;
-            }
-            descriptors_.erase(it); // out of the engine and off the list already
-        }
-        for (const registration id : fired_alarms) {
-            const auto it = alarms_.find(id);
-            push_fired(id, it->second.waiter, wait_end::reached, now);
-            alarm_times_.erase({it->second.at, id});
-            alarms_.erase(it);
-        }
-        return fired_descriptors.size() + fired_alarms.size();
+        std::sort(fired_alarms_.begin(), fired_alarms_.end());
+        push_fired_descriptors(now);
+        push_fired_alarms(now);
+        return fired_descriptors_.size() + fired_alarms_.size();
     }
 
     /// Takes the next fired waiter off the fired list, or nullptr when it is empty.
@@ -421,6 +374,65 @@ private:
         while (detail::engine_wait* e = out.pop())
             put_left(*static_cast<watched*>(e), e->end());
     }
+    // What left the engine since the last fire (found complete when registered, or by a rebase
+    // then) is judged and read again, as every other registration is: a word set back since
+    // waits on, watched again before the scan (which then reads it, and checks its deadline).
+    // What ended for good (a stale or retired line, a faulted slot) fires.
+    void take_left(detail::engine_list& found) {
+        while (detail::engine_wait* e = left_.pop()) {
+            watched& w = *static_cast<watched*>(e);
+            w.on_left = false;
+            std::optional<wait_end> why = w.why;
+            if (w.why == wait_end::reached)
+                // Judged before the word is read (a retired line's memory may be gone or
+                // reused), and again after it.
+                why = ending_of(engine_.read_checked(w.descriptor()), judgement::while_pending);
+            if (why) {
+                fired_descriptors_.emplace_back(w.id, *why);
+                continue;
+            }
+            detail::engine_list out;
+            engine_.take_in_one(w, out, judgement::while_pending);
+            while (detail::engine_wait* o = out.pop())
+                found.push(o);
+        }
+    }
+
+    // A line's life moved while a fire read lines: a wait whose line was retired meanwhile ends
+    // aborted, whatever its read found (the word may be a later stream's).
+    void abort_retired_reads() {
+        for (auto& [id, why] : fired_descriptors_)
+            if (why == wait_end::reached &&
+                engine_.status_of(descriptors_.at(id).descriptor()) == line_status::stale)
+                why = wait_end::aborted;
+    }
+
+    void push_fired_descriptors(mono_ns now) {
+        for (std::size_t i = 0; i < fired_descriptors_.size(); ++i) {
+            const auto [id, why] = fired_descriptors_[i];
+            const auto it = descriptors_.find(id);
+            try {
+                push_fired(id, it->second.waiter, why, now);
+            } catch (...) {
+                // Not lost: this one and the rest fire at the next fire(), with why they left.
+                for (std::size_t j = i; j < fired_descriptors_.size(); ++j)
+                    put_left(descriptors_.find(fired_descriptors_[j].first)->second,
+                             fired_descriptors_[j].second);
+                throw;
+            }
+            descriptors_.erase(it); // out of the engine and off the list already
+        }
+    }
+
+    void push_fired_alarms(mono_ns now) {
+        for (const registration id : fired_alarms_) {
+            const auto it = alarms_.find(id);
+            push_fired(id, it->second.waiter, wait_end::reached, now);
+            alarm_times_.erase({it->second.at, id});
+            alarms_.erase(it);
+        }
+    }
+
     void put_left(watched& w, wait_end why) noexcept {
         w.why = why;
         w.on_left = true;

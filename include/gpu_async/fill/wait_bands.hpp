@@ -158,9 +158,62 @@ inline void append_band_text(std::string& out, std::size_t index, std::uint32_t 
 
 } // namespace detail
 
+namespace detail {
+
+/// Takes band `index`'s (index > 0) "rows>=N:" edge off the front of `band` and checks it against
+/// the band before's edge, `previous`. Returns the edge, or none with the fault in `fault`.
+inline std::optional<std::uint32_t> take_band_edge(std::string_view& band, std::size_t index,
+                                                   std::uint32_t previous, std::string& fault) {
+    constexpr std::string_view edge_tag = "rows>=";
+    const std::string ordinal = "band " + std::to_string(index + 1);
+    if (!band.starts_with(edge_tag)) {
+        fault = ordinal + " has no 'rows>=N:' edge (found " + plan_quote(band) + ")";
+        return std::nullopt;
+    }
+    band.remove_prefix(edge_tag.size());
+    const std::size_t colon = band.find(':');
+    if (colon == std::string_view::npos) {
+        fault = ordinal + " has no ':' after its edge (found " + plan_quote(band) + ")";
+        return std::nullopt;
+    }
+    const std::string_view edge = band.substr(0, colon);
+    std::uint64_t n = 0;
+    switch (parse_plan_number(edge, n)) {
+    case plan_number::ok:
+        break;
+    case plan_number::empty:
+        fault = ordinal + " has an empty edge 'rows>='";
+        return std::nullopt;
+    case plan_number::not_digits:
+        fault = ordinal + " edge " + plan_quote(edge) + " is not a whole number (digits only)";
+        return std::nullopt;
+    case plan_number::leading_zero:
+        fault = ordinal + " edge " + plan_quote(edge) + " has a leading zero";
+        return std::nullopt;
+    case plan_number::too_large:
+        n = std::uint64_t(band_rows_max) + 1;
+        break;
+    }
+    if (n > band_rows_max) {
+        fault = ordinal + " edge " + plan_quote(edge) + " is above the largest row count " +
+                std::to_string(band_rows_max);
+        return std::nullopt;
+    }
+    const auto min_rows = static_cast<std::uint32_t>(n);
+    if (min_rows <= previous) {
+        fault = "edges not increasing: " + ordinal +
+                " starts at rows>=" + std::to_string(min_rows) + ", not above " +
+                band_name(index - 1, previous) + (index == 1 ? " at 0 rows" : "");
+        return std::nullopt;
+    }
+    band.remove_prefix(colon + 1);
+    return min_rows;
+}
+
+} // namespace detail
+
 inline result<wait_bands> wait_bands::parse(std::string_view text) {
     constexpr auto npos = std::string_view::npos;
-    constexpr std::string_view edge_tag = "rows>=";
     const auto fail = [text](std::string fault) {
         return result<wait_bands>(detail::invalid_plan_error(text, std::move(fault)));
     };
@@ -171,52 +224,19 @@ inline result<wait_bands> wait_bands::parse(std::string_view text) {
     for (std::size_t index = 0;; ++index) {
         const std::size_t semi = text.find(';', pos);
         std::string_view band = text.substr(pos, semi == npos ? npos : semi - pos);
-        const auto ordinal = [index] { return "band " + std::to_string(index + 1); };
         if (index >= bands_max)
-            return fail("more than " + std::to_string(bands_max) + " bands (" + ordinal() +
-                        " is one too many)");
+            return fail("more than " + std::to_string(bands_max) + " bands (band " +
+                        std::to_string(index + 1) + " is one too many)");
         std::uint32_t min_rows = 0;
-        if (index == 0) {
-            if (band.starts_with(edge_tag))
-                return fail("the first band must start at 0 rows and takes no edge (found " +
-                            detail::plan_quote(band.substr(0, band.find(':'))) + ")");
-        } else {
-            if (!band.starts_with(edge_tag))
-                return fail(ordinal() + " has no 'rows>=N:' edge (found " +
-                            detail::plan_quote(band) + ")");
-            band.remove_prefix(edge_tag.size());
-            const std::size_t colon = band.find(':');
-            if (colon == npos)
-                return fail(ordinal() + " has no ':' after its edge (found " +
-                            detail::plan_quote(band) + ")");
-            const std::string_view edge = band.substr(0, colon);
-            std::uint64_t n = 0;
-            switch (detail::parse_plan_number(edge, n)) {
-            case detail::plan_number::ok:
-                break;
-            case detail::plan_number::empty:
-                return fail(ordinal() + " has an empty edge 'rows>='");
-            case detail::plan_number::not_digits:
-                return fail(ordinal() + " edge " + detail::plan_quote(edge) +
-                            " is not a whole number (digits only)");
-            case detail::plan_number::leading_zero:
-                return fail(ordinal() + " edge " + detail::plan_quote(edge) +
-                            " has a leading zero");
-            case detail::plan_number::too_large:
-                n = std::uint64_t(band_rows_max) + 1;
-                break;
-            }
-            if (n > band_rows_max)
-                return fail(ordinal() + " edge " + detail::plan_quote(edge) +
-                            " is above the largest row count " + std::to_string(band_rows_max));
-            min_rows = static_cast<std::uint32_t>(n);
-            const std::uint32_t previous = out.bands_[index - 1].min_rows;
-            if (min_rows <= previous)
-                return fail("edges not increasing: " + ordinal() +
-                            " starts at rows>=" + std::to_string(min_rows) + ", not above " +
-                            detail::band_name(index - 1, previous) +
-                            (index == 1 ? " at 0 rows" : ""));
-            band.remove_prefix(colon + 1);
+        if (index == 0 && band.starts_with("rows>="))
+            return fail("the first band must start at 0 rows and takes no edge (found " +
+                        detail::plan_quote(band.substr(0, band.find(':'))) + ")");
+        if (index > 0) {
+            std::string fault;
+            const auto edge =
+                detail::take_band_edge(band, index, out.bands_[index - 1].min_rows, fault);
+            if (!edge) return fail(std::move(fault));
+            min_rows = *edge;
         }
         auto plan = wait_plan::parse(band);
         if (!plan)

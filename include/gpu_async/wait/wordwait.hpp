@@ -282,6 +282,11 @@ private:
     struct probe_tag {};
     // The probe itself (wait/impl/wordwait.ipp): fills paths_ and chooses path_.
     GPU_ASYNC_DECL explicit word_wait(probe_tag) noexcept;
+    // One architecture's paths (the others are refused as not built for).
+    void probe_x86();
+    void probe_arm();
+    void grant(word_wait_path p);
+    void refuse(word_wait_path p, std::string why);
     // A copy of `found`'s findings that runs `p` (which `found` reported available).
     word_wait(const word_wait& found, word_wait_path p) noexcept
         : path_(p)

@@ -425,74 +425,103 @@ private:
                 m.state->generation.load(std::memory_order_acquire) != m.generation)
                 return abort(self);
             switch (m.action.kind) {
-            case wait_action::type::query: {
-                const wait_action::type before = m.action.kind;
-                // The call first, then the clock: argument order is unspecified.
-                query_result q = query_result::pending();
-                if (!m.with_source([&](Source& src) { q = src.query(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::queried(q, mono_now()));
-                if (m.action.kind == before) {
-                    // Polling: let other handlers run between queries.
-                    const Executor ex = m.ex;
-                    asio::post(ex, std::move(self));
-                    return;
-                }
+            case wait_action::type::query:
+                if (!query_once(self)) return;
                 break;
-            }
-            case wait_action::type::block: {
-                std::error_code r;     // the call before the clock is read
-                expect_no_lock_held(); // block() waits for the work
-                if (!m.with_source([&](Source& src) { r = src.block(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::blocked(r, mono_now()));
+            case wait_action::type::block:
+            case wait_action::type::arm:
+                if (!call_source(m)) return abort(self);
                 break;
-            }
-            case wait_action::type::arm: {
-                std::error_code r; // the call before the clock is read
-                if (!m.with_source([&](Source& src) { r = src.arm(); })) return abort(self);
-                m.action = m.machine.on_event(wait_event::armed(r, mono_now()));
-                break;
-            }
-            case wait_action::type::sleep_until: {
-                m.next = step::sleeping;
-                // A flag plan has armed its source (the word will be stored behind the work):
-                // its sleep is a reactor wait on that word whose deadline is the sleep's end, so
-                // work that finishes early ends the sleep at once (a late ending, found by the
-                // query that follows). Other plans arm nothing (their descriptor may name a
-                // store long reached): theirs waits on a word that never comes.
-                if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
-                return start_reactor_step(self, never_stored(), dur_ns{}, m.action.at);
-            }
-            case wait_action::type::park: {
-                m.next = step::parking;
-                // The park's bound is the reactor's longest park before it looks at the word
-                // again (it scans at every ring and device signal too). A park that ended at
-                // that bound only to be renewed while the word is unchanged would cost a
-                // registration, a timeout and a post each time and see nothing the reactor's
-                // scans do not, so one registration lasts until the backstop query is due.
-                const dur_ns bound = m.action.bound;
-                const mono_ns now = mono_now();
-                const dur_ns until_backstop = m.machine.backstop_due().since(now);
-                return on_word(self, bound, now.after(max(bound, until_backstop)));
-            }
-            case wait_action::type::done: {
-                wait_report report = m.action.report;
-                report.warning = std::move(m.warning);
-                if (report.outcome) {
-                    std::lock_guard lk(m.state->points_mutex);
-                    points_of(*m.state).observe(m.point, feeding_plan(m.plan), *report.outcome);
-                }
-                impl_.reset();
-                self.complete(error_code{}, report);
-                return;
-            }
-            case wait_action::type::failed: {
-                const error_code ec = detail::to_asio_error_code(m.action.error);
-                impl_.reset();
-                self.complete(ec, wait_report{});
-                return;
-            }
+            case wait_action::type::sleep_until:
+                return start_sleep(self);
+            case wait_action::type::park:
+                return start_park(self);
+            case wait_action::type::done:
+            case wait_action::type::failed:
+                return finish(self);
             }
         }
+    }
+
+    /// One query and the machine's answer. False when the op gave its thread back: aborted, or
+    /// posted to query again (polling lets other handlers run between queries).
+    template <class Self>
+    bool query_once(Self& self) {
+        impl& m = *impl_;
+        // The call first, then the clock: argument order is unspecified.
+        query_result q = query_result::pending();
+        if (!m.with_source([&](Source& src) { q = src.query(); })) {
+            abort(self);
+            return false;
+        }
+        m.action = m.machine.on_event(wait_event::queried(q, mono_now()));
+        if (m.action.kind != wait_action::type::query) return true;
+        const Executor ex = m.ex;
+        asio::post(ex, std::move(self));
+        return false;
+    }
+
+    /// The source's block() or arm(), as the action says, and the machine's answer. False when
+    /// the source is gone.
+    static bool call_source(impl& m) {
+        std::error_code r; // the call before the clock is read
+        if (m.action.kind == wait_action::type::block) {
+            expect_no_lock_held(); // block() waits for the work
+            if (!m.with_source([&](Source& src) { r = src.block(); })) return false;
+            m.action = m.machine.on_event(wait_event::blocked(r, mono_now()));
+            return true;
+        }
+        if (!m.with_source([&](Source& src) { r = src.arm(); })) return false;
+        m.action = m.machine.on_event(wait_event::armed(r, mono_now()));
+        return true;
+    }
+
+    template <class Self>
+    void start_sleep(Self& self) {
+        impl& m = *impl_;
+        m.next = step::sleeping;
+        // A flag plan has armed its source (the word will be stored behind the work): its sleep
+        // is a reactor wait on that word whose deadline is the sleep's end, so work that
+        // finishes early ends the sleep at once (a late ending, found by the query that
+        // follows). Other plans arm nothing (their descriptor may name a store long reached):
+        // theirs waits on a word that never comes.
+        if (m.plan.kind() == plan_kind::flag) return on_word(self, dur_ns{}, m.action.at);
+        start_reactor_step(self, never_stored(), dur_ns{}, m.action.at);
+    }
+
+    template <class Self>
+    void start_park(Self& self) {
+        impl& m = *impl_;
+        m.next = step::parking;
+        // The park's bound is the reactor's longest park before it looks at the word again (it
+        // scans at every ring and device signal too). A park that ended at that bound only to
+        // be renewed while the word is unchanged would cost a registration, a timeout and a
+        // post each time and see nothing the reactor's scans do not, so one registration lasts
+        // until the backstop query is due.
+        const dur_ns bound = m.action.bound;
+        const mono_ns now = mono_now();
+        const dur_ns until_backstop = m.machine.backstop_due().since(now);
+        on_word(self, bound, now.after(max(bound, until_backstop)));
+    }
+
+    /// The machine's end: done (its report, fed to the point's estimator) or failed.
+    template <class Self>
+    void finish(Self& self) {
+        impl& m = *impl_;
+        if (m.action.kind == wait_action::type::failed) {
+            const error_code ec = detail::to_asio_error_code(m.action.error);
+            impl_.reset();
+            self.complete(ec, wait_report{});
+            return;
+        }
+        wait_report report = m.action.report;
+        report.warning = std::move(m.warning);
+        if (report.outcome) {
+            std::lock_guard lk(m.state->points_mutex);
+            points_of(*m.state).observe(m.point, feeding_plan(m.plan), *report.outcome);
+        }
+        impl_.reset();
+        self.complete(error_code{}, report);
     }
 
     /// Registers the next step as a reactor wait on the source's word, ending when the word

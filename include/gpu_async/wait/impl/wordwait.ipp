@@ -29,22 +29,18 @@ inline bool read_sysfs_u64(const char* path, std::uint64_t& out) {
 
 } // namespace detail
 
-GPU_ASYNC_DECL word_wait::word_wait(probe_tag) noexcept {
-    for (std::size_t i = 0; i < word_wait_path_count; ++i)
-        paths_[i].path = static_cast<word_wait_path>(i);
-    auto refuse = [this](word_wait_path p, std::string why) {
-        paths_[static_cast<std::size_t>(p)].available = false;
-        paths_[static_cast<std::size_t>(p)].why_not = std::move(why);
-    };
-    auto grant = [this](word_wait_path p) {
-        paths_[static_cast<std::size_t>(p)].available = true;
-        paths_[static_cast<std::size_t>(p)].why_not.clear();
-    };
-    grant(word_wait_path::fallback);
+GPU_ASYNC_DECL void word_wait::grant(word_wait_path p) {
+    paths_[static_cast<std::size_t>(p)].available = true;
+    paths_[static_cast<std::size_t>(p)].why_not.clear();
+}
 
+GPU_ASYNC_DECL void word_wait::refuse(word_wait_path p, std::string why) {
+    paths_[static_cast<std::size_t>(p)].available = false;
+    paths_[static_cast<std::size_t>(p)].why_not = std::move(why);
+}
+
+GPU_ASYNC_DECL void word_wait::probe_x86() {
 #if GPU_ASYNC_WORDWAIT_X86
-    refuse(word_wait_path::wfe, "not an aarch64 build");
-    refuse(word_wait_path::wfet, "not an aarch64 build");
     detail::x86::cpuid_regs r;
     if (!detail::x86::cpuid(7, 0, r))
         refuse(word_wait_path::umwait, "CPUID leaf 7 not supported");
@@ -65,9 +61,14 @@ GPU_ASYNC_DECL word_wait::word_wait(probe_tag) noexcept {
         refuse(word_wait_path::monitorx, "CPUID.80000001H:ECX[29] MONITORX clear");
     else
         grant(word_wait_path::monitorx);
-#elif GPU_ASYNC_WORDWAIT_ARM
+#else
     refuse(word_wait_path::umwait, "not an x86-64 build");
     refuse(word_wait_path::monitorx, "not an x86-64 build");
+#endif
+}
+
+GPU_ASYNC_DECL void word_wait::probe_arm() {
+#if GPU_ASYNC_WORDWAIT_ARM
     granule_ = detail::arm::reservation_granule_bytes(detail::arm::read_ctr_el0());
     cntfrq_ = detail::arm::read_cntfrq();
 #if defined(__linux__)
@@ -83,26 +84,33 @@ GPU_ASYNC_DECL word_wait::word_wait(probe_tag) noexcept {
                                 "leave the reservation standing";
         refuse(word_wait_path::wfe, why);
         refuse(word_wait_path::wfet, why);
-    } else {
-        if ((hwcap & detail::arm::hwcap_evtstrm) == 0)
-            refuse(word_wait_path::wfe,
-                   "AT_HWCAP bit 2 EVTSTRM clear: no timer event stream to bound WFE");
-        else
-            grant(word_wait_path::wfe);
-        if ((hwcap2 & detail::arm::hwcap2_wfxt) == 0)
-            refuse(word_wait_path::wfet, "AT_HWCAP2 bit 31 WFXT clear");
-        else if (cntfrq_ == 0)
-            refuse(word_wait_path::wfet, "CNTFRQ_EL0 reads 0: no counter frequency");
-        else
-            grant(word_wait_path::wfet);
+        return;
     }
+    if ((hwcap & detail::arm::hwcap_evtstrm) == 0)
+        refuse(word_wait_path::wfe,
+               "AT_HWCAP bit 2 EVTSTRM clear: no timer event stream to bound WFE");
+    else
+        grant(word_wait_path::wfe);
+    if ((hwcap2 & detail::arm::hwcap2_wfxt) == 0)
+        refuse(word_wait_path::wfet, "AT_HWCAP2 bit 31 WFXT clear");
+    else if (cntfrq_ == 0)
+        refuse(word_wait_path::wfet, "CNTFRQ_EL0 reads 0: no counter frequency");
+    else
+        grant(word_wait_path::wfet);
 #else
-    refuse(word_wait_path::umwait, "not an x86-64 build");
-    refuse(word_wait_path::monitorx, "not an x86-64 build");
     refuse(word_wait_path::wfe, "not an aarch64 build");
     refuse(word_wait_path::wfet, "not an aarch64 build");
 #endif
+}
 
+// A failed allocation of a refusal's text would end the program here (noexcept): the texts are
+// short and the probe runs once, at the first word wait.
+GPU_ASYNC_DECL word_wait::word_wait(probe_tag) noexcept {
+    for (std::size_t i = 0; i < word_wait_path_count; ++i)
+        paths_[i].path = static_cast<word_wait_path>(i);
+    grant(word_wait_path::fallback);
+    probe_x86();
+    probe_arm();
     for (word_wait_path p : {word_wait_path::umwait, word_wait_path::monitorx, word_wait_path::wfet,
                              word_wait_path::wfe}) {
         if (paths_[static_cast<std::size_t>(p)].available) {
