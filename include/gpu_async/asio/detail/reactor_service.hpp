@@ -17,7 +17,8 @@
 //   and before fork (it restarts lazily in the parent and the child). The waiter parks on the
 //   doorbell only, so its wake latency is that of one futex (or one user-mode monitor on the
 //   doorbell's line, where the CPU has one) whatever the number of lines watched.
-// - The pending waits live in one gpu_async::watch_table (<gpu_async/core/watch_table.hpp>): a
+// - A registration waits in the incoming queue until a take-in; the waits watched then live in
+//   the scan engine's gpu_async::watch_table (<gpu_async/core/watch_table.hpp>): a
 //   registration reads the word once (complete now, or registered in order); a scan reads one
 //   word per watched slot and hands out what completed in ascending target order per slot.
 // - Every park is bounded by the park bound (default_park_bound, 100 us, settable per service and

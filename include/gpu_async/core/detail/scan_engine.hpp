@@ -463,8 +463,8 @@ public:
 
     /// How `w` ends before it is registered, by one checked read of its word (read_checked;
     /// the ending by ending_of, judged at registration): reached when complete while its line's
-    /// life stood still; stale for a retired line's descriptor (its line is not read); aborted
-    /// when the life moved across the read or its slot was given back before storing the
+    /// life stood still; stale for a retired line's descriptor (its line is not read) and when
+    /// a retirement overtook the read; aborted when its slot was given back before storing the
     /// target; faulted for a faulted slot whose word has not reached the target; none when it
     /// may wait. Records the epoch it was judged at (`judged_at`, read first), so a take-in
     /// judges it again only if a line's life moved since. Reads nothing of the engine but its
