@@ -89,6 +89,7 @@
 #define GPU_ASYNC_DEVICE_SIM_DEVICE_HPP
 
 #include <gpu_async/core/detail/config.hpp>
+#include <gpu_async/wait/detail/mono_clock.hpp>
 #include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <gpu_async/core/completion_line.hpp>
@@ -186,9 +187,8 @@ struct sim_item {
 
 /// One worker thread (none in manual mode) and the timer queue of its streams' next items.
 struct sim_worker {
-    using clock = std::chrono::steady_clock;
     struct entry {
-        clock::time_point due;
+        mono_ns due;
         std::uint64_t order;
         sim_stream* stream;
         friend bool operator>(const entry& a, const entry& b) noexcept {

@@ -561,7 +561,7 @@ private:
         try {
             op->hold_work(ex);
             if (link) link->waiting_on(key);
-            started = svc.start(keep->reactor, op, bound, steady_from(end));
+            started = svc.start(keep->reactor, op, bound, end);
         } catch (...) {
             op->destroy();
             throw;

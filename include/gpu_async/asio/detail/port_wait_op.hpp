@@ -473,7 +473,7 @@ inline constexpr bool has_own_immediate_executor =
 template <class IoExecutor, class Handler>
 void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
                         Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
-                        std::optional<std::chrono::steady_clock::time_point> deadline = {}) {
+                        std::optional<mono_ns> deadline = {}) {
     using handler_type = std::decay_t<Handler>;
     using op_type = port_wait_op<handler_type, IoExecutor>;
     auto slot = asio::get_associated_cancellation_slot(handler);

@@ -208,9 +208,9 @@ public:
     /// waits of the same slot (the word moved far since the last scan): they are queued for
     /// delivery before this returns. Throws std::system_error when the watcher thread cannot be
     /// started, std::bad_alloc (nothing registered; the op stays the caller's).
-    [[nodiscard]] GPU_ASYNC_DECL start_result
-    start(reactor_port& port, reactor_op* op, dur_ns bound = {},
-          std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+    [[nodiscard]] GPU_ASYNC_DECL start_result start(reactor_port& port, reactor_op* op,
+                                                    dur_ns bound = {},
+                                                    std::optional<mono_ns> deadline = std::nullopt);
 
     /// Delivers an op start() returned as `finished`: queued on its port's completion queue,
     /// whose drain completes it on the port's executor (never inline).
@@ -221,8 +221,7 @@ public:
     /// caller that completes a finished op itself and makes an op outstanding work only when
     /// it goes to the service (an immediate completion leaves the context's work alone).
     [[nodiscard]] GPU_ASYNC_DECL std::optional<start_result>
-    ends_before_start(reactor_op& op,
-                      std::optional<std::chrono::steady_clock::time_point> deadline) noexcept;
+    ends_before_start(reactor_op& op, std::optional<mono_ns> deadline) noexcept;
 
     /// Cancels the wait `wait` names: when it is still registered it is unlinked and completed
     /// with operation_aborted; otherwise (completed, cancelled, never started, or after shutdown)
@@ -267,12 +266,10 @@ private:
     /// start()'s steps: whether the op ends before it is registered (its result set: a deadline
     /// passed, a stale or faulted descriptor, a word already at its target); and the push into
     /// the incoming batch, with the ring that an idle or urgent waiter needs.
-    GPU_ASYNC_DECL bool ends_at_start(reactor_op& op,
-                                      std::optional<std::chrono::steady_clock::time_point> deadline,
-                                      std::chrono::steady_clock::time_point now) const noexcept;
-    GPU_ASYNC_DECL void push_incoming(reactor_op& op, dur_ns bound,
-                                      std::optional<std::chrono::steady_clock::time_point> deadline,
-                                      std::chrono::steady_clock::time_point now) noexcept;
+    GPU_ASYNC_DECL bool ends_at_start(reactor_op& op, std::optional<mono_ns> deadline,
+                                      mono_ns now) const noexcept;
+    GPU_ASYNC_DECL void push_incoming(reactor_op& op, dur_ns bound, std::optional<mono_ns> deadline,
+                                      mono_ns now) noexcept;
 
     // --- the engine's adapter (under mutex_) ----------------------------------------------------
 
@@ -293,8 +290,7 @@ private:
     GPU_ASYNC_DECL void left_locked(reactor_op& op) noexcept;
     /// Takes registrations in and, when waits are pending, scans at `now`; what ended goes onto
     /// `list`.
-    GPU_ASYNC_DECL void pass_locked(std::chrono::steady_clock::time_point now,
-                                    ready_list& list) noexcept;
+    GPU_ASYNC_DECL void pass_locked(mono_ns now, ready_list& list) noexcept;
     /// Takes registrations in before a cancellation, retirement or fault (so that a wait not yet
     /// taken in is found), with the waits of their slots that the same store reached.
     GPU_ASYNC_DECL void take_in_settled_locked(engine_list& out) noexcept;
@@ -304,7 +300,7 @@ private:
     template <class End, class After>
     void end_waits(End&& end, After&& after) noexcept;
     void publish_size() noexcept { incoming_.publish(engine_.size()); }
-    dur_ns bound_locked(std::chrono::steady_clock::time_point now, dur_ns bound) const noexcept;
+    dur_ns bound_locked(mono_ns now, dur_ns bound) const noexcept;
 
     // --- delivery -------------------------------------------------------------------------------
 

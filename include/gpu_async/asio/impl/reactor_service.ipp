@@ -80,7 +80,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
         std::lock_guard lk(mutex_);
         retries = delivery_.take_retries();
         ready_list list;
-        pass_locked(std::chrono::steady_clock::now(), list);
+        pass_locked(detail::mono_now(), list);
         n = list.count();
         sched = completion_queue::enqueue(list);
     }
@@ -95,7 +95,7 @@ GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
     const std::uint64_t from = detail::mono_now().ns; // the look before this park
     {
         std::lock_guard lk(mutex_);
-        bound = bound_locked(std::chrono::steady_clock::now(), bound);
+        bound = bound_locked(detail::mono_now(), bound);
         sleep = predicted_sleep_locked(from, bound);
     }
     if (park_between_scans(seen, bound, sleep)) {
@@ -232,8 +232,7 @@ GPU_ASYNC_DECL void reactor_service::deliver_locked(engine_list& out, ready_list
     publish_size();
 }
 
-GPU_ASYNC_DECL void reactor_service::pass_locked(std::chrono::steady_clock::time_point now,
-                                                 ready_list& list) noexcept {
+GPU_ASYNC_DECL void reactor_service::pass_locked(mono_ns now, ready_list& list) noexcept {
     // A take-in ends what it cannot register (no_memory): nothing is lost.
     engine_list out;
     engine_.take_in(take_incoming_locked(), out);
@@ -242,7 +241,7 @@ GPU_ASYNC_DECL void reactor_service::pass_locked(std::chrono::steady_clock::time
         engine_.begin_scan(out);
         while (engine_.wants_late_batch())
             engine_.take_in_late(take_incoming_locked(), out);
-        engine_.end_scan(mono_from(now), out);
+        engine_.end_scan(now, out);
     }
     finish_locked(out, list); // each op feeds the rhythm there, before scanned()
     rhythm_.scanned();
@@ -259,7 +258,7 @@ GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept
 
 GPU_ASYNC_DECL reactor_service::start_result
 reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
-                       std::optional<std::chrono::steady_clock::time_point> deadline) {
+                       std::optional<mono_ns> deadline) {
     if (shut_down_.load(std::memory_order_acquire)) {
         // The context is being destroyed: nothing will run the handler. Destroy it (outside
         // every lock), never invoke it, as shutdown() does with pending waits.
@@ -267,8 +266,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     }
     // The clock is read only for a wait with a deadline (a read per wait is a tenth of the
     // completion path's time through one thread).
-    const auto now =
-        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto now = deadline ? detail::mono_now() : mono_ns{};
     if (ends_at_start(*op, deadline, now)) return start_result::finished;
     if (!roster_.present()) {
         // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
@@ -280,7 +278,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     op->started_ns_ = predicting() ? detail::mono_now().ns : 0;
     op->bound_ns = bound.ns;
     op->has_deadline = deadline.has_value();
-    op->deadline_ns = deadline ? mono_from(*deadline).ns : 0;
+    op->deadline_ns = deadline ? deadline->ns : 0;
     push_incoming(*op, bound, deadline, now);
     if (!roster_.present()) {
         // The last FILL driver ended between the look above and the push, finding no waits:
@@ -297,10 +295,8 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     return start_result::registered;
 }
 
-GPU_ASYNC_DECL bool
-reactor_service::ends_at_start(reactor_op& op,
-                               std::optional<std::chrono::steady_clock::time_point> deadline,
-                               std::chrono::steady_clock::time_point now) const noexcept {
+GPU_ASYNC_DECL bool reactor_service::ends_at_start(reactor_op& op, std::optional<mono_ns> deadline,
+                                                   mono_ns now) const noexcept {
     if (deadline && *deadline <= now) {
         op.set_result(wait_end::expired);
         return true;
@@ -316,10 +312,9 @@ reactor_service::ends_at_start(reactor_op& op,
     return false;
 }
 
-GPU_ASYNC_DECL void
-reactor_service::push_incoming(reactor_op& op, dur_ns bound,
-                               std::optional<std::chrono::steady_clock::time_point> deadline,
-                               std::chrono::steady_clock::time_point now) noexcept {
+GPU_ASYNC_DECL void reactor_service::push_incoming(reactor_op& op, dur_ns bound,
+                                                   std::optional<mono_ns> deadline,
+                                                   mono_ns now) noexcept {
     // Added to the incoming registrations, without the service's lock, which a scan may be
     // holding; the waiter takes it in before its next scan (no allocation here: see
     // engine_batch). Wake the waiter when it must act on it now: it is idle (nothing was
@@ -333,7 +328,7 @@ reactor_service::push_incoming(reactor_op& op, dur_ns bound,
     const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
     const bool tighter = bound.ns != 0 && bound.ns < pb;
     // A deadline further than one park bound away is met by the waiter's next pass.
-    const bool soon = deadline && *deadline - now < dur_ns{pb}.chrono();
+    const bool soon = deadline && deadline->since(now) < dur_ns{pb};
     if (soon || tighter) {
         urgent_.store(true, std::memory_order_seq_cst);
         delivery_.gate().wake(); // a watcher standing back for drains scans now
@@ -452,7 +447,7 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
     if (bell_->device_signaled()) bell_->take_device_signal();
     delivery_.scanned(rings);
     ready_list list;
-    pass_locked(std::chrono::steady_clock::now(), list);
+    pass_locked(detail::mono_now(), list);
     completion_queue* sched = completion_queue::enqueue(list);
     lk.unlock();
     schedule(sched);
@@ -467,9 +462,8 @@ GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
     return plan;
 }
 
-GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(std::chrono::steady_clock::time_point now,
-                                                    dur_ns bound) const noexcept {
-    return engine_.bound(mono_from(now), bound);
+GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(mono_ns now, dur_ns bound) const noexcept {
+    return engine_.bound(now, bound);
 }
 
 GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
@@ -516,12 +510,11 @@ GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
     }
 }
 
-GPU_ASYNC_DECL std::optional<reactor_service::start_result> reactor_service::ends_before_start(
-    reactor_op& op, std::optional<std::chrono::steady_clock::time_point> deadline) noexcept {
+GPU_ASYNC_DECL std::optional<reactor_service::start_result>
+reactor_service::ends_before_start(reactor_op& op, std::optional<mono_ns> deadline) noexcept {
     // start()'s looks before it registers, in its order.
     if (shut_down_.load(std::memory_order_acquire)) return start_result::dropped;
-    const auto now =
-        deadline ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const auto now = deadline ? detail::mono_now() : mono_ns{};
     if (ends_at_start(op, deadline, now)) return start_result::finished;
     return std::nullopt;
 }

@@ -97,9 +97,9 @@ GPU_ASYNC_DECL void reactor_watcher::stand_back_step(std::unique_lock<ranked_mut
     // in which no drain ran (an executor holds it back), at a device's signal or a registration
     // that cannot wait (a near deadline, a tight bound), and in any case after the policy's
     // window (a drain scans only when the bell rang or a device signalled).
-    const auto now = std::chrono::steady_clock::now();
+    const mono_ns now = detail::mono_now();
     const park_policy::stand_back_window window = park_policy::stand_back(
-        detail::mono_now(), svc_.park_bound(), [&](dur_ns b) { return svc_.bound_locked(now, b); });
+        now, svc_.park_bound(), [&](dur_ns b) { return svc_.bound_locked(now, b); });
     lk.unlock();
     std::uint64_t progress = svc_.delivery_.progress();
     for (bool first = true;; first = false) {
@@ -124,7 +124,7 @@ GPU_ASYNC_DECL void reactor_watcher::scan_step(std::unique_lock<ranked_mutex>& l
     // (the device stored its completion word first), so the scan sees that completion. (Not
     // before a stand-back: the drains' scans look for the signal while it stays set.)
     if (svc_.bell_->device_signaled()) svc_.bell_->take_device_signal();
-    const auto now = std::chrono::steady_clock::now();
+    const mono_ns now = detail::mono_now();
     ready_list list;
     svc_.pass_locked(now, list);
     park_policy::view seen_now;

@@ -8,6 +8,7 @@
 #include <gpu_async/asio/run_fill.hpp>
 
 #include <gpu_async/core/park_policy.hpp>
+#include <gpu_async/wait/detail/mono_clock.hpp>
 #include <gpu_async/wait/detail/timer_slack.hpp>
 
 #include <chrono>
@@ -38,24 +39,21 @@ GPU_ASYNC_ASIO_NAMESPACE_END
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options) {
-    using clock = std::chrono::steady_clock;
     detail::reactor_service& svc = asio::use_service<detail::reactor_service>(ctx);
     const dur_ns park_bound = max(dur_ns::from(options.park_bound), dur_ns{1});
-    const std::chrono::nanoseconds scan_every(
-        static_cast<std::int64_t>(min(park_bound, dur_ns{std::uint64_t{1} << 62}).ns));
     const std::chrono::nanoseconds idle_bound(static_cast<std::int64_t>(
         min(max(dur_ns::from(options.idle_bound), dur_ns{1}), dur_ns{std::uint64_t{1} << 62}).ns));
     detail::fill_scope scope(svc, park_bound);
     detail::scoped_timer_slack slack; // a park of 100 us must not oversleep by 50 us
     std::size_t n = 0;
-    clock::time_point last_scan = clock::now();
+    mono_ns last_scan = detail::mono_now();
     for (;;) {
         // Ready handlers, one at a time: however busy the queue stays (a handler that keeps
         // re-posting itself), the lines are scanned at least once per park bound.
         while (ctx.poll_one() != 0) {
             ++n;
-            const clock::time_point now = clock::now();
-            if (now - last_scan >= scan_every) {
+            const mono_ns now = detail::mono_now();
+            if (now.since(last_scan) >= park_bound) {
                 last_scan = now;
                 svc.poll_ready();
             }
@@ -64,7 +62,7 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
         // Nothing ready: look at the lines (the doorbell count is read first, so a ring after
         // the scan ends the park below at once).
         const std::uint64_t seen = svc.bell().count();
-        last_scan = clock::now();
+        last_scan = detail::mono_now();
         park_policy::view scanned;
         scanned.scanned = true;
         scanned.found = svc.poll_ready() != 0;
@@ -82,7 +80,7 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
         svc.park(seen, park_bound);
         // What ended the park is most likely a completion: look before asking the io_context,
         // whose poll costs a system call.
-        last_scan = clock::now();
+        last_scan = detail::mono_now();
         svc.poll_ready();
     }
 }

@@ -6,6 +6,7 @@
 #define GPU_ASYNC_IMPL_METAL_IPP
 
 #include <gpu_async/device/metal.hpp>
+#include <gpu_async/wait/detail/mono_clock.hpp>
 #include <gpu_async/wait/detail/ranked_mutex.hpp>
 
 #include <gpu_async/device/detail/dynamic_library.hpp>
@@ -480,21 +481,13 @@ GPU_ASYNC_DECL void metal_source::os_wait(std::uint64_t timeout_ms) {
 }
 
 GPU_ASYNC_DECL bool metal_source::poll(dur_ns bound) {
-    using clock = std::chrono::steady_clock;
-    constexpr std::uint64_t longest = std::numeric_limits<std::int64_t>::max() / 2;
-    const auto deadline = clock::now() + std::chrono::nanoseconds(static_cast<std::int64_t>(
-                                             bound.ns < longest ? bound.ns : longest));
+    const mono_ns deadline = detail::mono_now().after(bound);
     // At least one read after a sleep, however late this thread runs.
     for (;;) {
-        const auto now = clock::now();
-        const auto left =
-            now < deadline
-                ? static_cast<std::uint64_t>(
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count())
-                : 0;
-        detail::metal_impl::sleep_for(min(options_.poll_interval, dur_ns{left}));
+        const dur_ns left = deadline.since(detail::mono_now());
+        detail::metal_impl::sleep_for(min(options_.poll_interval, left));
         if (reached()) return true;
-        if (clock::now() >= deadline) return false;
+        if (detail::mono_now() >= deadline) return false;
     }
 }
 

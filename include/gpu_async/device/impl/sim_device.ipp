@@ -13,12 +13,6 @@ namespace gpu_async {
 
 namespace detail {
 
-/// A duration as a steady-clock offset, capped at a year so time points never overflow.
-inline std::chrono::nanoseconds sim_offset(dur_ns d) noexcept {
-    constexpr std::uint64_t cap = 365ull * 24 * 3600 * 1000000000ull;
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(d.count() < cap ? d.count() : cap));
-}
-
 inline std::error_code sim_cancelled() noexcept {
     return std::make_error_code(std::errc::operation_canceled);
 }
@@ -393,8 +387,7 @@ GPU_ASYNC_DECL std::size_t sim_device::line_count() const {
 GPU_ASYNC_DECL void sim_device::schedule_locked(detail::sim_worker& w, sim_stream& s) {
     s.scheduled_ = true;
     ++w.active;
-    w.heap.push({detail::sim_worker::clock::now() + detail::sim_offset(s.queue_.front().duration),
-                 w.order++, &s});
+    w.heap.push({detail::mono_now().after(s.queue_.front().duration), w.order++, &s});
     w.work_cv.notify_one();
 }
 
@@ -407,8 +400,8 @@ GPU_ASYNC_DECL void sim_device::worker_loop(detail::sim_worker& w) {
             continue;
         }
         const detail::sim_worker::entry top = w.heap.top();
-        if (top.due > detail::sim_worker::clock::now()) {
-            w.work_cv.wait_until(lk, top.due);
+        if (top.due > detail::mono_now()) {
+            w.work_cv.wait_until(lk, detail::steady_from(top.due));
             continue;
         }
         w.heap.pop();
