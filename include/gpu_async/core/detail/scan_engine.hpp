@@ -16,13 +16,13 @@
 ///
 /// What holds, for any history of stores (the wrapping rule of watch_table):
 /// - Exactly once: a wait leaves the engine once, on one list, by one of take-in, scan, remove,
-///   remove_group, retire_line, retire_slot, fault_slot and clear.
+///   retire_line, retire_slot, fault_slot and clear.
 /// - Order: what leaves in one take-in or scan leaves by line and slot; per slot the reached
 ///   first, in ascending target order, one target's waits in the order they were taken in.
 /// - A wait's status (its line retired since its descriptor was made: `stale`; its slot's stream
 ///   faulted: `faulted`) is asked of the host's status function when it is taken in, before its
 ///   line is read.
-/// - remove, remove_group, retire_line, retire_slot, fault_slot and clear allocate nothing.
+/// - remove, retire_line, retire_slot, fault_slot and clear allocate nothing.
 ///
 /// Registrations. A host with registrations from other threads queues them in an
 /// `engine_batch` of its own (under its own lock) and hands a batch in (`take_in`); the engine
@@ -112,9 +112,9 @@ private:
     bool done_at_take_in_ = false; // its word had reached the target when it was taken in
 };
 
-/// Waits that a host ends together (scan_engine::remove_group): a wait taken in with its
-/// `group` set is in it from the take-in that keeps it until it leaves the table. Not copyable:
-/// the waits point to it.
+/// Waits that a host ends together (a port's, at its cancel() and destruction, one by one from
+/// front()): a wait taken in with its `group` set is in it from the take-in that keeps it until it
+/// leaves the table. Not copyable: the waits point to it.
 class engine_group {
 public:
     engine_group() = default;
@@ -373,16 +373,6 @@ public:
         out.push(&w);
     }
 
-    /// Removes every wait of `g` from the table (newest first); they leave on `out` with `why`.
-    /// Returns how many left.
-    std::size_t remove_group(engine_group& g, engine_list& out,
-                             wait_end why = wait_end::aborted) noexcept {
-        std::size_t n = 0;
-        for (; g.head_ != nullptr; ++n)
-            remove(*g.head_, out, why);
-        return n;
-    }
-
     /// The registered wait on `d` whose host record satisfies `match`, or nullptr. No word is
     /// read and no record is touched before it is found registered.
     template <class Match>
@@ -495,7 +485,6 @@ public:
     std::size_t size() const noexcept { return table_.size(); }
     bool empty() const noexcept { return table_.empty(); }
     std::size_t lines() const noexcept { return table_.lines(); }
-    bool watches(const completion_line& line) const { return table_.watches(line); }
 
 private:
     using table_type = watch_table<engine_wait>;
