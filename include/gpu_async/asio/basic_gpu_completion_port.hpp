@@ -228,8 +228,19 @@ public:
     ///
     /// @par Completion signature
     /// @code void(gpu_async::error_code ec) @endcode
-    /// `ec` is empty when the descriptor completed, asio::error::operation_aborted when the
-    /// wait was cancelled.
+    /// Every code the handler can receive:
+    /// - empty: the descriptor's word reached its target, also when its stream was given back,
+    ///   its line retired or its slot faulted after storing it;
+    /// - asio::error::operation_aborted: the wait was cancelled (per-operation, cancel(), the
+    ///   port's destruction or the context's shutdown, whose handlers are destroyed rather than
+    ///   run), or its stream was given back (its slot or line retired) before storing the target;
+    /// - gpu_async::errc::device_fault: the slot's stream faulted before storing the target;
+    /// - gpu_async::errc::stale_descriptor: the descriptor's line (or slot) had been retired
+    ///   when the wait started, so its word is no longer the stream's;
+    /// - asio::error::no_memory: no memory for the wait's place in the reactor's table.
+    /// asio::error::timed_out is never given here: this wait has no deadline (bound it with a
+    /// timer, as the README's timeout example does). Compare with the enums (`ec ==
+    /// errc::device_fault`); their values are listed in <gpu_async/core/error.hpp>.
     ///
     /// @par Per-operation cancellation
     /// cancellation_type::terminal, partial and total (a cancelled wait had no side effect). The
@@ -295,7 +306,11 @@ public:
     /// On success `ec` is empty and `report` says how the wait ended (kind blocked, immediate,
     /// late or parked), its outcome, time, parks and backstop queries. A source error arrives
     /// unchanged as `ec` (compare it with the source's codes, e.g. `ec == errc::device_fault`);
-    /// a cancelled wait gets asio::error::operation_aborted. On error `report` is empty.
+    /// asio::error::operation_aborted when the wait was cancelled (per-operation, cancel(), the
+    /// port's destruction) or its source's line was given back while it waited. Nothing else:
+    /// a park on the source's word that ends errc::device_fault or errc::stale_descriptor asks
+    /// the source's query, whose answer decides, and one that found no memory parks again, so
+    /// the library adds no code of its own. On error `report` is empty.
     ///
     /// @par Per-operation cancellation
     /// cancellation_type::terminal and partial (not total: the wait may have armed the source,
