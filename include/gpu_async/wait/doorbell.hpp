@@ -39,6 +39,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/wait/detail/futex.hpp>
+#include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/wordwait.hpp>
 
 #include <atomic>
@@ -69,13 +70,7 @@ public:
     /// system call when nobody sleeps. Call it after the store it announces. Thread-safe.
     void ring() noexcept {
         line_.words[0].fetch_add(1, std::memory_order_release);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (sleepers_.load(std::memory_order_relaxed) != 0) {
-            wakes_.fetch_add(1, std::memory_order_relaxed);
-#if GPU_ASYNC_HAS_FUTEX
-            detail::futex_wake_all(futex_word());
-#endif
-        }
+        if (sleepers_.notify(futex_word())) wakes_.fetch_add(1, std::memory_order_relaxed);
     }
 
     /// The word of the line that device producers store `device_signal` into (word 0 is the
@@ -112,23 +107,16 @@ public:
     }
 
     /// Acquire load of word 0: how many times the bell has rung.
-    std::uint64_t count() const noexcept {
-        return line_.words[0].load(std::memory_order_acquire);
-    }
+    std::uint64_t count() const noexcept { return line_.words[0].load(std::memory_order_acquire); }
 
     /// Registers a sleeper that waits on `futex_word()` by other means (e.g. an io_uring
     /// IORING_OP_FUTEX_WAIT with shared futex flags), so `ring()` issues the wake while it is
     /// registered. The protocol is `wait`'s: read `seen = uint32(count())`, `add_sleeper()`
     /// (its seq_cst fence is the waiter's half of the argument above), re-check the condition,
     /// then futex-wait on `futex_word()` expecting `seen`; `remove_sleeper()` once woken.
-    void add_sleeper() const noexcept {
-        sleepers_.fetch_add(1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-    }
+    void add_sleeper() const noexcept { sleepers_.add(); }
     /// Ends a registration made with `add_sleeper()`.
-    void remove_sleeper() const noexcept {
-        sleepers_.fetch_sub(1, std::memory_order_relaxed);
-    }
+    void remove_sleeper() const noexcept { sleepers_.remove(); }
 
     /// The futex word: the low 32 bits of word 0 (the ring counter's low half).
     const std::uint32_t* futex_word() const noexcept {
@@ -137,14 +125,10 @@ public:
     }
 
     /// Number of threads currently registered as sleeping (in `wait` or by `add_sleeper`).
-    std::uint32_t sleepers() const noexcept {
-        return sleepers_.load(std::memory_order_relaxed);
-    }
+    std::uint32_t sleepers() const noexcept { return sleepers_.count(); }
 
     /// Number of wake system calls `ring` has issued (rings that found a sleeper).
-    std::uint64_t wakes_issued() const noexcept {
-        return wakes_.load(std::memory_order_relaxed);
-    }
+    std::uint64_t wakes_issued() const noexcept { return wakes_.load(std::memory_order_relaxed); }
 
     /// Waits until `done()` or `bound` has passed, and returns `done()`: spins up to `spin_ns`,
     /// then sleeps on the futex, waking at each ring. Only producers that ring wake the sleep
@@ -166,39 +150,20 @@ public:
                 : start + bound.count();
         const std::uint64_t spin_end =
             deadline - start < spin.count() ? deadline : start + spin.count();
-        for (unsigned i = 1; spin.count() != 0; ++i) {
-            if (done()) return true;
-            detail::cpu_relax();
-            if ((i & 15u) == 0 && detail::mono_now().ns >= spin_end) break;
-        }
+        if (spin.count() != 0 && detail::spin_until(done, spin_end)) return true;
         for (;;) {
             const auto seen = static_cast<std::uint32_t>(count());
-            add_sleeper();
-            if (done()) {
-                remove_sleeper();
-                return true;
-            }
             const std::uint64_t now = detail::mono_now().ns;
-            if (now >= deadline) {
-                remove_sleeper();
-                return static_cast<bool>(done());
-            }
+            if (now >= deadline) return static_cast<bool>(done());
             const std::uint64_t left =
                 deadline - now < max_sleep_ns ? deadline - now : max_sleep_ns;
-#if GPU_ASYNC_HAS_FUTEX
-            detail::futex_wait(futex_word(), seen, left);
-#else
-            (void)seen;
-            (void)left;
-            std::this_thread::yield();
-#endif
-            remove_sleeper();
+            if (sleepers_.sleep(futex_word(), seen, done, left)) return true;
         }
     }
 
 private:
     completion_line line_;
-    mutable std::atomic<std::uint32_t> sleepers_{0};
+    detail::futex_sleepers sleepers_;
     std::atomic<std::uint64_t> wakes_{0};
     std::atomic<std::uint32_t> device_producers_{0};
 };

@@ -51,6 +51,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/wait/detail/mono_clock.hpp>
+#include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/detail/wordwait_arm.hpp>
 #include <gpu_async/wait/detail/wordwait_x86.hpp>
 
@@ -98,15 +99,6 @@ struct word_wait_path_report {
 
 namespace detail {
 
-/// A spin hint: PAUSE on x86, YIELD on aarch64.
-inline void cpu_relax() noexcept {
-#if GPU_ASYNC_WORDWAIT_X86
-    __builtin_ia32_pause();
-#elif GPU_ASYNC_WORDWAIT_ARM
-    arm::yield_hint();
-#endif
-}
-
 /// How long the portable path spins before it yields.
 inline constexpr std::uint64_t fallback_spin_ns = 2000;
 
@@ -117,11 +109,7 @@ bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
     const std::uint64_t start = mono_now().ns;
     const std::uint64_t spin_end =
         deadline_ns - start < fallback_spin_ns ? deadline_ns : start + fallback_spin_ns;
-    for (unsigned i = 1;; ++i) {
-        if (done()) return true;
-        cpu_relax();
-        if ((i & 15u) == 0 && mono_now().ns >= spin_end) break;
-    }
+    if (spin_until(done, spin_end)) return true;
     for (;;) {
         if (done()) return true;
         if (mono_now().ns >= deadline_ns) return static_cast<bool>(done());

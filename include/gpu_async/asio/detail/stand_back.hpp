@@ -15,6 +15,7 @@
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/wait/detail/bell_waiter.hpp>
 #include <gpu_async/wait/detail/futex.hpp>
+#include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/doorbell.hpp>
 #include <gpu_async/wait/wordwait.hpp>
 
@@ -45,10 +46,7 @@ public:
     /// changed it first.
     void wake() noexcept {
         epoch_.fetch_add(1, std::memory_order_seq_cst);
-#if GPU_ASYNC_HAS_FUTEX
-        if (sleepers_.load(std::memory_order_seq_cst) != 0)
-            futex_wake_all(reinterpret_cast<const std::uint32_t*>(&epoch_));
-#endif
+        sleepers_.notify(epoch_word());
     }
 
     /// Waits until `over()` or `bound` passes: spins as a park would (the first round of a
@@ -67,40 +65,29 @@ public:
         const std::uint64_t spin = waiter.spin_ns();
         const std::uint64_t spin_for = spin_first ? std::min(spin, spin_limit_ns) : 0;
         const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
-        for (unsigned i = 1;; ++i) {
-            if (over()) return;
-            cpu_relax();
-            if ((i & 15u) == 0 && mono_now().ns >= spin_end) break;
-        }
+        if (spin_until(over, spin_end)) return;
         if (spin != bell_waiter::max_spin_ns) return;
         const std::uint64_t step = bell.device_producers() != 0 && !waiter.has_monitor()
                                        ? std::max<std::uint64_t>(1, waiter.device_poll().ns)
                                        : ~std::uint64_t{0};
-#if GPU_ASYNC_HAS_FUTEX
         for (;;) {
-            sleepers_.fetch_add(1, std::memory_order_seq_cst);
             const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
             const std::uint64_t now = mono_now().ns;
-            if (over() || now >= deadline) {
-                sleepers_.fetch_sub(1, std::memory_order_relaxed);
-                return;
-            }
+            if (now >= deadline) return;
             const std::uint64_t left = std::min({deadline - now, doorbell::max_sleep_ns, step});
-            futex_wait(reinterpret_cast<const std::uint32_t*>(&epoch_), epoch, left);
-            sleepers_.fetch_sub(1, std::memory_order_relaxed);
+            if (sleepers_.sleep(epoch_word(), epoch, over, left)) return;
         }
-#else
-        (void)step;
-        while (!over() && mono_now().ns < deadline)
-            std::this_thread::yield();
-#endif
     }
 
 private:
     // Drains posted, running or awaiting a retry; the eventcount and its sleepers.
     std::atomic<std::uint32_t> drains_out_{0};
     std::atomic<std::uint32_t> epoch_{0};
-    std::atomic<std::uint32_t> sleepers_{0};
+    futex_sleepers sleepers_;
+
+    const std::uint32_t* epoch_word() const noexcept {
+        return reinterpret_cast<const std::uint32_t*>(&epoch_);
+    }
 };
 
 } // namespace gpu_async::detail

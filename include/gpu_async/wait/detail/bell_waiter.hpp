@@ -27,6 +27,7 @@
 #define GPU_ASYNC_WAIT_DETAIL_BELL_WAITER_HPP
 
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/detail/timer_slack.hpp>
 #include <gpu_async/wait/doorbell.hpp>
 #include <gpu_async/wait/wordwait.hpp>
@@ -129,12 +130,8 @@ public:
         if (bell.wait([&bell, seen] { return bell.count() != seen; }, sleep, dur_ns{}))
             return false;
         if (bell.device_signaled()) return true;
-        const std::uint64_t end = mono_now().after(budget).ns;
-        for (unsigned i = 1;; ++i) {
-            if (rang()) return false;
-            cpu_relax();
-            if ((i & 15u) == 0 && mono_now().ns >= end) return false;
-        }
+        spin_until(rang, mono_now().after(budget).ns);
+        return false;
     }
 
     /// The spin before the first device-poll step of a park: `spin` while rings come densely or

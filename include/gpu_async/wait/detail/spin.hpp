@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: BSL-1.0
+/// @file
+/// @brief The one spin of the waiting path: pause until a condition holds or a time passes.
+///
+/// Every bounded spin of the library (the word wait's portable park, the doorbell's wait, the
+/// bell waiter's predicted park, the stand-back gate) is this loop, so a spin reads the clock
+/// once per 16 pauses everywhere: a clock read costs about as much as the pauses between two.
+#ifndef GPU_ASYNC_WAIT_DETAIL_SPIN_HPP
+#define GPU_ASYNC_WAIT_DETAIL_SPIN_HPP
+
+#include <gpu_async/wait/detail/mono_clock.hpp>
+#include <gpu_async/wait/detail/wordwait_arm.hpp>
+#include <gpu_async/wait/detail/wordwait_x86.hpp>
+
+#include <cstdint>
+
+namespace gpu_async::detail {
+
+/// A spin hint: PAUSE on x86, YIELD on aarch64.
+inline void cpu_relax() noexcept {
+#if GPU_ASYNC_WORDWAIT_X86
+    __builtin_ia32_pause();
+#elif GPU_ASYNC_WORDWAIT_ARM
+    arm::yield_hint();
+#endif
+}
+
+/// Pause-spins until `done()` is true (returns true) or the process clock reaches `end_ns`
+/// (returns false). `done()` is asked at least once, also when `end_ns` has passed.
+template <class Pred>
+bool spin_until(Pred&& done, std::uint64_t end_ns) {
+    for (unsigned i = 1;; ++i) {
+        if (done()) return true;
+        cpu_relax();
+        if ((i & 15u) == 0 && mono_now().ns >= end_ns) return false;
+    }
+}
+
+} // namespace gpu_async::detail
+
+#endif // GPU_ASYNC_WAIT_DETAIL_SPIN_HPP
