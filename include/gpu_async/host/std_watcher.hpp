@@ -503,107 +503,15 @@ private:
     // thread (they keep their own code). Only an end sink the thread is firing already is
     // told by the thread.
     template <class End>
-    void end_waits(const completion_line& line, std::optional<slot_id> slot, End&& end) noexcept {
-        detail::engine_list here;
-        {
-            std::lock_guard lk(m_);
-            // Those that ended before go first: the order in which they ended.
-            detail::engine_list rest;
-            while (detail::engine_wait* w = left_.pop()) {
-                auto* p = static_cast<detail::watch_state*>(w);
-                const memory_descriptor& d = p->descriptor();
-                if (p->ends_here && &d.line() == &line && (!slot || d.slot() == *slot))
-                    fire_here_locked(*p, here);
-                else
-                    rest.push(w);
-            }
-            left_ = rest;
-            detail::engine_list out;
-            end(out);
-            settle_locked(out, &here);
-        }
-        bell_->ring();
-        fire_here(here);
-    }
+    void end_waits(const completion_line& line, std::optional<slot_id> slot, End&& end) noexcept;
 
-    void run() {
-        // While nothing is watched the thread sleeps on the doorbell; a registration and the
-        // stop ring it.
-        std::vector<state_ptr> fired;
-        std::unique_lock lk(m_);
-        thread_id_ = std::this_thread::get_id();
-        while (!stop_) {
-            // Read before the scan (under the lock a registration takes): a ring after it ends
-            // the park below.
-            const std::uint64_t seen = bell_->count();
-            if (bell_->device_signaled()) bell_->take_device_signal();
-            if (engine_.empty() && left_.empty()) {
-                lk.unlock();
-                waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
-                lk.lock();
-                continue;
-            }
-            scans_.fetch_add(1, std::memory_order_relaxed);
-            collect(fired);
-            park_policy::view scanned;
-            scanned.scanned = true;
-            scanned.found = !fired.empty();
-            scanned.pending = !engine_.empty();
-            const park_policy::step next = park_policy::next(scanned);
-            if (next == park_policy::step::deliver) {
-                lk.unlock();
-                for (const state_ptr& s : fired)
-                    fire(*s, std::error_code());
-                lk.lock();
-                for (auto& s : fired)
-                    s->state = detail::watch_state::phase::done;
-                fired.clear();
-                idle_cv_.notify_all();
-                continue;
-            }
-            if (next == park_policy::step::idle) continue; // the top of the loop idles
-            lk.unlock();
-            // A faulted context ends its lines' waits (device_fault) within a fault backstop.
-            detail::query_line_health();
-            waiter_.park(*bell_, seen, park_bound_);
-            lk.lock();
-        }
-        stop_pass(lk);
-    }
+    // The thread's loop: scan, fire, park, as park_policy says; the stop pass at its end.
+    void run();
 
     // The thread's last act (lock held, stop_ set): ends the on_end registrations with
     // errc::shut_down and runs the stop listeners, with the lock released; the other forms stay
     // registered (stranded_: never resolved, still dropped by their handles).
-    void stop_pass(std::unique_lock<detail::ranked_mutex>& lk) {
-        std::vector<state_ptr> ending;
-        const std::size_t all = engine_.size() + left_.count + stop_listeners_.size();
-        ending.reserve(all); // so that the sort below never throws
-        // Pending or reached: an on_end registration ends with the stop's code, the other forms
-        // stay registered; ended unreached: decided already, it ends with its own code.
-        const auto sort = [&](detail::engine_wait* w) {
-            auto* p = static_cast<detail::watch_state*>(w);
-            if (p->end_fn || p->ending)
-                ending.push_back(p->shared_from_this());
-            else
-                stranded_.push(w);
-        };
-        engine_.clear(left_); // after what left before: left_ keeps its order
-        while (detail::engine_wait* w = left_.pop())
-            sort(w);
-        for (state_ptr& p : stop_listeners_)
-            ending.push_back(std::move(p));
-        stop_listeners_.clear();
-        if (ending.empty()) return;
-        for (const state_ptr& p : ending)
-            p->state = detail::watch_state::phase::firing;
-        lk.unlock();
-        for (const state_ptr& s : ending)
-            fire(*s, make_error_code(errc::shut_down));
-        lk.lock();
-        for (const state_ptr& s : ending)
-            s->state = detail::watch_state::phase::done;
-        idle_cv_.notify_all();
-    }
+    void stop_pass(std::unique_lock<detail::ranked_mutex>& lk);
 
     dur_ns park_bound_;
     std::shared_ptr<doorbell> bell_ = std::make_shared<doorbell>();
@@ -630,5 +538,7 @@ inline void watch_handle::reset() {
 }
 
 } // namespace gpu_async
+
+#include <gpu_async/host/impl/std_watcher.ipp>
 
 #endif // GPU_ASYNC_HOST_STD_WATCHER_HPP
