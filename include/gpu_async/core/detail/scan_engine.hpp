@@ -271,15 +271,7 @@ public:
     /// take_in() outside a scan (before a cancellation, a retirement, a fault): the table's
     /// waits of the slots where it found waits complete, that the same store reached, leave with
     /// them, ordered as a scan orders.
-    void take_in_settled(engine_batch& batch, engine_list& out) noexcept {
-        const std::size_t before = out.count;
-        engine_wait* const tail = out.tail;
-        take_in(batch, out);
-        const std::size_t found = out.count - before;
-        if (found == 0) return;
-        recollect(out, tail, found);
-        if (out.count - before > found) order(out);
-    }
+    void take_in_settled(engine_batch& batch, engine_list& out) noexcept;
 
     /// take_in_settled() by the host's retirement of `slot` of `line` (a slot_retirement whose
     /// descriptors carried `retired`), under the host's lock, before it ends the slot's waits:
@@ -338,22 +330,7 @@ public:
     /// Whether the scan under way wants the host's queued registrations (take_in_late).
     bool wants_late_batch() const noexcept { return pass_.late_wanted != 0; }
     /// Takes in `batch` (left empty) during the scan under way; see begin_scan().
-    void take_in_late(engine_batch& batch, engine_list& out) noexcept {
-        engine_wait* const before = out.tail;
-        const std::size_t before_count = out.count;
-        take_in(batch, out);
-        const std::size_t found = out.count - before_count;
-        if (pass_.late_wanted == 1) {
-            pass_.late = found;
-            // Once more for what these completed: a second take-in may read a newer store still.
-            pass_.late_wanted = found != 0 ? 2 : 0;
-            recollect(out, before, found);
-            return;
-        }
-        recollect(out, before, found);
-        pass_.again = out.count - pass_.taken - pass_.collected - pass_.late;
-        pass_.late_wanted = 0;
-    }
+    void take_in_late(engine_batch& batch, engine_list& out) noexcept;
     /// Ends the scan under way: the waits whose deadline is at or before `now` leave, and `out`
     /// is put in hand-out order.
     void end_scan(mono_ns now, engine_list& out) noexcept {
@@ -413,30 +390,7 @@ public:
     /// `aborted` (as a retirement would), a faulted slot's whose word has not reached the target
     /// `faulted`. O(size()) when the epoch moved, one call otherwise. Allocates the list of the
     /// waits it ends; without memory it looks again at the next call.
-    void judge_pending(engine_list& out) noexcept {
-        // (Not a structured binding: clang 14 cannot capture one in the lambda below.)
-        const line_life_functions life_now = life();
-        const status_fn status = life_now.status;
-        const epoch_fn epoch = life_now.epoch;
-        if (status == nullptr || epoch == nullptr || table_.empty()) return;
-        const std::uint64_t now = epoch(); // before judging: a later move is seen next time
-        if (now == judged_pending_at_) return;
-        try {
-            ending_.clear();
-            table_.for_each([&](const engine_wait* w) {
-                const line_status st = status(w->descriptor());
-                if (ends_unwatched(st, w->descriptor()))
-                    ending_.emplace_back(const_cast<engine_wait*>(w), st);
-            });
-        } catch (...) {
-            ending_.clear();
-            return;
-        }
-        judged_pending_at_ = now;
-        for (const auto& [w, st] : ending_)
-            remove(*w, out, st == line_status::faulted ? wait_end::faulted : wait_end::aborted);
-        ending_.clear();
-    }
+    void judge_pending(engine_list& out) noexcept;
 
     /// The status of `d` by the engine's status function: live when
     /// there is none. Reads no line.
@@ -500,19 +454,7 @@ private:
     leave_sink sink(engine_list& out) noexcept { return leave_sink{this, &out}; }
 
     // The wait has left the table: drop the engine's bookkeeping of it.
-    void left(engine_wait& w, wait_end why) noexcept {
-        if (engine_group* g = w.group) {
-            (w.group_prev_ != nullptr ? w.group_prev_->next : g->head_) = w.next;
-            if (w.next != nullptr) w.next->group_prev_ = w.group_prev_;
-            w.group_prev_ = w.next = nullptr;
-            --g->count_;
-        }
-        if (w.bound_ns != 0) {
-            const auto b = bounds_.find(w.bound_ns);
-            if (--b->second == 0) bounds_.erase(b);
-        }
-        left_unregistered(w, why);
-    }
+    void left(engine_wait& w, wait_end why) noexcept;
 
     /// A wait to hand out in order, with its sort key copied out (a sort then reads no record:
     /// with thousands of waits those reads are cache misses).
@@ -562,123 +504,29 @@ private:
     }
 
     /// Puts `list` in hand-out order (when it holds several runs).
-    void order(engine_list& list) noexcept {
-        try {
-            keys_.clear();
-            for (engine_wait* w = list.head; w != nullptr; w = w->next)
-                keys_.push_back(key::of(w));
-        } catch (...) {
-            keys_.clear();
-            return; // no room to order them: handed out in their runs
-        }
-        sort_keys();
-        engine_list sorted;
-        for (const key& k : keys_)
-            sorted.push(k.w);
-        keys_.clear();
-        list = sorted;
-    }
+    void order(engine_list& list) noexcept;
 
     /// Collects onto `out` the slots of the `n` waits of `out` after `before` (none: its head).
-    void recollect(engine_list& out, engine_wait* before, std::size_t n) noexcept {
-        engine_wait* w = before != nullptr ? before->next : out.head;
-        for (std::size_t i = 0; i < n; ++i, w = w->next) {
-            const memory_descriptor& d = w->descriptor();
-            table_.collect(d.line(), d.slot(), sink(out));
-        }
-    }
+    void recollect(engine_list& out, engine_wait* before, std::size_t n) noexcept;
 
-    void begin_take() noexcept {
-        ++take_ins_;
-        keys_.clear();
-        const line_life_functions life_now = life();
-        status_now_ = life_now.status;
-        epoch_now_ = life_now.epoch != nullptr ? life_now.epoch() : 0;
-    }
+    void begin_take() noexcept;
 
     /// The status and epoch functions in force.
     line_life_functions life() const noexcept { return {status_, epoch_}; }
 
-    void take_one(engine_wait& w, engine_list& scanned, engine_list& out) noexcept {
-        w.next = nullptr;
-        w.taken_in_ = take_ins_;
-        w.done_at_take_in_ = false;
-        const memory_descriptor& d = w.descriptor();
-        if (status_now_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
-            const line_status st = status_now_(d);
-            if (st == line_status::retiring) {
-                take_given_back(w, out);
-                return;
-            }
-            if (ends_unwatched(st, d) && !retired_here(d, st)) {
-                // Stale at its registration, the wait never began; stale later, its line was
-                // retired while it was pending (wait_end.hpp).
-                end_at_take_in(w,
-                               st != line_status::stale                ? wait_end::faulted
-                               : taking_ == judgement::at_registration ? wait_end::stale
-                                                                       : wait_end::aborted,
-                               out);
-                return;
-            }
-        }
-        try {
-            // One read of the word decides both "complete now" and the wait's place in its slot
-            // (and may complete other waits of the slot: the word moved far since the last scan).
-            const bool kept = table_.insert(
-                w, sink(scanned),
-                w.has_deadline ? std::optional<mono_ns>(mono_ns{w.deadline_ns}) : std::nullopt);
-            if (!kept) {
-                w.done_at_take_in_ = true;
-                end_at_take_in(w, wait_end::reached, out);
-                return;
-            }
-            if (w.bound_ns != 0) {
-                try {
-                    ++bounds_[w.bound_ns];
-                } catch (...) {
-                    table_.erase(w); // not left in the table to be completed a second time
-                    throw;
-                }
-            }
-            w.registered_ = true;
-            if (engine_group* g = w.group) {
-                w.group_prev_ = nullptr;
-                w.next = g->head_;
-                if (g->head_ != nullptr) g->head_->group_prev_ = &w;
-                g->head_ = &w;
-                ++g->count_;
-            }
-        } catch (...) {
-            // No memory for its place in the table: it ends with that error, never lost.
-            left_unregistered(w, wait_end::no_memory);
-            out.push(&w);
-        }
-    }
+    void take_one(engine_wait& w, engine_list& scanned, engine_list& out) noexcept;
 
     // A registration on a slot whose give-back is still on its way to the hosts: its word holds
     // what the given-back stream stored, so a checked read decides now (the retirement's own
     // take-in, or a later scan, would find it stale and could no longer read). A retirement
     // that finished across the read makes the read count for nothing: judged at registration,
     // the wait never began (stale), as the status alone would have said a moment later.
-    void take_given_back(engine_wait& w, engine_list& out) noexcept {
-        const line_read r = gpu_async::read_checked(w.descriptor(), status_now_);
-        // pending cannot follow a retiring judgement; it ends as the rest of the slot's do.
-        const wait_end why = ending_of(r, taking_).value_or(wait_end::aborted);
-        if (why == wait_end::reached) w.done_at_take_in_ = true;
-        end_at_take_in(w, why, out);
-    }
+    void take_given_back(engine_wait& w, engine_list& out) noexcept;
 
     // A wait that ends as it is taken in: ordered with the take-in's other endings (by line and
     // slot, the reached first in target order), so the outcome does not depend on whether the
     // host had taken the slot's other waits in before.
-    void end_at_take_in(engine_wait& w, wait_end why, engine_list& out) noexcept {
-        left_unregistered(w, why);
-        try {
-            keys_.push_back(key::taken(&w)); // read while it is at hand
-        } catch (...) {
-            out.push(&w); // no room to order it: handed out as it comes
-        }
-    }
+    void end_at_take_in(engine_wait& w, wait_end why, engine_list& out) noexcept;
 
     // A stale registration on the slot whose retirement is taking it in, of the generation
     // that retirement ended: pending when retired, so read, not judged (take_in_retiring).
@@ -695,60 +543,9 @@ private:
     /// The waits complete when taken in leave in hand-out order; with them, the table's waits
     /// an insert completed (registered earlier, they may have lower targets of the same slot:
     /// the two runs leave as one).
-    void end_take(engine_list& scanned, engine_list& out) noexcept {
-        while (scanned.head != nullptr) {
-            try {
-                keys_.push_back(key::taken(scanned.head));
-            } catch (...) {
-                break; // no room to order the rest: handed out as they come, after the ordered
-            }
-            scanned.pop();
-        }
-        if (keys_.size() > 1) {
-            for (key& k : keys_)
-                k.measure();
-            sort_keys();
-        }
-        for (const key& k : keys_)
-            out.push(k.w);
-        keys_.clear();
-        while (engine_wait* w = scanned.pop())
-            out.push(w);
-    }
+    void end_take(engine_list& scanned, engine_list& out) noexcept;
 
-    void take_batch(engine_batch& batch, engine_list& out) noexcept {
-        begin_take();
-        std::size_t count = batch.waits.size();
-        // The overflow stack is used only once the array is full: after it, in order.
-        engine_wait* fifo = nullptr;
-        while (batch.overflow != nullptr) {
-            engine_wait* next = batch.overflow->next;
-            batch.overflow->next = fifo;
-            fifo = std::exchange(batch.overflow, next);
-            ++count;
-        }
-        engine_list scanned; // waits of the table that an insert's scan of their slot completed
-        // With thousands of registrations their records are out of the cache: fetched a few
-        // ahead, the reads overlap.
-        constexpr std::size_t ahead = 8;
-        std::vector<engine_wait*>& taken = batch.waits;
-        for (std::size_t i = 0; i < taken.size(); ++i) {
-            if (i + ahead < taken.size()) prefetch(taken[i + ahead]);
-            take_one(*taken[i], scanned, out);
-        }
-        while (fifo != nullptr)
-            take_one(*std::exchange(fifo, fifo->next), scanned, out);
-        taken.clear();
-        // Room for twice as many in this array, which the host fills next (its two batches
-        // alternate); without memory, those past its room wait on the stack.
-        if (taken.capacity() < 2 * count) {
-            try {
-                taken.reserve(2 * count);
-            } catch (...) {
-            }
-        }
-        end_take(scanned, out);
-    }
+    void take_batch(engine_batch& batch, engine_list& out) noexcept;
 
     static void prefetch(const engine_wait* w) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
@@ -793,5 +590,7 @@ private:
 } // namespace detail
 
 } // namespace gpu_async
+
+#include <gpu_async/core/impl/scan_engine.ipp>
 
 #endif // GPU_ASYNC_CORE_DETAIL_SCAN_ENGINE_HPP
