@@ -164,7 +164,7 @@ struct vulkan_spare_batch {
     std::vector<vulkan::command_buffer_t> buffers;
 };
 
-/// How far a closing line's settle went (defined in device/impl/vulkan.ipp).
+/// How far a closing line's settle went (defined in device/impl/vulkan_common.ipp).
 struct vulkan_settle;
 
 /// A descriptor of a Vulkan line at generation `generation` (adopt_line's, which the descriptor's
@@ -350,7 +350,7 @@ public:
 private:
     friend class vulkan_line;
 
-    // Out of line: its members hold the line state, complete only in device/impl/vulkan.ipp.
+    // Out of line: its members hold the line state, complete only in device/impl/vulkan_common.ipp.
     GPU_ASYNC_DECL explicit vulkan_device(const vulkan_loader& loader) noexcept;
 
     GPU_ASYNC_DECL std::optional<coded_error> resolve_instance();
