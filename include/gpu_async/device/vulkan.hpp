@@ -353,6 +353,10 @@ private:
     // Out of line: its members hold the line state, complete only in device/impl/vulkan_common.ipp.
     GPU_ASYNC_DECL explicit vulkan_device(const vulkan_loader& loader) noexcept;
 
+    // create()'s steps, each undone by the destructor (owned_) when a later one fails.
+    GPU_ASYNC_DECL std::optional<coded_error> make_instance();
+    GPU_ASYNC_DECL std::optional<coded_error> choose_physical_device(int wanted);
+    GPU_ASYNC_DECL std::optional<coded_error> make_device(bool host_import);
     GPU_ASYNC_DECL std::optional<coded_error> resolve_instance();
     GPU_ASYNC_DECL std::optional<coded_error> check_physical_device() const;
     GPU_ASYNC_DECL std::optional<coded_error> resolve_device();

@@ -416,25 +416,65 @@ vulkan_device::adopt(const vulkan_loader& loader, const vulkan_handles& handles)
     return d;
 }
 
-GPU_ASYNC_DECL result<std::unique_ptr<vulkan_device>>
-vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options) {
-    using namespace detail::vulkan_impl;
-    if (loader.version() < vulkan::api_version_1_2)
-        return unavailable("the Vulkan loader", "it offers Vulkan " +
-                                                    version_text(loader.version()) +
-                                                    "; the backend needs 1.2");
-    std::unique_ptr<vulkan_device> d(new vulkan_device(loader));
-    d->owned_ = true; // from here on the destructor destroys what was made
+namespace detail::vulkan_impl {
 
+/// The rank of a physical device's type: discrete, integrated, virtual, CPU, other.
+inline int device_type_rank(int type) noexcept {
+    switch (type) {
+    case physical_device_type_discrete_gpu:
+        return 4;
+    case physical_device_type_integrated_gpu:
+        return 3;
+    case physical_device_type_virtual_gpu:
+        return 2;
+    case physical_device_type_cpu:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/// The first queue family of `pd` with compute; the family count (past the end) when none.
+inline std::uint32_t first_compute_family(const instance_api& api, physical_device_t pd) {
+    std::uint32_t families = 0;
+    api.get_physical_device_queue_family_properties(pd, &families, nullptr);
+    std::vector<queue_family_properties> props(families);
+    api.get_physical_device_queue_family_properties(pd, &families, props.data());
+    std::uint32_t family = 0;
+    while (family < families && (props[family].queue_flags & queue_compute_bit) == 0)
+        ++family;
+    return family;
+}
+
+/// The physical devices of `instance` into `devices` (vkEnumeratePhysicalDevices, twice).
+inline std::optional<coded_error> list_physical_devices(const instance_api& api,
+                                                        instance_t instance,
+                                                        std::vector<physical_device_t>& devices) {
+    std::uint32_t count = 0;
+    if (const auto r = api.enumerate_physical_devices(instance, &count, nullptr);
+        r != success && r != incomplete)
+        return vulkan_loader::error("vkEnumeratePhysicalDevices", r);
+    devices.resize(count);
+    if (const auto r = api.enumerate_physical_devices(instance, &count, devices.data());
+        r != success && r != incomplete)
+        return vulkan_loader::error("vkEnumeratePhysicalDevices", r);
+    devices.resize(count);
+    return std::nullopt;
+}
+
+} // namespace detail::vulkan_impl
+
+GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::make_instance() {
+    using namespace detail::vulkan_impl;
     vulkan::application_info app{};
     app.application_name = "gpu_async";
     app.engine_name = "gpu_async";
     app.api_version = vulkan::api_version_1_2;
     vulkan::instance_create_info instance_info{};
     instance_info.application = &app;
-    if (const auto r = loader.api().create_instance(&instance_info, nullptr, &d->handles_.instance);
+    if (const auto r = loader_->api().create_instance(&instance_info, nullptr, &handles_.instance);
         r != vulkan::success) {
-        d->handles_.instance = nullptr;
+        handles_.instance = nullptr;
         return unavailable("a Vulkan instance", "vkCreateInstance failed with " +
                                                     vulkan_loader::result_name(r) + " (" +
                                                     std::to_string(r) + ")" +
@@ -442,82 +482,57 @@ vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options
                                                          ? ": no Vulkan driver (ICD) is installed?"
                                                          : ""));
     }
-    if (auto e = d->resolve_instance()) {
+    if (auto e = resolve_instance()) {
         // Without vkDestroyInstance the instance cannot go: leak it with the device object.
-        if (d->instance_api_.destroy_instance == nullptr) d->handles_.instance = nullptr;
-        return std::move(*e);
+        if (instance_api_.destroy_instance == nullptr) handles_.instance = nullptr;
+        return e;
     }
+    return std::nullopt;
+}
 
-    std::uint32_t count = 0;
-    if (const auto r =
-            d->instance_api_.enumerate_physical_devices(d->handles_.instance, &count, nullptr);
-        r != vulkan::success && r != vulkan::incomplete)
-        return d->error("vkEnumeratePhysicalDevices", r);
-    std::vector<vulkan::physical_device_t> devices(count);
-    if (const auto r = d->instance_api_.enumerate_physical_devices(d->handles_.instance, &count,
-                                                                   devices.data());
-        r != vulkan::success && r != vulkan::incomplete)
-        return d->error("vkEnumeratePhysicalDevices", r);
-    devices.resize(count);
+GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::choose_physical_device(int wanted) {
+    using namespace detail::vulkan_impl;
+    std::vector<vulkan::physical_device_t> devices;
+    if (auto e = list_physical_devices(instance_api_, handles_.instance, devices)) return e;
     if (devices.empty())
         return unavailable("a Vulkan device", "vkEnumeratePhysicalDevices found none");
-    if (options.physical_device >= static_cast<int>(devices.size()))
-        return unavailable("Vulkan physical device " + std::to_string(options.physical_device),
+    if (wanted >= static_cast<int>(devices.size()))
+        return unavailable("Vulkan physical device " + std::to_string(wanted),
                            "there are " + std::to_string(devices.size()));
 
     // The first suitable device of the best type (discrete, integrated, virtual, CPU, other).
-    auto rank = [](int type) {
-        switch (type) {
-        case vulkan::physical_device_type_discrete_gpu:
-            return 4;
-        case vulkan::physical_device_type_integrated_gpu:
-            return 3;
-        case vulkan::physical_device_type_virtual_gpu:
-            return 2;
-        case vulkan::physical_device_type_cpu:
-            return 1;
-        default:
-            return 0;
-        }
-    };
     std::string reasons;
     int best = -1;
     int best_rank = -1;
     std::uint32_t best_family = 0;
     for (std::size_t i = 0; i < devices.size(); ++i) {
-        if (options.physical_device >= 0 && static_cast<std::size_t>(options.physical_device) != i)
-            continue;
-        d->handles_.physical_device = devices[i];
-        std::uint32_t families = 0;
-        d->instance_api_.get_physical_device_queue_family_properties(devices[i], &families,
-                                                                     nullptr);
-        std::vector<vulkan::queue_family_properties> props(families);
-        d->instance_api_.get_physical_device_queue_family_properties(devices[i], &families,
-                                                                     props.data());
-        std::uint32_t family = 0;
-        while (family < families && (props[family].queue_flags & vulkan::queue_compute_bit) == 0)
-            ++family;
-        d->handles_.queue_family = family; // past the end when none: the check names it
-        if (auto e = d->check_physical_device()) {
+        if (wanted >= 0 && static_cast<std::size_t>(wanted) != i) continue;
+        handles_.physical_device = devices[i];
+        const std::uint32_t family = first_compute_family(instance_api_, devices[i]);
+        handles_.queue_family = family; // past the end when none: the check names it
+        if (auto e = check_physical_device()) {
             if (!reasons.empty()) reasons += "; ";
             reasons += e->message();
             continue;
         }
         vulkan::physical_device_properties p{};
-        d->instance_api_.get_physical_device_properties(devices[i], &p);
-        if (rank(p.device_type) > best_rank) {
+        instance_api_.get_physical_device_properties(devices[i], &p);
+        if (device_type_rank(p.device_type) > best_rank) {
             best = static_cast<int>(i);
-            best_rank = rank(p.device_type);
+            best_rank = device_type_rank(p.device_type);
             best_family = family;
         }
     }
     if (best < 0) return unavailable("a suitable Vulkan device", reasons);
-    d->handles_.physical_device = devices[static_cast<std::size_t>(best)];
-    d->handles_.queue_family = best_family;
+    handles_.physical_device = devices[static_cast<std::size_t>(best)];
+    handles_.queue_family = best_family;
+    return std::nullopt;
+}
 
+GPU_ASYNC_DECL std::optional<coded_error> vulkan_device::make_device(bool host_import) {
     const float priority = 1.0f;
     vulkan::device_queue_create_info queue_info{};
-    queue_info.queue_family_index = best_family;
+    queue_info.queue_family_index = handles_.queue_family;
     queue_info.queue_count = 1;
     queue_info.queue_priorities = &priority;
     vulkan::physical_device_timeline_semaphore_features timeline{};
@@ -534,33 +549,48 @@ vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options
     device_info.queue_create_infos = &queue_info;
     // The doorbell's import, where the device has it (lines take no doorbell without).
     const char* const extensions[] = {vulkan::ext_external_memory_host};
-    const bool host_import = d->has_extension(d->handles_.physical_device,
-                                              vulkan::ext_external_memory_host, d->no_import_);
     if (host_import) {
         device_info.enabled_extension_count = 1;
         device_info.enabled_extension_names = extensions;
     }
-    if (const auto r = d->instance_api_.create_device(d->handles_.physical_device, &device_info,
-                                                      nullptr, &d->handles_.device);
+    if (const auto r = instance_api_.create_device(handles_.physical_device, &device_info, nullptr,
+                                                   &handles_.device);
         r != vulkan::success) {
-        d->handles_.device = nullptr;
-        return d->error("vkCreateDevice", r);
+        handles_.device = nullptr;
+        return error("vkCreateDevice", r);
     }
-    if (auto e = d->resolve_device()) {
+    if (auto e = resolve_device()) {
         // Whatever was resolved: vkDestroyDevice may go with the rest. Without it the device
         // cannot go: leak it, and the instance under it.
-        if (d->api_.destroy_device == nullptr) {
-            d->handles_.device = nullptr;
-            d->handles_.instance = nullptr;
+        if (api_.destroy_device == nullptr) {
+            handles_.device = nullptr;
+            handles_.instance = nullptr;
         } else {
-            const auto destroy = d->api_.destroy_device;
-            d->api_ = {};
-            destroy(d->handles_.device, nullptr);
-            d->handles_.device = nullptr;
+            const auto destroy = api_.destroy_device;
+            api_ = {};
+            destroy(handles_.device, nullptr);
+            handles_.device = nullptr;
         }
-        return std::move(*e);
+        return e;
     }
-    d->api_.get_device_queue(d->handles_.device, best_family, 0, &d->handles_.queue);
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL result<std::unique_ptr<vulkan_device>>
+vulkan_device::create(const vulkan_loader& loader, vulkan_device_options options) {
+    using namespace detail::vulkan_impl;
+    if (loader.version() < vulkan::api_version_1_2)
+        return unavailable("the Vulkan loader", "it offers Vulkan " +
+                                                    version_text(loader.version()) +
+                                                    "; the backend needs 1.2");
+    std::unique_ptr<vulkan_device> d(new vulkan_device(loader));
+    d->owned_ = true; // from here on the destructor destroys what was made
+    if (auto e = d->make_instance()) return std::move(*e);
+    if (auto e = d->choose_physical_device(options.physical_device)) return std::move(*e);
+    const bool host_import = d->has_extension(d->handles_.physical_device,
+                                              vulkan::ext_external_memory_host, d->no_import_);
+    if (auto e = d->make_device(host_import)) return std::move(*e);
+    d->api_.get_device_queue(d->handles_.device, d->handles_.queue_family, 0, &d->handles_.queue);
     d->instance_api_.get_physical_device_memory_properties(d->handles_.physical_device,
                                                            &d->memory_);
     vulkan::physical_device_properties props{};
