@@ -524,6 +524,15 @@ public:
 private:
     GPU_ASYNC_DECL explicit vulkan_line(std::unique_ptr<detail::vulkan_line_state> state) noexcept;
 
+    // create()'s steps: what each made stays in the state, which create() destroys on failure.
+    GPU_ASYNC_DECL static std::optional<coded_error> make_memory(vulkan_device& device,
+                                                                 detail::vulkan_line_state& s);
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    make_descriptor_set(vulkan_device& device, detail::vulkan_line_state& s);
+    GPU_ASYNC_DECL static std::optional<coded_error> start_line(vulkan_device& device,
+                                                                detail::vulkan_line_state& s,
+                                                                const vulkan_line_options& options);
+
     std::unique_ptr<detail::vulkan_line_state> state_;
 };
 

@@ -60,6 +60,44 @@ inline int line_memory_type(const physical_device_memory_properties& m, std::uin
     return best;
 }
 
+/// Lets every queue family of the device use the buffer of `info` (a command buffer of any family
+/// may record a store; concurrent sharing needs no ownership transfers).
+inline void share_across_families(buffer_create_info& info,
+                                  const std::vector<std::uint32_t>& families) noexcept {
+    if (families.size() > 1) {
+        info.sharing_mode = sharing_mode_concurrent;
+        info.queue_family_index_count = static_cast<std::uint32_t>(families.size());
+        info.queue_family_indices = families.data();
+    }
+}
+
+/// Allocates one set of the store's layout from `pool`.
+inline result_t allocate_store_set(const device_api& a, device_t dev, descriptor_pool_t pool,
+                                   const descriptor_set_layout_t& layout, descriptor_set_t* set) {
+    descriptor_set_allocate_info set_info{};
+    set_info.descriptor_pool = pool;
+    set_info.descriptor_set_count = 1;
+    set_info.set_layouts = &layout;
+    return a.allocate_descriptor_sets(dev, &set_info, set);
+}
+
+/// Points `set`'s binding 0 at the line and binding 1 at the doorbell's word (or the line again).
+inline void write_store_set(const device_api& a, device_t dev, descriptor_set_t set,
+                            const descriptor_buffer_info& line,
+                            const descriptor_buffer_info& bell) noexcept {
+    const descriptor_buffer_info* refs[2] = {&line, &bell};
+    std::array<write_descriptor_set, 2> writes{};
+    for (std::uint32_t b = 0; b < writes.size(); ++b) {
+        writes[b].dst_set = set;
+        writes[b].dst_binding = b;
+        writes[b].descriptor_count = 1;
+        writes[b].descriptor_type = descriptor_type_storage_buffer;
+        writes[b].buffer_info = refs[b];
+    }
+    a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
+                             nullptr);
+}
+
 } // namespace detail::vulkan_impl
 
 // --- the line ------------------------------------------------------------------------------
@@ -82,6 +120,107 @@ GPU_ASYNC_DECL vulkan_line& vulkan_line::operator=(vulkan_line&& other) noexcept
         state_ = std::move(other.state_);
     }
     return *this;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error> vulkan_line::make_memory(vulkan_device& device,
+                                                                   detail::vulkan_line_state& s) {
+    using namespace detail::vulkan_impl;
+    const vulkan::device_api& a = device.api();
+    const vulkan::device_t dev = device.device();
+    // 1. The buffer: the line's 64 bytes, usable from every queue family.
+    vulkan::buffer_create_info buffer_info{};
+    buffer_info.size = line_bytes;
+    buffer_info.usage = vulkan::buffer_usage_storage_buffer_bit;
+    share_across_families(buffer_info, device.queue_families_);
+    if (const auto r = a.create_buffer(dev, &buffer_info, nullptr, &s.buffer);
+        r != vulkan::success) {
+        s.buffer = {};
+        return device.error("vkCreateBuffer", r);
+    }
+
+    // 2. Its memory: host-visible and coherent, mapped; the line at offset 0.
+    vulkan::memory_requirements needs{};
+    a.get_buffer_memory_requirements(dev, s.buffer, &needs);
+    const int type = line_memory_type(device.memory_, needs.memory_type_bits);
+    if (type < 0)
+        return unavailable("a memory type for a completion line on Vulkan device '" +
+                               device.name() + "'",
+                           "none is HOST_VISIBLE and HOST_COHERENT for a storage buffer");
+    vulkan::memory_allocate_info alloc_info{};
+    alloc_info.allocation_size = std::max<vulkan::device_size_t>(needs.size, line_bytes);
+    alloc_info.memory_type_index = static_cast<std::uint32_t>(type);
+    if (const auto r = a.allocate_memory(dev, &alloc_info, nullptr, &s.memory);
+        r != vulkan::success) {
+        s.memory = {};
+        return device.error("vkAllocateMemory", r);
+    }
+    if (const auto r = a.bind_buffer_memory(dev, s.buffer, s.memory, 0); r != vulkan::success)
+        return device.error("vkBindBufferMemory", r);
+    if (const auto r = a.map_memory(dev, s.memory, 0, vulkan::whole_size, 0, &s.mapped);
+        r != vulkan::success) {
+        s.mapped = nullptr;
+        return device.error("vkMapMemory", r);
+    }
+    if (s.mapped == nullptr || reinterpret_cast<std::uintptr_t>(s.mapped) % line_bytes != 0)
+        return backend("vkMapMemory returned a mapping that is null or not 64-byte aligned");
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_line::make_descriptor_set(vulkan_device& device, detail::vulkan_line_state& s) {
+    using namespace detail::vulkan_impl;
+    const vulkan::device_api& a = device.api();
+    const vulkan::device_t dev = device.device();
+    // 3. The descriptor set that binds the buffer to the store's pipeline.
+    vulkan::descriptor_pool_size pool_size{};
+    pool_size.type = vulkan::descriptor_type_storage_buffer;
+    pool_size.descriptor_count = 4;
+    vulkan::descriptor_pool_create_info pool_info{};
+    pool_info.max_sets = 2; // the line's set, and the one attach_doorbell makes
+    pool_info.pool_size_count = 1;
+    pool_info.pool_sizes = &pool_size;
+    if (const auto r = a.create_descriptor_pool(dev, &pool_info, nullptr, &s.descriptor_pool);
+        r != vulkan::success) {
+        s.descriptor_pool = {};
+        return device.error("vkCreateDescriptorPool", r);
+    }
+    if (const auto r =
+            allocate_store_set(a, dev, s.descriptor_pool, device.set_layout_, &s.descriptor_set);
+        r != vulkan::success)
+        return device.error("vkAllocateDescriptorSets", r);
+    vulkan::descriptor_buffer_info buffer_ref{};
+    buffer_ref.buffer = s.buffer;
+    buffer_ref.range = line_bytes;
+    // Binding 1 without a doorbell: the line (never written).
+    write_store_set(a, dev, s.descriptor_set, buffer_ref, buffer_ref);
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_line::start_line(vulkan_device& device, detail::vulkan_line_state& s,
+                        const vulkan_line_options& options) {
+    using namespace detail::vulkan_impl;
+    // 5. The line, its generation and its health query; then the device knows it.
+    s.line = ::new (s.mapped) completion_line();
+    for (std::size_t i = 0; i < line_words; ++i) {
+        s.line->words[i].store(options.initial_sequence, std::memory_order_relaxed);
+        s.sequence[i] = options.initial_sequence;
+    }
+    bool watched = false;
+    try {
+        const auto generation = adopt_line(*s.line); // retired by close(): its descriptors go stale
+        s.generation = generation;
+        s.health = std::make_unique<vulkan_line_health>(device.api(), device.device(), s.timeline);
+        watch_line_health(*s.line, *s.health);
+        watched = true;
+        device.add_line(&s);
+    } catch (...) {
+        if (watched) unwatch_line_health(*s.line);
+        s.line = nullptr;
+        s.health.reset();
+        return backend("no memory for a Vulkan line's generation or health query");
+    }
+    return std::nullopt;
 }
 
 GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
@@ -107,111 +246,15 @@ GPU_ASYNC_DECL result<vulkan_line> vulkan_line::create(vulkan_device& device,
         destroy_line_objects(a, dev, *s);
         return e;
     };
-
-    // 1. The buffer: the line's 64 bytes, usable from every queue family (a command buffer of
-    //    any family may record a store; concurrent sharing needs no ownership transfers).
-    vulkan::buffer_create_info buffer_info{};
-    buffer_info.size = line_bytes;
-    buffer_info.usage = vulkan::buffer_usage_storage_buffer_bit;
-    if (device.queue_families_.size() > 1) {
-        buffer_info.sharing_mode = vulkan::sharing_mode_concurrent;
-        buffer_info.queue_family_index_count =
-            static_cast<std::uint32_t>(device.queue_families_.size());
-        buffer_info.queue_family_indices = device.queue_families_.data();
-    }
-    if (const auto r = a.create_buffer(dev, &buffer_info, nullptr, &s->buffer);
-        r != vulkan::success) {
-        s->buffer = {};
-        return fail(device.error("vkCreateBuffer", r));
-    }
-
-    // 2. Its memory: host-visible and coherent, mapped; the line at offset 0.
-    vulkan::memory_requirements needs{};
-    a.get_buffer_memory_requirements(dev, s->buffer, &needs);
-    const int type = line_memory_type(device.memory_, needs.memory_type_bits);
-    if (type < 0)
-        return fail(unavailable("a memory type for a completion line on Vulkan device '" +
-                                    device.name() + "'",
-                                "none is HOST_VISIBLE and HOST_COHERENT for a storage buffer"));
-    vulkan::memory_allocate_info alloc_info{};
-    alloc_info.allocation_size = std::max<vulkan::device_size_t>(needs.size, line_bytes);
-    alloc_info.memory_type_index = static_cast<std::uint32_t>(type);
-    if (const auto r = a.allocate_memory(dev, &alloc_info, nullptr, &s->memory);
-        r != vulkan::success) {
-        s->memory = {};
-        return fail(device.error("vkAllocateMemory", r));
-    }
-    if (const auto r = a.bind_buffer_memory(dev, s->buffer, s->memory, 0); r != vulkan::success)
-        return fail(device.error("vkBindBufferMemory", r));
-    if (const auto r = a.map_memory(dev, s->memory, 0, vulkan::whole_size, 0, &s->mapped);
-        r != vulkan::success) {
-        s->mapped = nullptr;
-        return fail(device.error("vkMapMemory", r));
-    }
-    if (s->mapped == nullptr || reinterpret_cast<std::uintptr_t>(s->mapped) % line_bytes != 0)
-        return fail(backend("vkMapMemory returned a mapping that is null or not 64-byte aligned"));
-
-    // 3. The descriptor set that binds the buffer to the store's pipeline.
-    vulkan::descriptor_pool_size pool_size{};
-    pool_size.type = vulkan::descriptor_type_storage_buffer;
-    pool_size.descriptor_count = 4;
-    vulkan::descriptor_pool_create_info pool_info{};
-    pool_info.max_sets = 2; // the line's set, and the one attach_doorbell makes
-    pool_info.pool_size_count = 1;
-    pool_info.pool_sizes = &pool_size;
-    if (const auto r = a.create_descriptor_pool(dev, &pool_info, nullptr, &s->descriptor_pool);
-        r != vulkan::success) {
-        s->descriptor_pool = {};
-        return fail(device.error("vkCreateDescriptorPool", r));
-    }
-    vulkan::descriptor_set_allocate_info set_info{};
-    set_info.descriptor_pool = s->descriptor_pool;
-    set_info.descriptor_set_count = 1;
-    set_info.set_layouts = &device.set_layout_;
-    if (const auto r = a.allocate_descriptor_sets(dev, &set_info, &s->descriptor_set);
-        r != vulkan::success)
-        return fail(device.error("vkAllocateDescriptorSets", r));
-    vulkan::descriptor_buffer_info buffer_ref{};
-    buffer_ref.buffer = s->buffer;
-    buffer_ref.range = line_bytes;
-    std::array<vulkan::write_descriptor_set, 2> writes{};
-    for (std::uint32_t b = 0; b < writes.size(); ++b) {
-        writes[b].dst_set = s->descriptor_set;
-        writes[b].dst_binding = b; // binding 1 without a doorbell: the line (never written)
-        writes[b].descriptor_count = 1;
-        writes[b].descriptor_type = vulkan::descriptor_type_storage_buffer;
-        writes[b].buffer_info = &buffer_ref;
-    }
-    a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
-                             nullptr);
+    if (auto e = make_memory(device, *s)) return fail(std::move(*e));
+    if (auto e = make_descriptor_set(device, *s)) return fail(std::move(*e));
 
     // 4. The batches' timeline semaphore and command pool: those of a closed line where the
     //    device has them (vulkan_device::keep_batch_objects), else new ones.
     recycled = device.take_spare_batch(*s);
     if (!recycled)
         if (auto e = make_batch_objects(device, *s)) return fail(std::move(*e));
-
-    // 5. The line, its generation and its health query; then the device knows it.
-    s->line = ::new (s->mapped) completion_line();
-    for (std::size_t i = 0; i < line_words; ++i) {
-        s->line->words[i].store(options.initial_sequence, std::memory_order_relaxed);
-        s->sequence[i] = options.initial_sequence;
-    }
-    bool watched = false;
-    try {
-        const auto generation =
-            adopt_line(*s->line); // retired by close(): its descriptors go stale
-        s->generation = generation;
-        s->health = std::make_unique<vulkan_line_health>(a, dev, s->timeline);
-        watch_line_health(*s->line, *s->health);
-        watched = true;
-        device.add_line(s.get());
-    } catch (...) {
-        if (watched) unwatch_line_health(*s->line);
-        s->line = nullptr;
-        s->health.reset();
-        return fail(backend("no memory for a Vulkan line's generation or health query"));
-    }
+    if (auto e = start_line(device, *s, options)) return fail(std::move(*e));
     return vulkan_line(std::move(s));
 }
 
