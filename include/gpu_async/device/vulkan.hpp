@@ -532,6 +532,15 @@ private:
     GPU_ASYNC_DECL static std::optional<coded_error> start_line(vulkan_device& device,
                                                                 detail::vulkan_line_state& s,
                                                                 const vulkan_line_options& options);
+    // attach_doorbell()'s steps: what each made is left in its arguments for the caller to undo.
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    import_doorbell(const vulkan_device& device, void* host, vulkan::device_size_t size,
+                    std::uint32_t host_types, vulkan::buffer_t& buffer,
+                    vulkan::device_memory_t& memory);
+    GPU_ASYNC_DECL static std::optional<coded_error>
+    make_doorbell_set(const vulkan_device& device, const detail::vulkan_line_state& s,
+                      vulkan::buffer_t bell_buffer, vulkan::device_size_t size,
+                      vulkan::descriptor_set_t& set);
 
     std::unique_ptr<detail::vulkan_line_state> state_;
 };

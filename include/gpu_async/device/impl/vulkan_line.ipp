@@ -292,6 +292,70 @@ GPU_ASYNC_DECL std::shared_ptr<doorbell> vulkan_line::attached_doorbell() const 
 }
 
 GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_line::import_doorbell(const vulkan_device& device, void* host, vulkan::device_size_t size,
+                             std::uint32_t host_types, vulkan::buffer_t& buffer,
+                             vulkan::device_memory_t& memory) {
+    using namespace detail::vulkan_impl;
+    const vulkan::device_api& a = device.api();
+    const vulkan::device_t dev = device.device();
+    vulkan::external_memory_buffer_create_info external{};
+    external.handle_types = vulkan::external_memory_handle_type_host_allocation_bit;
+    vulkan::buffer_create_info buffer_info{};
+    buffer_info.next = &external;
+    buffer_info.size = size;
+    buffer_info.usage = vulkan::buffer_usage_storage_buffer_bit;
+    share_across_families(buffer_info, device.queue_families_);
+    if (const auto r = a.create_buffer(dev, &buffer_info, nullptr, &buffer); r != vulkan::success) {
+        buffer = {};
+        return device.error("vkCreateBuffer", r);
+    }
+    vulkan::memory_requirements needs{};
+    a.get_buffer_memory_requirements(dev, buffer, &needs);
+    const int type = line_memory_type(device.memory_, needs.memory_type_bits & host_types);
+    if (type < 0 || needs.size > size)
+        return unavailable("a doorbell on Vulkan device '" + device.name() + "'",
+                           "no HOST_VISIBLE, HOST_COHERENT memory type imports host memory "
+                           "for a storage buffer of " +
+                               std::to_string(size) + " bytes");
+    vulkan::import_memory_host_pointer_info import{};
+    import.handle_type = static_cast<int>(vulkan::external_memory_handle_type_host_allocation_bit);
+    import.host_pointer = host;
+    vulkan::memory_allocate_info alloc_info{};
+    alloc_info.next = &import;
+    alloc_info.allocation_size = size;
+    alloc_info.memory_type_index = static_cast<std::uint32_t>(type);
+    if (const auto r = a.allocate_memory(dev, &alloc_info, nullptr, &memory);
+        r != vulkan::success) {
+        memory = {};
+        return device.error("vkAllocateMemory", r);
+    }
+    if (const auto r = a.bind_buffer_memory(dev, buffer, memory, 0); r != vulkan::success)
+        return device.error("vkBindBufferMemory", r);
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
+vulkan_line::make_doorbell_set(const vulkan_device& device, const detail::vulkan_line_state& s,
+                               vulkan::buffer_t bell_buffer, vulkan::device_size_t size,
+                               vulkan::descriptor_set_t& set) {
+    using namespace detail::vulkan_impl;
+    const vulkan::device_api& a = device.api();
+    const vulkan::device_t dev = device.device();
+    // A set of its own: the line's first set may be bound in command buffers still pending,
+    // and a set must not change under them.
+    if (const auto r = allocate_store_set(a, dev, s.descriptor_pool, device.set_layout_, &set);
+        r != vulkan::success)
+        return device.error("vkAllocateDescriptorSets", r);
+    vulkan::descriptor_buffer_info refs[2]{};
+    refs[0].buffer = s.buffer;
+    refs[0].range = line_bytes;
+    refs[1].buffer = bell_buffer;
+    refs[1].range = size;
+    write_store_set(a, dev, set, refs[0], refs[1]);
+    return std::nullopt;
+}
+
+GPU_ASYNC_DECL std::optional<coded_error>
 vulkan_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
     using namespace detail::vulkan_impl;
     if (!is_open()) return backend("attach_doorbell on a closed or moved-from vulkan_line");
@@ -323,75 +387,15 @@ vulkan_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
 
     vulkan::buffer_t buffer{};
     vulkan::device_memory_t memory{};
+    vulkan::descriptor_set_t set{};
     auto fail = [&](coded_error e) -> std::optional<coded_error> {
         if (buffer != vulkan::buffer_t{}) a.destroy_buffer(dev, buffer, nullptr);
         if (memory != vulkan::device_memory_t{}) a.free_memory(dev, memory, nullptr);
         return e;
     };
-    vulkan::external_memory_buffer_create_info external{};
-    external.handle_types = vulkan::external_memory_handle_type_host_allocation_bit;
-    vulkan::buffer_create_info buffer_info{};
-    buffer_info.next = &external;
-    buffer_info.size = size;
-    buffer_info.usage = vulkan::buffer_usage_storage_buffer_bit;
-    if (device.queue_families_.size() > 1) {
-        buffer_info.sharing_mode = vulkan::sharing_mode_concurrent;
-        buffer_info.queue_family_index_count =
-            static_cast<std::uint32_t>(device.queue_families_.size());
-        buffer_info.queue_family_indices = device.queue_families_.data();
-    }
-    if (const auto r = a.create_buffer(dev, &buffer_info, nullptr, &buffer); r != vulkan::success) {
-        buffer = {};
-        return fail(device.error("vkCreateBuffer", r));
-    }
-    vulkan::memory_requirements needs{};
-    a.get_buffer_memory_requirements(dev, buffer, &needs);
-    const int type =
-        line_memory_type(device.memory_, needs.memory_type_bits & host_props.memory_type_bits);
-    if (type < 0 || needs.size > size)
-        return fail(unavailable("a doorbell on Vulkan device '" + device.name() + "'",
-                                "no HOST_VISIBLE, HOST_COHERENT memory type imports host memory "
-                                "for a storage buffer of " +
-                                    std::to_string(size) + " bytes"));
-    vulkan::import_memory_host_pointer_info import{};
-    import.handle_type = static_cast<int>(vulkan::external_memory_handle_type_host_allocation_bit);
-    import.host_pointer = host;
-    vulkan::memory_allocate_info alloc_info{};
-    alloc_info.next = &import;
-    alloc_info.allocation_size = size;
-    alloc_info.memory_type_index = static_cast<std::uint32_t>(type);
-    if (const auto r = a.allocate_memory(dev, &alloc_info, nullptr, &memory);
-        r != vulkan::success) {
-        memory = {};
-        return fail(device.error("vkAllocateMemory", r));
-    }
-    if (const auto r = a.bind_buffer_memory(dev, buffer, memory, 0); r != vulkan::success)
-        return fail(device.error("vkBindBufferMemory", r));
-
-    // A set of its own: the line's first set may be bound in command buffers still pending,
-    // and a set must not change under them.
-    vulkan::descriptor_set_t set{};
-    vulkan::descriptor_set_allocate_info set_info{};
-    set_info.descriptor_pool = s.descriptor_pool;
-    set_info.descriptor_set_count = 1;
-    set_info.set_layouts = &device.set_layout_;
-    if (const auto r = a.allocate_descriptor_sets(dev, &set_info, &set); r != vulkan::success)
-        return fail(device.error("vkAllocateDescriptorSets", r));
-    vulkan::descriptor_buffer_info refs[2]{};
-    refs[0].buffer = s.buffer;
-    refs[0].range = line_bytes;
-    refs[1].buffer = buffer;
-    refs[1].range = size;
-    std::array<vulkan::write_descriptor_set, 2> writes{};
-    for (std::uint32_t b = 0; b < writes.size(); ++b) {
-        writes[b].dst_set = set;
-        writes[b].dst_binding = b;
-        writes[b].descriptor_count = 1;
-        writes[b].descriptor_type = vulkan::descriptor_type_storage_buffer;
-        writes[b].buffer_info = &refs[b];
-    }
-    a.update_descriptor_sets(dev, static_cast<std::uint32_t>(writes.size()), writes.data(), 0,
-                             nullptr);
+    if (auto e = import_doorbell(device, host, size, host_props.memory_type_bits, buffer, memory))
+        return fail(std::move(*e));
+    if (auto e = make_doorbell_set(device, s, buffer, size, set)) return fail(std::move(*e));
 
     bell->add_device_producer();
     s.bell_word =
