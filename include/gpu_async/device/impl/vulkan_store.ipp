@@ -59,6 +59,82 @@ inline std::optional<coded_error> check_way(const vulkan_line& line, const vulka
         ") has not landed (one order per slot; nothing was made)");
 }
 
+/// Takes back the command buffers of the batches the line's semaphore has passed, and makes room
+/// for one more record of each kind: no allocation may fail once a batch is submitted.
+inline std::optional<coded_error> reclaim_batches(const vulkan_device& dev, vulkan_line_state& s) {
+    std::uint64_t passed = 0;
+    if (const auto r = dev.api().get_semaphore_counter_value(dev.device(), s.timeline, &passed);
+        r != success)
+        return dev.error("vkGetSemaphoreCounterValue", r);
+    try {
+        for (auto it = s.flying.begin(); it != s.flying.end();) {
+            if (it->value <= passed) {
+                s.spare.push_back(it->commands);
+                it = s.flying.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        s.flying.reserve(s.flying.size() + 1);
+        s.spare.reserve(s.spare.size() + 1);
+    } catch (...) {
+        return backend("no memory for a Vulkan line's batch records");
+    }
+    return std::nullopt;
+}
+
+/// A command buffer for the next batch, begun: a spare one reset, else a new one of the line's
+/// pool. On failure a spare one goes back to the spares (room reserved by reclaim_batches).
+inline std::optional<coded_error> begin_batch(const vulkan_device& dev, vulkan_line_state& s,
+                                              command_buffer_t& cb) {
+    const device_api& a = dev.api();
+    if (!s.spare.empty()) {
+        cb = s.spare.back();
+        s.spare.pop_back();
+        if (const auto r = a.reset_command_buffer(cb, 0); r != success) {
+            s.spare.push_back(cb);
+            return dev.error("vkResetCommandBuffer", r);
+        }
+    } else {
+        command_buffer_allocate_info alloc{};
+        alloc.command_pool = s.command_pool;
+        alloc.command_buffer_count = 1;
+        if (const auto r = a.allocate_command_buffers(dev.device(), &alloc, &cb); r != success)
+            return dev.error("vkAllocateCommandBuffers", r);
+    }
+    command_buffer_begin_info begin{};
+    begin.flags = command_buffer_usage_one_time_submit_bit;
+    if (const auto r = a.begin_command_buffer(cb, &begin); r != success) {
+        s.spare.push_back(cb); // reserved by reclaim_batches
+        return dev.error("vkBeginCommandBuffer", r);
+    }
+    return std::nullopt;
+}
+
+/// Submits `cb` on the device's queue: it waits for `semaphore` to reach `value` (every stage:
+/// the store's barrier orders after it), stores, then signals the line's own semaphore at
+/// `signal`.
+inline result_t submit_batch(const vulkan_device& dev, const vulkan_line_state& s,
+                             command_buffer_t cb, semaphore_t semaphore, std::uint64_t value,
+                             std::uint64_t signal) {
+    const flags_t wait_stage = pipeline_stage_all_commands_bit;
+    timeline_semaphore_submit_info values{};
+    values.wait_semaphore_value_count = 1;
+    values.wait_semaphore_values = &value;
+    values.signal_semaphore_value_count = 1;
+    values.signal_semaphore_values = &signal;
+    submit_info submit{};
+    submit.next = &values;
+    submit.wait_semaphore_count = 1;
+    submit.wait_semaphores = &semaphore;
+    submit.wait_dst_stage_mask = &wait_stage;
+    submit.command_buffer_count = 1;
+    submit.command_buffers = &cb;
+    submit.signal_semaphore_count = 1;
+    submit.signal_semaphores = &s.timeline;
+    return dev.submit(1, &submit);
+}
+
 } // namespace detail::vulkan_impl
 
 GPU_ASYNC_DECL result<memory_descriptor>
@@ -87,88 +163,30 @@ vulkan_line::await_semaphore(slot_id slot, vulkan::semaphore_t semaphore, std::u
     detail::vulkan_line_state& s = *state_;
     if (auto e = check_way(*this, s, slot, store_way::awaited)) return std::move(*e);
     const vulkan_device& dev = *s.device;
-    const vulkan::device_api& a = dev.api();
-    const vulkan::device_t device = dev.device();
-
-    // Command buffers of batches the line's semaphore has passed are free again.
-    std::uint64_t passed = 0;
-    if (const auto r = a.get_semaphore_counter_value(device, s.timeline, &passed);
-        r != vulkan::success)
-        return dev.error("vkGetSemaphoreCounterValue", r);
-    try {
-        for (auto it = s.flying.begin(); it != s.flying.end();) {
-            if (it->value <= passed) {
-                s.spare.push_back(it->commands);
-                it = s.flying.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        s.flying.reserve(s.flying.size() + 1); // no allocation may fail once submitted
-        s.spare.reserve(s.spare.size() + 1);
-    } catch (...) {
-        return backend("no memory for a Vulkan line's batch records");
-    }
+    if (auto e = reclaim_batches(dev, s)) return std::move(*e);
     vulkan::command_buffer_t cb = nullptr;
-    if (!s.spare.empty()) {
-        cb = s.spare.back();
-        s.spare.pop_back();
-        if (const auto r = a.reset_command_buffer(cb, 0); r != vulkan::success) {
-            s.spare.push_back(cb);
-            return dev.error("vkResetCommandBuffer", r);
-        }
-    } else {
-        vulkan::command_buffer_allocate_info alloc{};
-        alloc.command_pool = s.command_pool;
-        alloc.command_buffer_count = 1;
-        if (const auto r = a.allocate_command_buffers(device, &alloc, &cb); r != vulkan::success)
-            return dev.error("vkAllocateCommandBuffers", r);
-    }
-    vulkan::command_buffer_begin_info begin{};
-    begin.flags = vulkan::command_buffer_usage_one_time_submit_bit;
-    if (const auto r = a.begin_command_buffer(cb, &begin); r != vulkan::success) {
-        s.spare.push_back(cb); // reserved above
-        return dev.error("vkBeginCommandBuffer", r);
-    }
+    if (auto e = begin_batch(dev, s, cb)) return std::move(*e);
     const std::size_t i = slot.index();
     const std::uint64_t next = s.sequence[i] + 1; // wraps modulo 2^64
     record_store_commands(dev, s, cb, slot, next, dev.pipeline_, dev.pipeline_layout_);
-    if (const auto r = a.end_command_buffer(cb); r != vulkan::success) {
-        s.spare.push_back(cb);
+    if (const auto r = dev.api().end_command_buffer(cb); r != vulkan::success) {
+        s.spare.push_back(cb); // reserved by reclaim_batches
         return dev.error("vkEndCommandBuffer", r);
     }
-
-    // Wait for the caller's value (every stage: the store's barrier orders after it), store,
-    // then signal the line's own semaphore at its next value.
     const std::uint64_t signal = s.submitted + 1;
-    const vulkan::flags_t wait_stage = vulkan::pipeline_stage_all_commands_bit;
-    vulkan::timeline_semaphore_submit_info values{};
-    values.wait_semaphore_value_count = 1;
-    values.wait_semaphore_values = &value;
-    values.signal_semaphore_value_count = 1;
-    values.signal_semaphore_values = &signal;
-    vulkan::submit_info submit{};
-    submit.next = &values;
-    submit.wait_semaphore_count = 1;
-    submit.wait_semaphores = &semaphore;
-    submit.wait_dst_stage_mask = &wait_stage;
-    submit.command_buffer_count = 1;
-    submit.command_buffers = &cb;
-    submit.signal_semaphore_count = 1;
-    submit.signal_semaphores = &s.timeline;
-    if (const auto r = dev.submit(1, &submit); r != vulkan::success) {
+    if (const auto r = submit_batch(dev, s, cb, semaphore, value, signal); r != vulkan::success) {
         if (r == vulkan::error_device_lost) {
             // The batch may be pending on a lost device: count it as submitted, so close()
             // never frees under it (its wait reports the loss, and the line leaks).
             s.submitted = signal;
-            s.flying.push_back({cb, signal}); // reserved above
+            s.flying.push_back({cb, signal}); // reserved by reclaim_batches
         } else {
-            s.spare.push_back(cb); // reserved above: a failed submission changes nothing
+            s.spare.push_back(cb); // reserved: a failed submission changes nothing
         }
         return dev.error("vkQueueSubmit", r);
     }
     s.submitted = signal;
-    s.flying.push_back({cb, signal}); // reserved above
+    s.flying.push_back({cb, signal}); // reserved by reclaim_batches
     s.sequence[i] = next;
     s.way[i] = store_way::awaited;
     return detail::vulkan_descriptor(*s.line, slot, next, s.generation);
