@@ -310,6 +310,12 @@ private:
 
     mapped_line() = default;
 
+    // create_on()'s last steps, from a retained domain and its page at `address`: the probe,
+    // the line and its health query (each failure gives back the page, then the domain).
+    GPU_ASYNC_DECL static result<mapped_line> start_line(const line_driver& driver, int device,
+                                                         void* domain, void* page,
+                                                         std::uint64_t address,
+                                                         const mapped_line_options& options);
     GPU_ASYNC_DECL std::optional<close_failure> close_quietly() noexcept;
     GPU_ASYNC_DECL result<memory_descriptor> enqueue(slot_id slot, void* stream,
                                                      std::uint64_t next);

@@ -104,6 +104,21 @@ end_registration_locked(doorbell_registry& reg, doorbell_registration* r) noexce
     return std::nullopt;
 }
 
+/// Gives back what a line's creation took, in reverse order, when a later step fails, and returns
+/// `error`. The page is freed here only before any store could have been enqueued on it, so no
+/// settle is needed.
+inline coded_error unwind_line(const line_driver& driver, int device, void* domain, void* page,
+                               coded_error error) {
+    bool released = page == nullptr;
+    if (page != nullptr) {
+        const driver_status st = driver.free_page(driver.self, domain, page);
+        released = st.ok() || st.done; // freed, even if the restore after it failed
+    }
+    // A page that could not be freed keeps its domain alive: leak the reference with it.
+    if (released) static_cast<void>(driver.release_domain(driver.self, device, domain));
+    return error;
+}
+
 } // namespace detail
 
 GPU_ASYNC_DECL coded_error driver_error(const line_driver& driver, driver_op op,
@@ -130,41 +145,39 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create(const line_driver& driver
 
 GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& driver, int device,
                                                           mapped_line_options options) {
+    using detail::unwind_line;
     // 1. The domain first: it must outlive the page.
     void* domain = nullptr;
     if (const driver_status st = driver.retain_domain(driver.self, device, &domain); !st.ok())
         return driver_error(driver, driver_op::retain_domain, st);
-
-    // Gives back what was taken, in reverse order, when a later step fails. The page is freed
-    // here only before any store could have been enqueued on it, so no settle is needed.
-    auto unwind = [&](void* page, coded_error error) -> coded_error {
-        bool released = page == nullptr;
-        if (page != nullptr) {
-            const driver_status st = driver.free_page(driver.self, domain, page);
-            released = st.ok() || st.done; // freed, even if the restore after it failed
-        }
-        // A page that could not be freed keeps its domain alive: leak the reference with it.
-        if (released) static_cast<void>(driver.release_domain(driver.self, device, domain));
-        return error;
-    };
 
     // 2. One whole page, nothing else in it.
     void* page = nullptr;
     if (const driver_status st = driver.alloc_page(driver.self, domain, page_bytes, &page);
         !st.ok())
         // Allocated when only the restore after it failed: freed before the domain goes.
-        return unwind(st.done ? page : nullptr, driver_error(driver, driver_op::alloc_page, st));
+        return unwind_line(driver, device, domain, st.done ? page : nullptr,
+                           driver_error(driver, driver_op::alloc_page, st));
     if (page == nullptr || reinterpret_cast<std::uintptr_t>(page) % alignof(completion_line) != 0)
-        return unwind(page, coded_error(errc::backend,
-                                        {std::string(driver.call_name(driver_op::alloc_page)) +
-                                         " returned a page that is null or not 64-byte aligned"}));
+        return unwind_line(
+            driver, device, domain, page,
+            coded_error(errc::backend, {std::string(driver.call_name(driver_op::alloc_page)) +
+                                        " returned a page that is null or not 64-byte aligned"}));
 
     // 3. Its device address.
     std::uint64_t address = 0;
     if (const driver_status st = driver.device_pointer(driver.self, domain, page, &address);
         !st.ok())
-        return unwind(page, driver_error(driver, driver_op::device_pointer, st));
+        return unwind_line(driver, device, domain, page,
+                           driver_error(driver, driver_op::device_pointer, st));
+    return start_line(driver, device, domain, page, address, options);
+}
 
+GPU_ASYNC_DECL result<mapped_line> mapped_line::start_line(const line_driver& driver, int device,
+                                                           void* domain, void* page,
+                                                           std::uint64_t address,
+                                                           const mapped_line_options& options) {
+    using detail::unwind_line;
     // 4. The probe of the line's health query, where the table has the hooks.
     const bool probes = driver.make_probe != nullptr && driver.query_probe != nullptr &&
                         driver.drop_probe != nullptr;
@@ -173,11 +186,13 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
         if (const driver_status st = driver.make_probe(driver.self, domain, &probe); !st.ok()) {
             // Made when only the restore after it failed: destroyed before the page goes.
             if (st.done) static_cast<void>(driver.drop_probe(driver.self, domain, probe));
-            return unwind(page, driver_error(driver, driver_op::make_probe, st));
+            return unwind_line(driver, device, domain, page,
+                               driver_error(driver, driver_op::make_probe, st));
         }
     }
-    auto drop_probe = [&] {
+    auto fail = [&](const char* what) -> coded_error {
         if (probes) static_cast<void>(driver.drop_probe(driver.self, domain, probe));
+        return unwind_line(driver, device, domain, page, coded_error(errc::backend, {what}));
     };
 
     mapped_line out;
@@ -188,8 +203,7 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
         out.generation_ = adopt_line(*out.line_); // retired by close(): its descriptors go stale
     } catch (...) {
         out.line_ = nullptr;
-        drop_probe();
-        return unwind(page, coded_error(errc::backend, {"no memory for the line's generation"}));
+        return fail("no memory for the line's generation");
     }
     if (probes) {
         // 5. The health query, unregistered by close() before the line is retired.
@@ -199,9 +213,7 @@ GPU_ASYNC_DECL result<mapped_line> mapped_line::create_on(const line_driver& dri
             out.health_ = health.release();
         } catch (...) {
             out.line_ = nullptr;
-            drop_probe();
-            return unwind(page,
-                          coded_error(errc::backend, {"no memory for the line's health query"}));
+            return fail("no memory for the line's health query");
         }
     }
     out.domain_ = domain;
