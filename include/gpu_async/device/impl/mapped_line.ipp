@@ -104,6 +104,41 @@ end_registration_locked(doorbell_registry& reg, doorbell_registration* r) noexce
     return std::nullopt;
 }
 
+/// The live registration of `bell` with the driver table `d` into `r`, else a new one: its own
+/// reference on `device`'s domain (it must outlive the registration, which may outlive the line
+/// that made it) and the doorbell's line registered. Holds the registry's lock.
+inline std::optional<coded_error> find_or_register_locked(doorbell_registry& reg,
+                                                          const line_driver& d,
+                                                          const std::shared_ptr<doorbell>& bell,
+                                                          int device, doorbell_registration*& r) {
+    for (const auto& p : reg.live)
+        if (p->driver == &d && p->bell == bell) r = p.get();
+    if (r != nullptr) return std::nullopt;
+    auto made = std::make_unique<doorbell_registration>();
+    made->driver = &d;
+    made->bell = bell;
+    made->device = device;
+    reg.live.reserve(reg.live.size() + 1); // no allocation may fail once registered
+    if (const driver_status st = d.retain_domain(d.self, device, &made->domain); !st.ok())
+        return driver_error(d, driver_op::retain_domain, st);
+    if (const driver_status st =
+            d.register_host(d.self, made->domain, doorbell_host(*made), sizeof(completion_line));
+        !st.ok()) {
+        if (st.done) {
+            // Registered, but the restore after it failed: undo it as a last user would
+            // (a failed unregistration leaks it, with its reference).
+            reg.live.push_back(std::move(made)); // reserved above: cannot throw
+            static_cast<void>(end_registration_locked(reg, reg.live.back().get()));
+        } else {
+            static_cast<void>(d.release_domain(d.self, device, made->domain));
+        }
+        return driver_error(d, driver_op::register_host, st);
+    }
+    reg.live.push_back(std::move(made));
+    r = reg.live.back().get();
+    return std::nullopt;
+}
+
 /// Gives back what a line's creation took, in reverse order, when a later step fails, and returns
 /// `error`. The page is freed here only before any store could have been enqueued on it, so no
 /// settle is needed.
@@ -305,34 +340,7 @@ mapped_line::attach_doorbell(std::shared_ptr<doorbell> bell) {
     detail::doorbell_registry& reg = detail::doorbells();
     std::lock_guard lk(reg.mutex);
     detail::doorbell_registration* r = nullptr;
-    for (const auto& p : reg.live)
-        if (p->driver == &d && p->bell == bell) r = p.get();
-    if (r == nullptr) {
-        auto made = std::make_unique<detail::doorbell_registration>();
-        made->driver = &d;
-        made->bell = bell;
-        made->device = device_;
-        reg.live.reserve(reg.live.size() + 1); // no allocation may fail once registered
-        // The registration's own domain reference: it must outlive the registration, which may
-        // outlive this line.
-        if (const driver_status st = d.retain_domain(d.self, device_, &made->domain); !st.ok())
-            return driver_error(d, driver_op::retain_domain, st);
-        if (const driver_status st = d.register_host(
-                d.self, made->domain, detail::doorbell_host(*made), sizeof(completion_line));
-            !st.ok()) {
-            if (st.done) {
-                // Registered, but the restore after it failed: undo it as a last user would
-                // (a failed unregistration leaks it, with its reference).
-                reg.live.push_back(std::move(made)); // reserved above: cannot throw
-                static_cast<void>(detail::end_registration_locked(reg, reg.live.back().get()));
-            } else {
-                static_cast<void>(d.release_domain(d.self, device_, made->domain));
-            }
-            return driver_error(d, driver_op::register_host, st);
-        }
-        reg.live.push_back(std::move(made));
-        r = reg.live.back().get();
-    }
+    if (auto e = detail::find_or_register_locked(reg, d, bell, device_, r)) return e;
     std::uint64_t address = 0;
     if (const driver_status st =
             d.device_pointer(d.self, domain_, detail::doorbell_host(*r), &address);
