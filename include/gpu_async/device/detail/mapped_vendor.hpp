@@ -113,6 +113,10 @@ protected:
     api_type api_{};
     line_driver table_{};
     int version_ = 0;
+
+private:
+    /// Fills the line table with the hooks of the calls loaded (load_calls' last step).
+    void fill_table();
 };
 
 /// A completion line of one driver's device: a mapped_line and the driver that made it.

@@ -230,6 +230,13 @@ std::optional<coded_error> vendor_driver<Vendor>::load_calls(Lookup lookup) {
     if (status_t st = V::driver_get_version(api_)(&version_); st != V::success)
         return error(V::driver_get_version.name, st);
 
+    fill_table();
+    return std::nullopt;
+}
+
+template <class Vendor>
+void vendor_driver<Vendor>::fill_table() {
+    using V = Vendor;
     using H = vendor_hooks<V>;
     table_.self = this;
     table_.current_device = &H::current_device;
@@ -271,7 +278,6 @@ std::optional<coded_error> vendor_driver<Vendor>::load_calls(Lookup lookup) {
                          V::stream_query.name,
                          V::stream_destroy.name};
     table_.backend = V::backend;
-    return std::nullopt;
 }
 
 template <class Vendor, class Driver, class FromHandle>
