@@ -81,6 +81,16 @@ public:
     reactor_op* next_op() const noexcept { return static_cast<reactor_op*>(next); }
     /// The completion queue its completion is delivered from (its port's).
     completion_queue* queue() const noexcept { return queue_; }
+    /// Whether `complete` dispatches to an executor other than the drain's (see
+    /// set_foreign_executor).
+    bool foreign_executor() const noexcept { return foreign_executor_; }
+    /// When it was registered (the mono clock's ns), or 0: registered while nothing was
+    /// predicted (no clock read). Set by the service at registration.
+    std::uint64_t started_ns() const noexcept { return started_ns_; }
+    void started_ns(std::uint64_t ns) noexcept { started_ns_ = ns; }
+    /// With its address, the key a cancellation looks up (never wraps). Set by the service.
+    std::uint64_t serial() const noexcept { return serial_; }
+    void serial(std::uint64_t s) noexcept { serial_ = s; }
 
 protected:
     ~reactor_op() = default;
@@ -90,10 +100,6 @@ protected:
     void set_foreign_executor(bool foreign) noexcept { foreign_executor_ = foreign; }
 
 private:
-    friend class reactor_service;
-    friend class completion_queue;
-    friend struct ready_list;
-
     func_type func_;
     std::uint64_t started_ns_ = 0; // when it was registered (wordwait clock), 0: not predicted
     completion_queue* queue_;      // where its completion is delivered from
@@ -133,8 +139,8 @@ struct ready_list {
     std::size_t count() const noexcept { return waits.count; }
     void push(reactor_op* op) noexcept {
         if (waits.count == 0)
-            queue = op->queue_;
-        else if (op->queue_ != queue)
+            queue = op->queue();
+        else if (op->queue() != queue)
             mixed = true;
         waits.push(op);
     }
@@ -198,10 +204,14 @@ protected:
         , work_(w) {}
     ~completion_queue() = default;
 
-private:
-    friend class reactor_service;
-    friend class reactor_watcher;
-    friend class delivery;
+public:
+    // --- the interface of a queue to the service and its parts (not for ports) ---------------
+
+    /// Posts a drain for this queue (the port's schedule function); false when it could not.
+    bool post_drain() noexcept { return schedule_(this); }
+    /// The next queue of the to-schedule or retry list this queue is on (the lists are the
+    /// service's, linked through the queues).
+    completion_queue*& next_in_list() noexcept { return next_schedule_; }
 
     /// Appends the ops [head, tail] (linked by next_ready_). Returns true when a drain must be
     /// scheduled: the queue was idle; the caller then holds a new reference for it.
@@ -216,6 +226,7 @@ private:
     /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
     void abandon() noexcept;
 
+private:
     reactor_service* svc_;
     schedule_fn schedule_;
     free_fn free_;

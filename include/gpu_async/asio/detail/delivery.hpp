@@ -52,12 +52,12 @@ public:
     }
     /// Keeps `q` (with its drain reference) for the waiter to post again.
     void keep_for_retry(completion_queue* q) noexcept {
-        q->next_schedule_ = retry_;
+        q->next_in_list() = retry_;
         retry_ = q;
     }
     /// Whether a queue awaits a retry.
     bool retries() const noexcept { return retry_ != nullptr; }
-    /// The queues awaiting a retry, linked through next_schedule_; the list is emptied.
+    /// The queues awaiting a retry, linked through next_in_list(); the list is emptied.
     completion_queue* take_retries() noexcept { return std::exchange(retry_, nullptr); }
 
     // --- any thread, no lock -------------------------------------------------------------------

@@ -251,12 +251,28 @@ public:
     GPU_ASYNC_DECL void retire_slot(const completion_line& line, slot_id slot,
                                     slot_retirement r) noexcept override;
 
-private:
-    GPU_ASYNC_DECL void shutdown() override;
-    GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
+    // --- the interface of the service to its own parts --------------------------------------
+    // The watcher thread (reactor_watcher), run_fill and the completion queues' drains drive the
+    // service through these members and the parts' own interfaces (roster(), deliveries(),
+    // waiter(), bell()); none of them is for a port.
 
-    friend class reactor_watcher;
-    friend class completion_queue;
+    /// The service's lock: the engine, the roster, the rhythm and the incoming take.
+    ranked_mutex& mutex() const noexcept { return mutex_; }
+    /// Who waits for the table (changed under mutex()).
+    waiter_roster& roster() noexcept { return roster_; }
+    /// What left the engine on its way to the completion queues, the retries and the
+    /// stand-back gate.
+    delivery& deliveries() noexcept { return delivery_; }
+    /// The wait between scans.
+    bell_waiter& waiter() noexcept { return waiter_; }
+    /// A registration that cannot wait for the next pass came in (a near deadline, a tight
+    /// bound); a scan clears it as it takes registrations in.
+    bool urgent() const noexcept { return urgent_.load(std::memory_order_seq_cst); }
+    void clear_urgent() noexcept { urgent_.store(false, std::memory_order_seq_cst); }
+    /// Whether waits are watched (under mutex()).
+    bool watching_locked() const noexcept { return !engine_.empty(); }
+    /// A park predicted at `from` ended late: the next samples are late (under mutex()).
+    void slept_late_locked(std::uint64_t from) noexcept { rhythm_.slept_late(from); }
 
     /// Starts the watcher thread (throws std::system_error when it cannot).
     void start_thread_locked() { watcher_.start_locked(); }
@@ -356,6 +372,10 @@ private:
     /// returns whether the next scan's samples are late.
     bool park_between_scans(std::uint64_t seen, dur_ns bound,
                             std::optional<park_policy::predicted_park> sleep);
+
+private:
+    GPU_ASYNC_DECL void shutdown() override;
+    GPU_ASYNC_DECL void notify_fork(asio::execution_context::fork_event event) override;
 
     std::shared_ptr<doorbell> bell_;
     std::atomic<std::uint64_t> park_bound_ns_{default_park_bound.ns};

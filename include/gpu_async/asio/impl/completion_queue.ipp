@@ -28,9 +28,9 @@ GPU_ASYNC_DECL completion_queue* completion_queue::enqueue(ready_list& list) noe
     reactor_op* op = list.head();
     while (op != nullptr) {
         // One push per run of consecutive ops of one queue (usually the whole list).
-        completion_queue* q = op->queue_;
+        completion_queue* q = op->queue();
         reactor_op* last = op;
-        while (last->next != nullptr && last->next_op()->queue_ == q)
+        while (last->next != nullptr && last->next_op()->queue() == q)
             last = last->next_op();
         reactor_op* next = last->next_op();
         last->next = nullptr;
@@ -53,7 +53,7 @@ GPU_ASYNC_DECL bool completion_queue::push(reactor_op* head, reactor_op* tail) n
     tail_ = tail;
     if (posted_) return false;
     posted_ = true;
-    svc_->delivery_.gate().drain_out();
+    svc_->deliveries().gate().drain_out();
     add_ref(); // the drain's
     return true;
 }
@@ -84,7 +84,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
     if (batch != nullptr) prefetch_op(batch);
     for (std::uint32_t n = 1; batch != nullptr; ++n) {
         // A sign of life for a watcher that stands back (cheap: one relaxed add per 64 ops).
-        if ((n & 63u) == 0) svc_->delivery_.progressed(false);
+        if ((n & 63u) == 0) svc_->deliveries().progressed(false);
         reactor_op* op = batch;
         batch = op->next_op();
         op->next = nullptr;
@@ -92,7 +92,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
         // the second of the batch): a long batch's ops are out of the cache, and a handler's
         // run hides the fetch.
         if (batch != nullptr && batch->next != nullptr) prefetch_op(batch->next_op());
-        const bool foreign = op->foreign_executor_; // read now: complete() consumes the op
+        const bool foreign = op->foreign_executor(); // read now: complete() consumes the op
         try {
             expect_no_lock_held();
             op->complete();
@@ -103,7 +103,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
                 next_schedule_ = nullptr;
                 svc_->schedule(self.release_ownership());
             } else {
-                svc_->delivery_.gate().drain_ended();
+                svc_->deliveries().gate().drain_ended();
             }
             throw;
         }
@@ -129,7 +129,7 @@ GPU_ASYNC_DECL void completion_queue::run() {
         next_schedule_ = nullptr;
         svc_->schedule(self.release_ownership());
     } else {
-        svc_->delivery_.gate().drain_ended();
+        svc_->deliveries().gate().drain_ended();
     }
 }
 
@@ -160,7 +160,7 @@ GPU_ASYNC_DECL void completion_queue::abandon() noexcept {
         tail_ = nullptr;
         posted_ = false;
     }
-    svc_->delivery_.gate().drain_ended();
+    svc_->deliveries().gate().drain_ended();
     while (list != nullptr) {
         reactor_op* op = list;
         list = op->next_op();

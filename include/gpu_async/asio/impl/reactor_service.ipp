@@ -123,7 +123,7 @@ reactor_service::predicted_sleep_locked(std::uint64_t now_ns, dur_ns bound) cons
         [&](auto&& each) {
             engine_.for_each([&](const engine_wait& w) {
                 const auto& op = static_cast<const reactor_op&>(w);
-                each(rhythm_.expected(op.descriptor(), op.started_ns_, plan));
+                each(rhythm_.expected(op.descriptor(), op.started_ns(), plan));
             });
         });
 }
@@ -167,8 +167,8 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
     // Queues whose drain could not be posted: nothing will run them now. (A posted drain is
     // destroyed by its executor's shutdown, which abandons its queue the same way.)
     while (retries != nullptr) {
-        completion_queue* q = std::exchange(retries, retries->next_schedule_);
-        q->next_schedule_ = nullptr;
+        completion_queue* q = std::exchange(retries, retries->next_in_list());
+        q->next_in_list() = nullptr;
         q->abandon();
     }
 }
@@ -203,8 +203,8 @@ GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) co
 }
 
 GPU_ASYNC_DECL reactor_key reactor_service::make_key(reactor_op& op) noexcept {
-    op.serial_ = next_serial_.fetch_add(1, std::memory_order_relaxed);
-    return reactor_key{op.descriptor(), &op, op.serial_};
+    op.serial(next_serial_.fetch_add(1, std::memory_order_relaxed));
+    return reactor_key{op.descriptor(), &op, op.serial()};
 }
 
 GPU_ASYNC_DECL engine_batch& reactor_service::take_incoming_locked() noexcept {
@@ -218,7 +218,7 @@ GPU_ASYNC_DECL engine_batch& reactor_service::take_incoming_locked() noexcept {
 GPU_ASYNC_DECL void reactor_service::left_locked(reactor_op& op) noexcept {
     op.set_result(op.end()); // the engine decided it (a retirement since start(): aborted)
     if (op.end() == wait_end::reached) learn_locked(op);
-    delivery_.leaving(op.queue_);
+    delivery_.leaving(op.queue());
 }
 
 GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
@@ -252,8 +252,8 @@ GPU_ASYNC_DECL void reactor_service::take_in_settled_locked(engine_list& out) no
 }
 
 GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
-    if (op.started_ns_ == 0) return; // started while nothing was predicted: no clock read
-    rhythm_.learn(op.descriptor(), op.started_ns_, detail::mono_now().ns, rhythm_plan());
+    if (op.started_ns() == 0) return; // started while nothing was predicted: no clock read
+    rhythm_.learn(op.descriptor(), op.started_ns(), detail::mono_now().ns, rhythm_plan());
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
@@ -275,7 +275,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
             start_thread_locked();
     }
     op->group = &port.waits;
-    op->started_ns_ = predicting() ? detail::mono_now().ns : 0;
+    op->started_ns(predicting() ? detail::mono_now().ns : 0);
     op->bound_ns = bound.ns;
     op->has_deadline = deadline.has_value();
     op->deadline_ns = deadline ? deadline->ns : 0;
@@ -347,7 +347,7 @@ GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
         // is not found. Only a registered op (alive, owned by the engine) is touched.
         if (engine_wait* w = engine_.find(wait.descriptor, [&](const engine_wait* candidate) {
                 const auto* op = static_cast<const reactor_op*>(candidate);
-                return op == wait.op && op->serial_ == wait.serial;
+                return op == wait.op && op->serial() == wait.serial;
             })) {
             engine_.remove(*w, out);
             found = true;
@@ -493,9 +493,9 @@ GPU_ASYNC_DECL completion_queue* reactor_service::settle_locked(engine_list& out
 
 GPU_ASYNC_DECL void reactor_service::schedule(completion_queue* list) noexcept {
     while (list != nullptr) {
-        completion_queue* q = std::exchange(list, list->next_schedule_);
-        q->next_schedule_ = nullptr;
-        if (q->schedule_(q)) continue; // the drain holds the reference now
+        completion_queue* q = std::exchange(list, list->next_in_list());
+        q->next_in_list() = nullptr;
+        if (q->post_drain()) continue; // the drain holds the reference now
         // Posting failed: keep the queue (and its reference) for the waiter to post again.
         retry_later(q);
     }
@@ -505,7 +505,7 @@ GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
     completion_queue* q = op->queue();
     op->next = nullptr;
     if (q->push(op, op)) {
-        q->next_schedule_ = nullptr;
+        q->next_in_list() = nullptr;
         schedule(q);
     }
 }

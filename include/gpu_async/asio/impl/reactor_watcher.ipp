@@ -17,32 +17,32 @@ GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
 GPU_ASYNC_DECL void reactor_watcher::start_locked() {
     thread_ = start_watcher_thread([this] { run(); });
-    svc_.roster_.watcher_started(); // under the service's lock: the thread reads it once it has it
+    svc_.roster().watcher_started(); // under the service's lock: the thread reads it once it has it
 }
 
 GPU_ASYNC_DECL void reactor_watcher::stop() {
     std::thread t;
     {
-        std::lock_guard lk(svc_.mutex_);
+        std::lock_guard lk(svc_.mutex());
         if (!thread_.joinable()) return;
-        svc_.roster_.watcher_stopping();
+        svc_.roster().watcher_stopping();
         t = std::move(thread_);
     }
-    svc_.bell_->ring();
-    svc_.delivery_.gate().wake();
+    svc_.bell().ring();
+    svc_.deliveries().gate().wake();
     t.join();
-    std::lock_guard lk(svc_.mutex_);
-    svc_.roster_.watcher_joined();
+    std::lock_guard lk(svc_.mutex());
+    svc_.roster().watcher_joined();
 }
 
 GPU_ASYNC_DECL void reactor_watcher::run() {
-    std::unique_lock lk(svc_.mutex_);
-    while (svc_.roster_.thread() == waiter_roster::watcher::running) {
-        std::uint64_t seen = svc_.bell_->count();
+    std::unique_lock lk(svc_.mutex());
+    while (svc_.roster().thread() == waiter_roster::watcher::running) {
+        std::uint64_t seen = svc_.bell().count();
         park_policy::view top;
-        top.retries = svc_.delivery_.retries();
-        top.caller_drives = svc_.roster_.fill_active();
-        top.drains_out = svc_.delivery_.gate().drains_out() != 0;
+        top.retries = svc_.deliveries().retries();
+        top.caller_drives = svc_.roster().fill_active();
+        top.drains_out = svc_.deliveries().gate().drains_out() != 0;
         switch (park_policy::next(top)) {
         case park_policy::step::post_retries:
             post_retries_step(lk, seen);
@@ -52,8 +52,8 @@ GPU_ASYNC_DECL void reactor_watcher::run() {
             continue;
         case park_policy::step::stand_back:
             stand_back_step(lk);
-            if (svc_.roster_.thread() != waiter_roster::watcher::running) return;
-            seen = svc_.bell_->count();
+            if (svc_.roster().thread() != waiter_roster::watcher::running) return;
+            seen = svc_.bell().count();
             break;
         case park_policy::step::scan:
             break;
@@ -66,14 +66,14 @@ GPU_ASYNC_DECL void reactor_watcher::run() {
 
 GPU_ASYNC_DECL void reactor_watcher::post_retries_step(std::unique_lock<ranked_mutex>& lk,
                                                        std::uint64_t seen) {
-    completion_queue* retries = svc_.delivery_.take_retries();
+    completion_queue* retries = svc_.deliveries().take_retries();
     lk.unlock();
     svc_.schedule(retries);
     lk.lock();
     // A drain that cannot be posted now is retried after one park bound (a device's signal must
     // not end that park at once: the scan after the retries reads the word anyway).
-    if (svc_.delivery_.retries()) {
-        if (svc_.bell_->device_signaled()) svc_.bell_->take_device_signal();
+    if (svc_.deliveries().retries()) {
+        if (svc_.bell().device_signaled()) svc_.bell().take_device_signal();
         lk.unlock();
         svc_.park_on_bell(seen, svc_.park_bound());
         lk.lock();
@@ -84,7 +84,7 @@ GPU_ASYNC_DECL void reactor_watcher::idle_step(std::unique_lock<ranked_mutex>& l
                                                std::uint64_t seen) {
     // A FILL driver is the waiter (it scans): sleep on the doorbell until end_fill() or a stop
     // rings it (bell_waiter::idle_bound).
-    if (svc_.bell_->device_signaled()) svc_.bell_->take_device_signal();
+    if (svc_.bell().device_signaled()) svc_.bell().take_device_signal();
     lk.unlock();
     svc_.park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
     lk.lock();
@@ -101,14 +101,14 @@ GPU_ASYNC_DECL void reactor_watcher::stand_back_step(std::unique_lock<ranked_mut
     const park_policy::stand_back_window window = park_policy::stand_back(
         now, svc_.park_bound(), [&](dur_ns b) { return svc_.bound_locked(now, b); });
     lk.unlock();
-    std::uint64_t progress = svc_.delivery_.progress();
+    std::uint64_t progress = svc_.deliveries().progress();
     for (bool first = true;; first = false) {
         const mono_ns t{detail::mono_now().ns};
         if (t >= window.until) break;
-        svc_.delivery_.gate().wait(*svc_.bell_, svc_.waiter_,
-                                   min(window.round, window.until.since(t)), first,
-                                   [this] { return stand_back_over(); });
-        const std::uint64_t now_progress = svc_.delivery_.progress();
+        svc_.deliveries().gate().wait(svc_.bell(), svc_.waiter(),
+                                      min(window.round, window.until.since(t)), first,
+                                      [this] { return stand_back_over(); });
+        const std::uint64_t now_progress = svc_.deliveries().progress();
         if (!park_policy::stand_back_again(progress, now_progress, stand_back_over(),
                                            detail::mono_now(), window.until))
             break;
@@ -119,18 +119,18 @@ GPU_ASYNC_DECL void reactor_watcher::stand_back_step(std::unique_lock<ranked_mut
 
 GPU_ASYNC_DECL void reactor_watcher::scan_step(std::unique_lock<ranked_mutex>& lk,
                                                std::uint64_t seen) {
-    svc_.urgent_.store(false, std::memory_order_seq_cst); // the scan below takes it in
+    svc_.clear_urgent(); // the scan below takes it in
     // A device's doorbell store ends the park below; taken just before the scan it announces
     // (the device stored its completion word first), so the scan sees that completion. (Not
     // before a stand-back: the drains' scans look for the signal while it stays set.)
-    if (svc_.bell_->device_signaled()) svc_.bell_->take_device_signal();
+    if (svc_.bell().device_signaled()) svc_.bell().take_device_signal();
     const mono_ns now = detail::mono_now();
     ready_list list;
     svc_.pass_locked(now, list);
     park_policy::view seen_now;
     seen_now.scanned = true;
     seen_now.found = list.head() != nullptr;
-    seen_now.pending = !svc_.engine_.empty(); // its deadlines are the pending waits' own
+    seen_now.pending = svc_.watching_locked(); // its deadlines are the pending waits' own
     switch (park_policy::next(seen_now)) {
     case park_policy::step::idle:
         // The table's size (0) was published before the registrations were taken, so a registration
@@ -158,12 +158,12 @@ GPU_ASYNC_DECL void reactor_watcher::scan_step(std::unique_lock<ranked_mutex>& l
     svc_.query_health(); // a faulted context ends its lines' waits (device_fault) within a backstop
     const bool late = svc_.park_between_scans(seen, bound, sleep);
     lk.lock();
-    if (late) svc_.rhythm_.slept_late(from);
+    if (late) svc_.slept_late_locked(from);
 }
 
 GPU_ASYNC_DECL bool reactor_watcher::stand_back_over() const noexcept {
-    return svc_.delivery_.gate().drains_out() == 0 || svc_.roster_.stopping() ||
-           svc_.urgent_.load(std::memory_order_seq_cst) || svc_.bell_->device_signaled();
+    return svc_.deliveries().gate().drains_out() == 0 || svc_.roster().stopping() ||
+           svc_.urgent() || svc_.bell().device_signaled();
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END
