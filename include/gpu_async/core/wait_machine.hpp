@@ -129,13 +129,16 @@ struct wait_action {
         block,       ///< call the source's block(), answer with wait_event::blocked
         arm,         ///< call the source's arm(), answer with wait_event::armed
         sleep_until, ///< sleep until `at`, answer with wait_event::slept
-        park,        ///< park on the descriptor's word for at most `bound`, answer with parked
-        done,        ///< the wait succeeded: `report` says how
-        failed,      ///< the wait failed: `error` says why
+        /// park on the descriptor's word for at most `bound`, or, a host whose park watches
+        /// the word continuously (a reactor that scans it), until `at` in one piece: the
+        /// backstop query's due time. Answer with parked.
+        park,
+        done,   ///< the wait succeeded: `report` says how
+        failed, ///< the wait failed: `error` says why
     };
 
     type kind = type::query;
-    mono_ns at;            ///< for sleep_until
+    mono_ns at;            ///< for sleep_until; for park, the backstop query's due time
     dur_ns bound;          ///< for park
     wait_report report;    ///< for done
     std::error_code error; ///< for failed
@@ -146,7 +149,9 @@ struct wait_action {
     static wait_action sleep_until(mono_ns t) noexcept {
         return {type::sleep_until, t, {}, {}, {}};
     }
-    static wait_action park(dur_ns d) noexcept { return {type::park, {}, d, {}, {}}; }
+    static wait_action park(dur_ns d, mono_ns until = {}) noexcept {
+        return {type::park, until, d, {}, {}};
+    }
     static wait_action done(const wait_report& r) noexcept { return {type::done, {}, {}, r, {}}; }
     static wait_action failed(std::error_code ec) noexcept {
         return {type::failed, {}, {}, {}, ec};
@@ -272,12 +277,6 @@ public:
     /// The end of the predicted sleep, when this wait sleeps at all.
     std::optional<mono_ns> sleep_deadline() const noexcept { return sleep_to_; }
 
-    /// Flag plans: when the next backstop query is due (the last query plus the backstop). A
-    /// host whose park already watches the word continuously (a reactor that scans it) may park
-    /// until then in one piece instead of in park_ns pieces: the machine takes a park that
-    /// ended later than its bound as one park.
-    mono_ns backstop_due() const noexcept { return last_query_.after(backstop_ns_); }
-
 private:
     // The sleep's timer fired (or the word was seen during it).
     wait_action on_slept(bool word_seen) noexcept {
@@ -338,14 +337,16 @@ private:
         return park_or_backstop();
     }
 
-    // Flag plans: park at most park_ns, never past the next backstop; query once it is due.
+    // Flag plans: park at most park_ns, never past the next backstop; query once it is due. The
+    // park's `at` is that due time: a host whose park watches the word continuously parks until
+    // then in one piece, and a park that ended later than its bound counts as one park.
     wait_action park_or_backstop() noexcept {
         const mono_ns due = last_query_.after(backstop_ns_);
         if (now_ >= due) {
             ++backstop_queries_;
             return emit(state::backstop_query, wait_action::query());
         }
-        return emit(state::parking, wait_action::park(min(park_ns_, due.since(now_))));
+        return emit(state::parking, wait_action::park(min(park_ns_, due.since(now_)), due));
     }
 
     static std::error_code source_error(const query_result& r) noexcept {

@@ -225,6 +225,8 @@ BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_
             BOOST_TEST(a.bound.count() <= 100'000u);
             BOOST_TEST(a.bound.count() > 0u);
             BOOST_TEST(now_us + a.bound.count() / 1000 <= last_query_us + 1000);
+            // A host that watches the word continuously parks until the backstop is due.
+            BOOST_TEST((a.at == at_us(last_query_us + 1000)));
             now_us += a.bound.count() / 1000;
             ++parks;
             a = m.on_event(wait_event::parked(false, at_us(now_us)));
@@ -245,6 +247,30 @@ BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_
     BOOST_TEST(a.report.backstop_queries == backstops + 1);
     BOOST_TEST(a.report.parks == parks);
     BOOST_TEST((a.report.outcome == outcome::exact(now_us * 1000)));
+}
+
+BOOST_AUTO_TEST_CASE(a_host_that_watches_the_word_parks_until_the_backstop_in_one_piece) {
+    wait_machine m;
+    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
+    a = m.on_event(query_pending(at_us(0)));
+    a = m.on_event(wait_event::armed({}, at_us(0)));
+    std::uint32_t parks = 0;
+    for (std::uint64_t due_us = 1000; due_us <= 5000; due_us += 1000) {
+        BOOST_REQUIRE((a.kind == act::park));
+        BOOST_TEST(a.bound.count() == 100'000u); // the piece a host parking in pieces takes
+        BOOST_TEST((a.at == at_us(due_us)));     // the end a continuous watch may take
+        a = m.on_event(wait_event::parked(false, a.at));
+        ++parks;
+        BOOST_REQUIRE((a.kind == act::query)); // the backstop, at once
+        a = m.on_event(query_pending(at_us(due_us)));
+    }
+    a = m.on_event(wait_event::parked(true, at_us(5400)));
+    BOOST_REQUIRE((a.kind == act::query)); // the word: the final query
+    a = m.on_event(query_done(at_us(5410)));
+    BOOST_REQUIRE((a.kind == act::done));
+    BOOST_TEST(a.report.parks == parks + 1);
+    BOOST_TEST(a.report.backstop_queries == parks);
+    BOOST_TEST((a.report.outcome == outcome::exact(5'400'000)));
 }
 
 BOOST_AUTO_TEST_CASE(a_late_park_is_followed_by_a_backstop_query_at_once) {

@@ -493,15 +493,11 @@ private:
     void start_park(Self& self) {
         impl& m = *impl_;
         m.next = step::parking;
-        // The park's bound is the reactor's longest park before it looks at the word again (it
-        // scans at every ring and device signal too). A park that ended at that bound only to
-        // be renewed while the word is unchanged would cost a registration, a timeout and a
-        // post each time and see nothing the reactor's scans do not, so one registration lasts
-        // until the backstop query is due.
-        const dur_ns bound = m.action.bound;
-        const mono_ns now = mono_now();
-        const dur_ns until_backstop = m.machine.backstop_due().since(now);
-        on_word(self, bound, now.after(max(bound, until_backstop)));
+        // The reactor scans the word at every ring, device signal and park bound: one
+        // registration lasts until the backstop query is due (the action's `at`), its bound the
+        // machine's piece. A registration renewed at every piece while the word is unchanged
+        // would cost a timeout and a post each time and see nothing the scans do not.
+        on_word(self, m.action.bound, m.action.at);
     }
 
     /// The machine's end: done (its report, fed to the point's estimator) or failed.
