@@ -98,14 +98,19 @@ protected:
     /// Set at initiation when `complete` hands the handler to an executor other than the I/O
     /// executor the drain runs on (dispatch), rather than invoking it: see completion_queue::run.
     void set_foreign_executor(bool foreign) noexcept { foreign_executor_ = foreign; }
+    /// Whether its work is counted by its queue (the concrete op's hold_work).
+    bool counted() const noexcept { return counted_; }
+    void set_counted() noexcept { counted_ = true; }
 
 private:
+    // The small fields first: they take the tail padding of engine_wait, not words of their own.
+    wait_end result_ = wait_end::reached; // how it ended (the hot path)
+    bool foreign_executor_ = false;       // see set_foreign_executor
+    bool counted_ = false;                // see counted()
     func_type func_;
     std::uint64_t started_ns_ = 0; // when it was registered (wordwait clock), 0: not predicted
     completion_queue* queue_;      // where its completion is delivered from
     std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up (never wraps)
-    wait_end result_ = wait_end::reached; // how it ended, kept in a byte (the hot path)
-    bool foreign_executor_ = false;       // see set_foreign_executor
 };
 
 /// Asks for the cache line at `p`, to be written (a hint: nothing where the compiler has none).

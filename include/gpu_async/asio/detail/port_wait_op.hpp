@@ -304,7 +304,7 @@ public:
         const handler_executor ex = asio::get_associated_executor(handler_, io_ex);
         if (same_executor(ex, io_ex)) {
             queue()->work_started();
-            counted_ = true;
+            set_counted();
             return;
         }
         // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
@@ -393,7 +393,7 @@ private:
     // Destroys without invoking (context shutdown). The slot is left alone, as Asio's own
     // operations leave it: its signal may already be gone.
     static void free(port_wait_op* op) noexcept {
-        const queue_work work(op->counted_ ? op->queue() : nullptr);
+        const queue_work work(op->counted() ? op->queue() : nullptr);
         op_allocator alloc(op_allocator_for(op->handler_));
         op->free_part(alloc);
         op->~port_wait_op();
@@ -415,7 +415,7 @@ private:
         // now from another thread runs our cancellation handler, which finds nothing to cancel.
         // (The work is declared first: as in Asio's operations, it ends after the handler is
         // destroyed.)
-        const queue_work work(counted_ ? queue() : nullptr);
+        const queue_work work(counted() ? queue() : nullptr);
         std::optional<foreign_part> guards;
         if (part_ != nullptr) guards.emplace(std::move(*part_));
         Handler handler(std::move(handler_));
@@ -444,8 +444,6 @@ public:
 private:
 #endif
 
-    // Declared first: it takes the reactor op's tail padding, not a word of its own.
-    bool counted_ = false; // its work is counted by its queue (hold_work)
     Handler handler_;
     foreign_part* part_ = nullptr; // a handler with an executor of its own (hold_work)
 };
