@@ -144,13 +144,10 @@ public:
     bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
         if (done()) return true;
         const std::uint64_t start = detail::mono_now().ns;
-        const std::uint64_t deadline =
-            bound.count() > std::numeric_limits<std::uint64_t>::max() - start
-                ? std::numeric_limits<std::uint64_t>::max()
-                : start + bound.count();
-        const std::uint64_t spin_end =
-            deadline - start < spin.count() ? deadline : start + spin.count();
-        if (spin.count() != 0 && detail::spin_until(done, spin_end)) return true;
+        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
+        if (spin.count() != 0 &&
+            detail::spin_until(done, detail::spin_end(start, spin.count(), deadline)))
+            return true;
         for (;;) {
             const auto seen = static_cast<std::uint32_t>(count());
             const std::uint64_t now = detail::mono_now().ns;

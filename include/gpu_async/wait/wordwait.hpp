@@ -107,9 +107,7 @@ inline constexpr std::uint64_t fallback_spin_ns = 2000;
 template <class Pred>
 bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
     const std::uint64_t start = mono_now().ns;
-    const std::uint64_t spin_end =
-        deadline_ns - start < fallback_spin_ns ? deadline_ns : start + fallback_spin_ns;
-    if (spin_until(done, spin_end)) return true;
+    if (spin_until(done, spin_end(start, fallback_spin_ns, deadline_ns))) return true;
     for (;;) {
         if (done()) return true;
         if (mono_now().ns >= deadline_ns) return static_cast<bool>(done());
@@ -244,10 +242,7 @@ public:
     bool park(const completion_line& line, Pred&& done, dur_ns bound) const {
         if (done()) return true;
         const std::uint64_t start = detail::mono_now().ns;
-        const std::uint64_t deadline =
-            bound.count() > std::numeric_limits<std::uint64_t>::max() - start
-                ? std::numeric_limits<std::uint64_t>::max()
-                : start + bound.count();
+        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
         switch (path_) {
 #if GPU_ASYNC_WORDWAIT_X86
         case word_wait_path::umwait:

@@ -64,8 +64,7 @@ public:
         // doorbell's device word.
         const std::uint64_t spin = waiter.spin_ns();
         const std::uint64_t spin_for = spin_first ? std::min(spin, spin_limit_ns) : 0;
-        const std::uint64_t spin_end = deadline - start < spin_for ? deadline : start + spin_for;
-        if (spin_until(over, spin_end)) return;
+        if (spin_until(over, spin_end(start, spin_for, deadline))) return;
         if (spin != bell_waiter::max_spin_ns) return;
         const std::uint64_t step = bell.device_producers() != 0 && !waiter.has_monitor()
                                        ? std::max<std::uint64_t>(1, waiter.device_poll().ns)

@@ -25,6 +25,13 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+/// The end of a spin of `spin_ns` begun at `start_ns`: that, or `deadline_ns` when it comes
+/// first (mono clock ns).
+constexpr std::uint64_t spin_end(std::uint64_t start_ns, std::uint64_t spin_ns,
+                                 std::uint64_t deadline_ns) noexcept {
+    return deadline_ns - start_ns < spin_ns ? deadline_ns : start_ns + spin_ns;
+}
+
 /// Pause-spins until `done()` is true (returns true) or the process clock reaches `end_ns`
 /// (returns false). `done()` is asked at least once, also when `end_ns` has passed.
 template <class Pred>
