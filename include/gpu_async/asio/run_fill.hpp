@@ -11,6 +11,7 @@
 #include <gpu_async/asio/error.hpp>
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
 #include <asio/io_context.hpp>
@@ -33,7 +34,7 @@ struct fill_options {
     /// The longest block inside the io_context's own wait (io_context::run_one_for) while no GPU
     /// wait is pending. Sockets, timers and posts wake that block at once; it bounds only how late
     /// the thread notices a GPU wait started by another thread. Zero (or less) is taken as 1 ns.
-    std::chrono::nanoseconds idle_bound = std::chrono::milliseconds(1);
+    std::chrono::nanoseconds idle_bound = default_wait_tuning.fill_idle_bound;
 };
 
 /// Runs `ctx` on the calling thread in FILL mode until it runs out of work or is stopped, as

@@ -21,6 +21,7 @@
 #include <gpu_async/asio/detail/flavour.hpp>
 #include <gpu_async/asio/detail/port_wait_op.hpp>
 #include <gpu_async/asio/error.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/device/vulkan.hpp>
 
 #if defined(GPU_ASYNC_STANDALONE_ASIO)
@@ -89,8 +90,10 @@ public:
     using timer_type =
         asio::basic_waitable_timer<std::chrono::steady_clock,
                                    asio::wait_traits<std::chrono::steady_clock>, Executor>;
-    static constexpr std::chrono::microseconds first_interval{50};
-    static constexpr std::chrono::microseconds last_interval{1000};
+    static constexpr std::chrono::nanoseconds first_interval =
+        default_wait_tuning.close_poll_first.chrono();
+    static constexpr std::chrono::nanoseconds last_interval =
+        default_wait_tuning.settle_poll_last.chrono();
 
     struct state {
         state(const Executor& ex, vulkan_device* d, std::shared_ptr<const vulkan_closing> c,
@@ -103,7 +106,7 @@ public:
         vulkan_device* device;
         std::shared_ptr<const vulkan_closing> closing; ///< null: the line was closed already
         std::shared_ptr<vulkan_close_cancel> cancel;
-        std::chrono::microseconds interval = first_interval;
+        std::chrono::nanoseconds interval = first_interval;
     };
 
     template <class H>

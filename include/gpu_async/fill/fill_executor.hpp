@@ -29,6 +29,7 @@
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
 #include <gpu_async/fill/reactor.hpp>
@@ -167,7 +168,7 @@ struct fill_stats {
 class fill_executor {
 public:
     /// `park_bound`: the longest single park on a line (the reactor's park bound).
-    explicit fill_executor(dur_ns park_bound = dur_ns::from_us(100)) noexcept
+    explicit fill_executor(dur_ns park_bound = default_wait_tuning.park_bound) noexcept
         : park_bound_(park_bound) {}
     fill_executor(const fill_executor&) = delete;
     fill_executor& operator=(const fill_executor&) = delete;

@@ -20,6 +20,7 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/line/detail/line_watchers.hpp>
@@ -200,7 +201,7 @@ class std_watcher final : private detail::line_watcher {
 public:
     /// Starts the thread. `park_bound`: the longest park or sleep between two scans.
     /// `ww`: the word wait of the park on the doorbell's line (fallback: its futex).
-    explicit std_watcher(dur_ns park_bound = dur_ns::from_us(100),
+    explicit std_watcher(dur_ns park_bound = default_wait_tuning.park_bound,
                          const word_wait& ww = word_wait::probe())
         : park_bound_(park_bound)
         , waiter_(ww) {

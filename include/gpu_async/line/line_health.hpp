@@ -21,6 +21,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/line/line_life.hpp>
 
 #include <cstdint>
@@ -45,8 +46,9 @@ protected:
     ~line_health() = default;
 };
 
-/// How often, at most, the process runs the health queries by default: 10 ms.
-inline constexpr dur_ns default_fault_backstop = dur_ns::from_ms(10);
+/// How often, at most, the process runs the health queries by default
+/// (wait_tuning::fault_backstop, 10 ms).
+inline constexpr dur_ns default_fault_backstop = default_wait_tuning.fault_backstop;
 
 /// Registers `h` as the health query of `line` until unwatch_line_health(line): `h` must stay
 /// alive until then. A line owner calls it after adopt_line. Thread-safe; may throw

@@ -38,6 +38,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/wait/detail/futex.hpp>
 #include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/wordwait.hpp>
@@ -53,10 +54,10 @@ namespace gpu_async {
 /// A ringable completion line. Not copyable, not movable (waiters hold its address).
 class alignas(line_bytes) doorbell {
 public:
-    /// How long `wait` spins before it sleeps on the futex.
-    static constexpr std::uint64_t spin_ns = 2000;
-    /// The longest single futex sleep; `wait` loops to its bound.
-    static constexpr std::uint64_t max_sleep_ns = 1000000000;
+    /// How long `wait` spins before it sleeps on the futex (wait_tuning::spin).
+    static constexpr std::uint64_t spin_ns = default_wait_tuning.spin.ns;
+    /// The longest single futex sleep (wait_tuning::longest_sleep); `wait` loops to its bound.
+    static constexpr std::uint64_t max_sleep_ns = default_wait_tuning.longest_sleep.ns;
 
     doorbell() noexcept = default;
     doorbell(const doorbell&) = delete;
@@ -142,20 +143,12 @@ public:
     /// before it sleeps.
     template <class Pred>
     bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
-        if (done()) return true;
-        const std::uint64_t start = detail::mono_now().ns;
-        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
-        if (spin.count() != 0 &&
-            detail::spin_until(done, detail::spin_end(start, spin.count(), deadline)))
-            return true;
-        for (;;) {
-            const auto seen = static_cast<std::uint32_t>(count());
-            const std::uint64_t now = detail::mono_now().ns;
-            if (now >= deadline) return static_cast<bool>(done());
-            const std::uint64_t left =
-                deadline - now < max_sleep_ns ? deadline - now : max_sleep_ns;
-            if (sleepers_.sleep(futex_word(), seen, done, left)) return true;
-        }
+        const std::uint64_t deadline = detail::mono_now().after(bound).ns;
+        return detail::spin_then_sleep(done, spin.count(), deadline, max_sleep_ns,
+                                       [&](std::uint64_t left) {
+                                           const auto seen = static_cast<std::uint32_t>(count());
+                                           return sleepers_.sleep(futex_word(), seen, done, left);
+                                       });
     }
 
 private:

@@ -50,6 +50,7 @@
 
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/wait/detail/mono_clock.hpp>
 #include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/detail/wordwait_arm.hpp>
@@ -99,20 +100,15 @@ struct word_wait_path_report {
 
 namespace detail {
 
-/// How long the portable path spins before it yields.
-inline constexpr std::uint64_t fallback_spin_ns = 2000;
-
-/// The portable park: pause-spin for up to `fallback_spin_ns`, then yield, until `done()` or
+/// The portable park: pause-spin for up to wait_tuning::spin, then yield, until `done()` or
 /// `deadline_ns`. Returns `done()`.
 template <class Pred>
 bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
-    const std::uint64_t start = mono_now().ns;
-    if (spin_until(done, spin_end(start, fallback_spin_ns, deadline_ns))) return true;
-    for (;;) {
-        if (done()) return true;
-        if (mono_now().ns >= deadline_ns) return static_cast<bool>(done());
-        std::this_thread::yield();
-    }
+    return spin_then_sleep(done, default_wait_tuning.spin.ns, deadline_ns, ~std::uint64_t{0},
+                           [&](std::uint64_t) {
+                               std::this_thread::yield();
+                               return static_cast<bool>(done());
+                           });
 }
 
 // The hardware park loops: arm, re-check, wait, until `done()` or `deadline_ns` (steady-clock

@@ -103,18 +103,21 @@ BOOST_AUTO_TEST_CASE(the_device_poll_knob) {
 }
 
 BOOST_AUTO_TEST_CASE(a_device_poll_park_spins_first_only_at_the_default_poll_or_faster) {
-    using detail::bell_waiter;
     const dur_ns spin{doorbell::spin_ns};
-    BOOST_TEST(bell_waiter::first_step_spin(spin, false, default_device_poll).count() ==
-               spin.count());
-    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_us(5)).count() ==
-               spin.count());
-    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_us(21)).count() == 0u);
-    BOOST_TEST(bell_waiter::first_step_spin(spin, false, dur_ns::from_ms(1)).count() == 0u);
+    const dur_ns bound = dur_ns::from_ms(10);
+    const auto first_spin = [&](dur_ns s, dur_ns poll) {
+        const park_policy::park_shape shape = park_policy::park(bound, false, true, true, s, poll);
+        BOOST_TEST((shape.kind == park_policy::park_kind::steps));
+        BOOST_TEST(shape.step.count() == poll.count());
+        return shape.spin.count();
+    };
+    BOOST_TEST(first_spin(spin, default_device_poll) == spin.count());
+    BOOST_TEST(first_spin(spin, dur_ns::from_us(5)) == spin.count());
+    BOOST_TEST(first_spin(spin, dur_ns::from_us(21)) == 0u);
+    BOOST_TEST(first_spin(spin, dur_ns::from_ms(1)) == 0u);
     // Dense rings keep their (longer) spin at any poll.
-    const dur_ns dense_spin{bell_waiter::max_spin_ns};
-    BOOST_TEST(bell_waiter::first_step_spin(dense_spin, true, dur_ns::from_ms(1)).count() ==
-               dense_spin.count());
+    const dur_ns dense_spin = default_wait_tuning.busy_spin;
+    BOOST_TEST(first_spin(dense_spin, dur_ns::from_ms(1)) == dense_spin.count());
 }
 
 BOOST_AUTO_TEST_CASE(the_watcher_sees_a_store_only_device_through_the_device_word) {

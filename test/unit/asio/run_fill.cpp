@@ -230,20 +230,20 @@ using gpu_async::detail::waiter_roster;
 
 BOOST_AUTO_TEST_CASE(a_watcher_is_needed_only_while_nobody_waits_or_stops) {
     waiter_roster r;
-    BOOST_TEST(r.needs_watcher());
+    BOOST_TEST(r.needs_watcher(true));
     BOOST_TEST(!r.present());
     r.watcher_started();
-    BOOST_TEST(!r.needs_watcher());
+    BOOST_TEST(!r.needs_watcher(true));
     BOOST_TEST(r.present());
     BOOST_TEST(!r.stopping());
     // Being stopped: no waiter, yet none may start until its stopper has joined it.
     r.watcher_stopping();
     BOOST_TEST(!r.present());
     BOOST_TEST(r.stopping());
-    BOOST_TEST(!r.needs_watcher());
+    BOOST_TEST(!r.needs_watcher(true));
     r.watcher_joined();
     BOOST_TEST(!r.stopping());
-    BOOST_TEST(r.needs_watcher());
+    BOOST_TEST(r.needs_watcher(true));
 }
 
 BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
@@ -254,7 +254,7 @@ BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
     r.fill_begun(dur_ns::from_us(200));
     BOOST_TEST(r.fill_active());
     BOOST_TEST(r.present());
-    BOOST_TEST(!r.needs_watcher());
+    BOOST_TEST(!r.needs_watcher(true));
     BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns);
     r.fill_ended(dur_ns::from_us(200));
     BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns); // the other 200 us driver runs
@@ -268,7 +268,27 @@ BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
     r.fill_ended(dur_ns::from_us(50));
     BOOST_TEST(!r.present());
     BOOST_TEST(r.fill_bound_ns() == 0u);
-    BOOST_TEST(r.needs_watcher());
+    BOOST_TEST(r.needs_watcher(true));
+}
+
+BOOST_AUTO_TEST_CASE(no_watcher_is_needed_without_waits_or_after_shutdown) {
+    waiter_roster r;
+    BOOST_TEST(!r.needs_watcher(false));
+    BOOST_TEST(!r.shut_down());
+    r.shutting_down();
+    BOOST_TEST(r.shut_down());
+    BOOST_TEST(!r.needs_watcher(true));
+    BOOST_TEST(!r.present());
+    // Shutdown is final: a watcher stopped and joined after it leaves none needed.
+    r.watcher_started();
+    r.watcher_stopping();
+    r.watcher_joined();
+    BOOST_TEST(r.shut_down());
+    BOOST_TEST(!r.needs_watcher(true));
+    // And a FILL driver that ends after it starts none either.
+    r.fill_begun(dur_ns::from_us(50));
+    r.fill_ended(dur_ns::from_us(50));
+    BOOST_TEST(!r.needs_watcher(true));
 }
 
 BOOST_AUTO_TEST_SUITE_END()

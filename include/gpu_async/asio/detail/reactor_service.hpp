@@ -78,6 +78,7 @@
 #include <gpu_async/core/detail/scan_engine.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/line/detail/line_watchers.hpp>
 #include <gpu_async/line/line_health.hpp>
 #include <gpu_async/line/line_life.hpp>
@@ -108,9 +109,9 @@
 namespace gpu_async {
 GPU_ASYNC_ASIO_NAMESPACE_BEGIN
 
-/// The default bound of one park of the reactor's waiter: 100 us. Producers that do not ring the
-/// service's doorbell (GPU streams) are seen within one bound.
-inline constexpr dur_ns default_park_bound = dur_ns::from_us(100);
+/// The default bound of one park of the reactor's waiter (wait_tuning::park_bound, 100 us).
+/// Producers that do not ring the service's doorbell (GPU streams) are seen within one bound.
+inline constexpr dur_ns default_park_bound = default_wait_tuning.park_bound;
 
 GPU_ASYNC_ASIO_NAMESPACE_END
 namespace detail {
@@ -146,9 +147,9 @@ public:
     /// diagnostics): completion_rhythm::sleep_ns under rhythm_plan().
     GPU_ASYNC_DECL std::optional<std::uint64_t> rhythm_sleep_ns(const completion_line& line,
                                                                 slot_id slot) const;
-    /// At most this many pending waits are looked through for the earliest expected completion;
-    /// with more the waiter steps (a scan per park would cost more than the steps it saves).
-    static constexpr std::size_t predict_max_pending = park_policy::predict_max_pending;
+    /// At most this many pending waits are looked through for the earliest expected completion
+    /// (wait_tuning::predict_max_pending).
+    static constexpr std::size_t predict_max_pending = default_wait_tuning.predict_max_pending;
 
     /// Whether the watcher thread is running (for tests and diagnostics).
     GPU_ASYNC_DECL bool watcher_running() const;
@@ -299,8 +300,6 @@ public:
     /// a take that finds nothing publishes it under the queue's lock for a registration's idle
     /// check (registration_queue).
     GPU_ASYNC_DECL void finish_locked(engine_list& out, ready_list& list) noexcept;
-    /// finish_locked() for a list whose ops were each finished already (left_locked).
-    GPU_ASYNC_DECL void deliver_locked(engine_list& out, ready_list& list) noexcept;
     /// An op that left the engine: its result from why it ended, the rhythm's sample, and the
     /// queue it goes to.
     GPU_ASYNC_DECL void left_locked(reactor_op& op) noexcept;
@@ -341,9 +340,9 @@ public:
     /// user-mode monitor (a monitor sees the device's store at once: nothing to predict), and a
     /// device poll interval shorter than the waiter's park bound (park_policy::polls_within).
     bool predicting() const noexcept {
-        return predict_.load(std::memory_order_relaxed) && bell_->device_producers() != 0 &&
-               !waiter_.has_monitor() &&
-               park_policy::polls_within(waiter_.device_poll(), waiter_bound());
+        return park_policy::predicts(predict_.load(std::memory_order_relaxed),
+                                     bell_->device_producers() != 0, waiter_.has_monitor(),
+                                     waiter_.device_poll(), waiter_bound());
     }
     /// The park bound of the thread that waits for the table: the longest of the FILL drivers'
     /// own while any runs, else the watcher's, park_bound().
@@ -389,7 +388,6 @@ private:
     detail::bell_waiter waiter_; // the wait between scans (watcher thread, run_fill's park)
     std::atomic<bool> predict_{true};
     rhythm_learner rhythm_; // per slot, registration to completion (under the lock)
-    std::atomic<bool> shut_down_{false};
     // Registered, not yet taken in, with the table's size as last published (its own lock,
     // taken after mutex_ when both are held).
     registration_queue incoming_{engine_.make_batch()};

@@ -12,6 +12,7 @@
 #ifndef GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
 #define GPU_ASYNC_ASIO_DETAIL_STAND_BACK_HPP
 
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
 #include <gpu_async/wait/detail/bell_waiter.hpp>
 #include <gpu_async/wait/detail/futex.hpp>
@@ -19,7 +20,6 @@
 #include <gpu_async/wait/doorbell.hpp>
 #include <gpu_async/wait/wordwait.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <thread>
@@ -28,9 +28,6 @@ namespace gpu_async::detail {
 
 class stand_back_gate {
 public:
-    /// The longest spin of a stand-back before it sleeps (dense rings only).
-    static constexpr std::uint64_t spin_limit_ns = 20000;
-
     /// A drain was posted.
     void drain_out() noexcept { drains_out_.fetch_add(1, std::memory_order_seq_cst); }
     /// A drain ended without being posted again: the last one ends a stand-back.
@@ -49,33 +46,29 @@ public:
         sleepers_.notify(epoch_word());
     }
 
-    /// Waits until `over()` or `bound` passes: spins as a park would (the first round of a
-    /// stand-back: `spin_first`), then, while rings come densely (the waiter's spin is at its
-    /// most), sleeps on the eventcount, in steps of the device poll interval while device
-    /// producers count and no monitor sees their stores (a device's store does not end a futex
-    /// sleep). Sparse rings: returns after the spin (a drain's end is near).
+    /// Waits until `over()` or `bound` passes, as park_policy::stand_back_round says: spins
+    /// first (the first round of a stand-back: `spin_first`), then, while rings come densely,
+    /// sleeps on the eventcount, in steps of the device poll interval while device producers
+    /// count and no monitor sees their stores (a device's store does not end a futex sleep).
+    /// Sparse rings: returns after the spin (a drain's end is near). It reads lines that nobody
+    /// writes per completion: the drains' count, the flags, the doorbell's device word.
     template <class Over>
     void wait(const doorbell& bell, const bell_waiter& waiter, dur_ns bound, bool spin_first,
               Over&& over) noexcept {
         if (over() || bound.ns == 0) return;
-        const std::uint64_t start = mono_now().ns;
-        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
-        // It reads lines that nobody writes per completion: the drains' count, the flags, the
-        // doorbell's device word.
-        const std::uint64_t spin = waiter.spin_ns();
-        const std::uint64_t spin_for = spin_first ? std::min(spin, spin_limit_ns) : 0;
-        if (spin_until(over, spin_end(start, spin_for, deadline))) return;
-        if (spin != bell_waiter::max_spin_ns) return;
-        const std::uint64_t step = bell.device_producers() != 0 && !waiter.has_monitor()
-                                       ? std::max<std::uint64_t>(1, waiter.device_poll().ns)
-                                       : ~std::uint64_t{0};
-        for (;;) {
-            const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
-            const std::uint64_t now = mono_now().ns;
-            if (now >= deadline) return;
-            const std::uint64_t left = std::min({deadline - now, doorbell::max_sleep_ns, step});
-            if (sleepers_.sleep(epoch_word(), epoch, over, left)) return;
+        const park_policy::stand_back_wait round = park_policy::stand_back_round(
+            spin_first, dur_ns{waiter.spin_ns()},
+            bell.device_producers() != 0 && !waiter.has_monitor(), waiter.device_poll());
+        const std::uint64_t deadline = mono_now().after(bound).ns;
+        if (!round.sleep) {
+            if (round.spin.ns != 0)
+                spin_until(over, spin_end(mono_now().ns, round.spin.ns, deadline));
+            return;
         }
+        spin_then_sleep(over, round.spin.ns, deadline, round.round.ns, [&](std::uint64_t left) {
+            const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
+            return sleepers_.sleep(epoch_word(), epoch, over, left);
+        });
     }
 
 private:

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: BSL-1.0
 /// @file
-/// @brief Who waits for the reactor service's lines, as one record: its watcher thread (none,
-/// running, or being stopped) and the FILL drivers (run_fill callers) with their park bounds.
+/// @brief Who waits for the reactor service's lines, as one state machine: its watcher thread
+/// (none, running, or being stopped), the FILL drivers (run_fill callers) with their park
+/// bounds, and the service's shutdown, after which nobody waits or starts.
 ///
 /// The service changes it only under its lock, through these members; each publishes at once
 /// what is read without the lock (whether a waiter is present, whether the watcher is being
-/// stopped, the longest FILL park bound), in one atomic word and one bound, so no flag is kept
-/// in step with another by hand.
+/// stopped, whether the service shut down, the longest FILL park bound), in one atomic word and
+/// one bound, so no flag is kept in step with another by hand. "Is a watcher needed" is asked
+/// here only (`needs_watcher`).
 #ifndef GPU_ASYNC_ASIO_DETAIL_WAITER_ROSTER_HPP
 #define GPU_ASYNC_ASIO_DETAIL_WAITER_ROSTER_HPP
 
@@ -32,9 +34,17 @@ public:
     watcher thread() const noexcept { return thread_; }
     /// FILL drivers are active: they wait for the table, not the watcher.
     bool fill_active() const noexcept { return !fill_bounds_.empty(); }
-    /// Nobody waits and nobody may start: a watcher is to be started for pending work. False
-    /// while a watcher is being stopped (its stopper decides what comes next).
-    bool needs_watcher() const noexcept { return thread_ == watcher::none && !fill_active(); }
+    /// Whether a watcher is to be started now, `waits` being whether work is pending: nobody
+    /// waits for it, none is being stopped (its stopper decides what comes next), and the
+    /// service has not shut down.
+    bool needs_watcher(bool waits) const noexcept {
+        return waits && thread_ == watcher::none && !fill_active() && !shut_down_;
+    }
+    /// The service shuts down: no waiter starts from here on (a running one is stopped first).
+    void shutting_down() noexcept {
+        shut_down_ = true;
+        publish();
+    }
 
     void watcher_started() noexcept {
         thread_ = watcher::running;
@@ -70,6 +80,10 @@ public:
     bool stopping() const noexcept {
         return (word_.load(std::memory_order_seq_cst) & stopping_bit) != 0;
     }
+    /// The service has shut down: a wait started now is dropped.
+    bool shut_down() const noexcept {
+        return (word_.load(std::memory_order_seq_cst) & shut_down_bit) != 0;
+    }
     /// The longest FILL driver's park bound; 0 when none runs.
     std::uint64_t fill_bound_ns() const noexcept {
         return fill_bound_ns_.load(std::memory_order_relaxed);
@@ -78,19 +92,22 @@ public:
 private:
     static constexpr std::uint8_t present_bit = 1;
     static constexpr std::uint8_t stopping_bit = 2;
+    static constexpr std::uint8_t shut_down_bit = 4;
 
     void publish() noexcept {
         fill_bound_ns_.store(fill_bounds_.empty() ? 0 : *fill_bounds_.rbegin(),
                              std::memory_order_relaxed);
         const bool present = thread_ == watcher::running || fill_active();
         word_.store(static_cast<std::uint8_t>((present ? present_bit : 0) |
-                                              (thread_ == watcher::stopping ? stopping_bit : 0)),
+                                              (thread_ == watcher::stopping ? stopping_bit : 0) |
+                                              (shut_down_ ? shut_down_bit : 0)),
                     std::memory_order_seq_cst);
     }
 
     watcher thread_ = watcher::none;
+    bool shut_down_ = false;
     std::multiset<std::uint64_t> fill_bounds_; // the FILL drivers' park bounds
-    std::atomic<std::uint8_t> word_{0};        // present_bit | stopping_bit, as last published
+    std::atomic<std::uint8_t> word_{0}; // present_bit | stopping_bit | shut_down_bit, published
     std::atomic<std::uint64_t> fill_bound_ns_{0};
 };
 

@@ -57,14 +57,12 @@ GPU_ASYNC_DECL void reactor_service::end_fill(dur_ns park_bound) {
         // watcher (start() reads that after its push, so one pushed after the look below sees
         // it).
         roster_.fill_ended(park_bound);
-        if (roster_.needs_watcher()) {
-            if (waits_locked() && !shut_down_) {
-                try {
-                    start_thread_locked();
-                } catch (...) {
-                    // No watcher: the pending waits complete at the next run_fill or on retry
-                    // at the next registration. Nothing is lost.
-                }
+        if (roster_.needs_watcher(waits_locked())) {
+            try {
+                start_thread_locked();
+            } catch (...) {
+                // No watcher: the pending waits complete at the next run_fill or on retry at
+                // the next registration. Nothing is lost.
             }
         }
     }
@@ -151,7 +149,7 @@ GPU_ASYNC_DECL void reactor_service::shutdown() {
     completion_queue* retries = nullptr;
     {
         std::lock_guard lk(mutex_);
-        shut_down_.store(true, std::memory_order_release);
+        roster_.shutting_down();
         engine_list out;
         engine_.take_in(take_incoming_locked(), out);
         engine_.clear(out);
@@ -181,7 +179,7 @@ GPU_ASYNC_DECL void reactor_service::notify_fork(asio::execution_context::fork_e
     }
     // Parent or child: restart the watcher when waits are pending.
     std::lock_guard lk(mutex_);
-    if (roster_.needs_watcher() && waits_locked() && !shut_down_) start_thread_locked();
+    if (roster_.needs_watcher(waits_locked())) start_thread_locked();
 }
 
 GPU_ASYNC_DECL void reactor_service::park_bound(dur_ns bound) noexcept {
@@ -224,10 +222,6 @@ GPU_ASYNC_DECL void reactor_service::left_locked(reactor_op& op) noexcept {
 GPU_ASYNC_DECL void reactor_service::finish_locked(engine_list& out, ready_list& list) noexcept {
     for (engine_wait* w = out.head; w != nullptr; w = w->next)
         left_locked(static_cast<reactor_op&>(*w));
-    deliver_locked(out, list);
-}
-
-GPU_ASYNC_DECL void reactor_service::deliver_locked(engine_list& out, ready_list& list) noexcept {
     delivery_.finish(out, list);
     publish_size();
 }
@@ -259,7 +253,7 @@ GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept
 GPU_ASYNC_DECL reactor_service::start_result
 reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
                        std::optional<mono_ns> deadline) {
-    if (shut_down_.load(std::memory_order_acquire)) {
+    if (roster_.shut_down()) {
         // The context is being destroyed: nothing will run the handler. Destroy it (outside
         // every lock), never invoke it, as shutdown() does with pending waits.
         return start_result::dropped;
@@ -271,8 +265,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     if (!roster_.present()) {
         // Before the op is pushed: a watcher that cannot be started leaves it the caller's.
         std::lock_guard lk(mutex_);
-        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed))
-            start_thread_locked();
+        if (roster_.needs_watcher(true)) start_thread_locked();
     }
     op->group = &port.waits;
     op->started_ns(predicting() ? detail::mono_now().ns : 0);
@@ -284,7 +277,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         // The last FILL driver ended between the look above and the push, finding no waits:
         // this one is registered, so a watcher must run for it.
         std::lock_guard lk(mutex_);
-        if (roster_.needs_watcher() && !shut_down_.load(std::memory_order_relaxed)) {
+        if (roster_.needs_watcher(true)) {
             try {
                 start_thread_locked();
             } catch (...) {
@@ -325,15 +318,12 @@ GPU_ASYNC_DECL void reactor_service::push_incoming(reactor_op& op, dur_ns bound,
     // found nothing published the table's size, 0, under the queue's lock as it took, so the
     // first registration after that take reads 0 and rings.
     const bool idle = incoming_.push(op);
-    const std::uint64_t pb = park_bound_ns_.load(std::memory_order_relaxed);
-    const bool tighter = bound.ns != 0 && bound.ns < pb;
-    // A deadline further than one park bound away is met by the waiter's next pass.
-    const bool soon = deadline && deadline->since(now) < dur_ns{pb};
-    if (soon || tighter) {
+    const bool urgent = park_policy::urgent(bound, deadline, now, park_bound());
+    if (urgent) {
         urgent_.store(true, std::memory_order_seq_cst);
         delivery_.gate().wake(); // a watcher standing back for drains scans now
     }
-    if (idle || soon || tighter) bell_->ring();
+    if (idle || urgent) bell_->ring();
 }
 
 GPU_ASYNC_DECL bool reactor_service::cancel(const reactor_key& wait) {
@@ -365,17 +355,16 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
         std::lock_guard lk(mutex_);
         engine_list out;
         take_in_settled_locked(out);
-        for (engine_wait* w = out.head; w != nullptr; w = w->next)
-            left_locked(static_cast<reactor_op&>(*w));
+        ready_list list;
+        finish_locked(out, list);
         // One at a time, each op finished while it is at hand: with many pending, a second walk
         // of the list would find them out of the cache.
         while (engine_wait* w = port.waits.front()) {
-            engine_.remove(*w, out);
-            left_locked(static_cast<reactor_op&>(*w));
+            engine_list one;
+            engine_.remove(*w, one);
+            finish_locked(one, list);
             ++n;
         }
-        ready_list list;
-        deliver_locked(out, list);
         sched = completion_queue::enqueue(list);
     }
     schedule(sched);
@@ -441,7 +430,8 @@ GPU_ASYNC_DECL void reactor_service::scan_after_drain() noexcept {
     // Only when something rang since the last scan (a handler's producer, most likely) and the
     // waiter is not scanning now: the drain must never wait for the lock.
     const std::uint64_t rings = bell_->count();
-    if (!delivery_.rang_since_scan(rings) && !bell_->device_signaled()) return;
+    if (!park_policy::drain_scans(delivery_.rang_since_scan(rings), bell_->device_signaled()))
+        return;
     std::unique_lock lk(mutex_, std::try_to_lock);
     if (!lk.owns_lock()) return;
     if (bell_->device_signaled()) bell_->take_device_signal();
@@ -457,8 +447,8 @@ GPU_ASYNC_DECL deadline_plan reactor_service::rhythm_plan() const noexcept {
     deadline_plan plan;
     plan.margin_ns = waiter_.device_poll().ns;
     plan.min_sleep_ns = 0;
-    plan.max_sleep_ns = bell_waiter::idle_bound.ns;
-    plan.window = 8;
+    plan.max_sleep_ns = default_wait_tuning.idle_bound.ns;
+    plan.window = default_wait_tuning.rhythm_window;
     return plan;
 }
 
@@ -468,13 +458,13 @@ GPU_ASYNC_DECL dur_ns reactor_service::bound_locked(mono_ns now, dur_ns bound) c
 
 GPU_ASYNC_DECL void reactor_service::retry_later(completion_queue* q) noexcept {
     std::unique_lock lk(mutex_);
-    if (shut_down_.load(std::memory_order_relaxed)) {
+    if (roster_.shut_down()) {
         lk.unlock();
         q->abandon();
         return;
     }
     delivery_.keep_for_retry(q);
-    if (roster_.needs_watcher()) {
+    if (roster_.needs_watcher(true)) {
         try {
             start_thread_locked();
         } catch (...) {
@@ -513,7 +503,7 @@ GPU_ASYNC_DECL void reactor_service::deliver(reactor_op* op) noexcept {
 GPU_ASYNC_DECL std::optional<reactor_service::start_result>
 reactor_service::ends_before_start(reactor_op& op, std::optional<mono_ns> deadline) noexcept {
     // start()'s looks before it registers, in its order.
-    if (shut_down_.load(std::memory_order_acquire)) return start_result::dropped;
+    if (roster_.shut_down()) return start_result::dropped;
     const auto now = deadline ? detail::mono_now() : mono_ns{};
     if (ends_at_start(op, deadline, now)) return start_result::finished;
     return std::nullopt;

@@ -83,10 +83,10 @@ GPU_ASYNC_DECL void reactor_watcher::post_retries_step(std::unique_lock<ranked_m
 GPU_ASYNC_DECL void reactor_watcher::idle_step(std::unique_lock<ranked_mutex>& lk,
                                                std::uint64_t seen) {
     // A FILL driver is the waiter (it scans): sleep on the doorbell until end_fill() or a stop
-    // rings it (bell_waiter::idle_bound).
+    // rings it (wait_tuning::idle_bound).
     if (svc_.bell().device_signaled()) svc_.bell().take_device_signal();
     lk.unlock();
-    svc_.park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
+    svc_.park_on_bell(seen, default_wait_tuning.idle_bound, /*watching=*/false);
     lk.lock();
 }
 
@@ -136,7 +136,7 @@ GPU_ASYNC_DECL void reactor_watcher::scan_step(std::unique_lock<ranked_mutex>& l
         // The table's size (0) was published before the registrations were taken, so a registration
         // pushed after that take sees 0 and rings: it cannot be missed here.
         lk.unlock();
-        svc_.park_on_bell(seen, bell_waiter::idle_bound, /*watching=*/false);
+        svc_.park_on_bell(seen, default_wait_tuning.idle_bound, /*watching=*/false);
         lk.lock();
         return;
     case park_policy::step::deliver: {

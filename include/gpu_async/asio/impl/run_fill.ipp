@@ -53,7 +53,7 @@ GPU_ASYNC_DECL std::size_t run_fill(asio::io_context& ctx, fill_options options)
         while (ctx.poll_one() != 0) {
             ++n;
             const mono_ns now = detail::mono_now();
-            if (now.since(last_scan) >= park_bound) {
+            if (park_policy::scan_due(now, last_scan, park_bound)) {
                 last_scan = now;
                 svc.poll_ready();
             }

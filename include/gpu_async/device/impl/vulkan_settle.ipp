@@ -5,6 +5,7 @@
 #ifndef GPU_ASYNC_IMPL_VULKAN_SETTLE_IPP
 #define GPU_ASYNC_IMPL_VULKAN_SETTLE_IPP
 
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/device/impl/vulkan_common.ipp>
 #include <gpu_async/wait/detail/ranked_mutex.hpp>
 
@@ -105,7 +106,7 @@ vulkan_device::settle_wait(detail::vulkan_line_state& s) noexcept {
                 out.fail(vulkan_loader::error("vkWaitSemaphores", r));
         }
         // 2. The stores recorded into command buffers: each slot's word reaches its last one.
-        std::uint64_t nap = 20000; // 20 us, doubling to 1 ms
+        std::uint64_t nap = default_wait_tuning.settle_poll_first.ns;
         for (std::size_t i = 0; out.settled && (i = unlanded_slot(s)) != line_words;) {
             std::uint64_t value = 0;
             if (const vulkan::result_t r =
@@ -120,7 +121,7 @@ vulkan_device::settle_wait(detail::vulkan_line_state& s) noexcept {
                 break;
             }
             sleep_for(std::min(nap, rest));
-            nap = std::min<std::uint64_t>(nap * 2, 1000000);
+            nap = std::min<std::uint64_t>(nap * 2, default_wait_tuning.settle_poll_last.ns);
         }
         // 3. The queue's own bookkeeping of the line's batches: a driver may still touch a
         //    batch's semaphores after its signal is seen (Mesa's emulated timelines release

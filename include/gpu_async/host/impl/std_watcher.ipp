@@ -46,9 +46,11 @@ inline void std_watcher::run() {
         // the park below.
         const std::uint64_t seen = bell_->count();
         if (bell_->device_signaled()) bell_->take_device_signal();
-        if (engine_.empty() && left_.empty()) {
+        park_policy::view top;
+        top.empty = engine_.empty() && left_.empty();
+        if (park_policy::next(top) == park_policy::step::idle) {
             lk.unlock();
-            waiter_.park(*bell_, seen, detail::bell_waiter::idle_bound, /*watching=*/false);
+            waiter_.park(*bell_, seen, default_wait_tuning.idle_bound, /*watching=*/false);
             lk.lock();
             continue;
         }

@@ -5,28 +5,22 @@
 // service's thread (and run_fill's park), and std_watcher's.
 //
 // The wait is a park on one doorbell (<gpu_async/wait/doorbell.hpp>) until it rings, a device
-// stores its signal into the doorbell's line, or a bound passes:
-//
-// - Where the CPU has a user-mode monitor (UMWAIT, MONITORX, WFE), the park arms it on the
-//   doorbell's line: a ring and any device's store into that line end it at once.
-// - Without one, it spins, then sleeps on the doorbell's futex, which only rings end. The spin
-//   adapts to the ring rate: while rings come densely (a mean gap of at most busy_gap_ns over a
-//   window of a millisecond or more) it lasts up to max_spin_ns, which costs less CPU than a
-//   futex wake per ring (a system call for the ringer, 4 to 90 us of wake-up for the waiter on a
-//   virtual machine); once the gap widens past twice that, doorbell::spin_ns again.
-// - With device producers counted on the doorbell and no monitor, a park while waits are pending
-//   sleeps in steps of the device poll interval and looks at the doorbell's device word after
-//   each (a futex does not see a device's store), spinning first only at the default poll or a
-//   faster one (or while rings are dense); or, when its owner predicts the next
-//   completion (the reactor service's completion rhythm), park_predicted() sleeps to a margin
-//   before it, then polls the device word in a pause loop for a short budget.
+// stores its signal into the doorbell's line, or a bound passes. Its shape is the park policy's
+// (park_policy::park, spin_for_rings, predicted_sleep: <gpu_async/core/park_policy.hpp>): on the
+// user-mode monitor where the CPU has one; without one, a spin (longer while rings come densely)
+// then a futex sleep, in device-poll steps while device producers store into the doorbell (a
+// futex does not see a device's store); or, when its owner predicts the next completion,
+// park_predicted() sleeps to a margin before it, then polls the device word for a short budget.
+// This class measures the ring rate and carries the shape out; it holds no timing of its own.
 //
 // Host layer: std threads, the word wait and the doorbell; no Boost, no Asio.
 //
 #ifndef GPU_ASYNC_WAIT_DETAIL_BELL_WAITER_HPP
 #define GPU_ASYNC_WAIT_DETAIL_BELL_WAITER_HPP
 
+#include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/wait/detail/spin.hpp>
 #include <gpu_async/wait/detail/timer_slack.hpp>
 #include <gpu_async/wait/doorbell.hpp>
@@ -35,15 +29,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <thread>
 #include <utility>
 
 namespace gpu_async {
 
-/// The default device poll interval of a watcher without a user-mode monitor: 20 us, near the
-/// knee where a shorter sleep of a virtual CPU buys little latency and costs a wake-up each time
-/// (see the port's device_poll()).
-inline constexpr dur_ns default_device_poll = dur_ns::from_us(20);
+/// The default device poll interval of a watcher without a user-mode monitor
+/// (wait_tuning::device_poll; see the port's device_poll()).
+inline constexpr dur_ns default_device_poll = default_wait_tuning.device_poll;
 
 namespace detail {
 
@@ -61,14 +55,6 @@ std::thread start_watcher_thread(Main&& main) {
 /// atomics: set from any thread, read by the waiter.
 class bell_waiter {
 public:
-    /// The spin before a futex sleep while rings come densely.
-    static constexpr std::uint64_t max_spin_ns = 100000;
-    /// The mean gap between rings under which they count as dense.
-    static constexpr std::uint64_t busy_gap_ns = 25000;
-    /// The park of a watcher with nothing to watch: a registration and a stop ring it; the
-    /// bound only caps what a lost ring (none is expected) would cost.
-    static constexpr dur_ns idle_bound = dur_ns::from_ms(1000);
-
     explicit bell_waiter(const word_wait& ww = word_wait::probe()) noexcept
         : ww_(&ww) {}
     bell_waiter(const bell_waiter&) = delete;
@@ -82,38 +68,30 @@ public:
     /// `bound` passed. `watching`: waits are pending (with device producers and no monitor, the
     /// park then sleeps in device-poll steps). Call from the watcher thread only.
     void park(const doorbell& bell, std::uint64_t seen, dur_ns bound, bool watching = true) {
-        if (bound.ns == 0) return;
         auto rang = [&bell, seen] { return bell.count() != seen || bell.device_signaled(); };
-        if (has_monitor()) {
+        const bool monitor = has_monitor();
+        const mono_ns now = monitor || bound.ns == 0 ? mono_ns{} : mono_now();
+        if (!monitor && bound.ns != 0) measure_rings(bell, now);
+        const park_policy::park_shape shape =
+            park_policy::park(bound, monitor, watching, bell.device_producers() != 0,
+                              dur_ns{spin_ns()}, device_poll());
+        switch (shape.kind) {
+        case park_policy::park_kind::none:
+            return;
+        case park_policy::park_kind::monitor:
             ww_->park(bell.line(), rang, bound);
             return;
-        }
-        const std::uint64_t now = mono_now().ns;
-        const std::uint64_t t0 = rate_t0_ns_.load(std::memory_order_relaxed);
-        if (now - t0 >= 1000000) {
-            const std::uint64_t rings = bell.count();
-            const std::uint64_t n = rings - rate_rings0_.load(std::memory_order_relaxed);
-            const std::uint64_t gap = n == 0 ? now - t0 : (now - t0) / n;
-            const std::uint64_t spin = spin_ns_.load(std::memory_order_relaxed);
-            if (gap <= busy_gap_ns)
-                spin_ns_.store(max_spin_ns, std::memory_order_relaxed);
-            else if (gap > 2 * busy_gap_ns && spin != doorbell::spin_ns)
-                spin_ns_.store(doorbell::spin_ns, std::memory_order_relaxed);
-            rate_t0_ns_.store(now, std::memory_order_relaxed);
-            rate_rings0_.store(rings, std::memory_order_relaxed);
-        }
-        const dur_ns spin{spin_ns_.load(std::memory_order_relaxed)};
-        if (!watching || bell.device_producers() == 0) {
-            bell.wait(rang, bound, spin);
+        case park_policy::park_kind::sleep:
+            bell.wait(rang, bound, shape.spin);
             return;
+        case park_policy::park_kind::steps:
+            break;
         }
-        const dur_ns step{
-            std::max<std::uint64_t>(1, device_poll_ns_.load(std::memory_order_relaxed))};
-        const std::uint64_t end = mono_ns{now}.after(bound).ns;
-        for (dur_ns s = first_step_spin(spin, dense(), step);; s = dur_ns{}) {
+        const std::uint64_t end = now.after(bound).ns;
+        for (dur_ns s = shape.spin;; s = dur_ns{}) {
             const std::uint64_t t = mono_now().ns;
             if (t >= end) return;
-            if (bell.wait(rang, min(step, dur_ns{end - t}), s)) return;
+            if (bell.wait(rang, min(shape.step, dur_ns{end - t}), s)) return;
         }
     }
 
@@ -134,19 +112,10 @@ public:
         return false;
     }
 
-    /// The spin before the first device-poll step of a park: `spin` while rings come densely or
-    /// at the default poll interval or a faster one, none at a slower one. The spin catches a
-    /// store that lands just after the scan, for its length at every park; a slower poll is
-    /// chosen for CPU. (Measured in the simulator, with and without it: its effect on p50 was
-    /// mixed, 0 to 6 us lower in most cells and higher in a few, for up to 15 % more CPU.)
-    static constexpr dur_ns first_step_spin(dur_ns spin, bool dense, dur_ns step) noexcept {
-        return dense || step.ns <= default_device_poll.ns ? spin : dur_ns{};
-    }
-
-    /// The spin before a futex sleep now: doorbell::spin_ns, or max_spin_ns while dense.
+    /// The spin before a futex sleep now: wait_tuning::spin, or busy_spin while dense.
     std::uint64_t spin_ns() const noexcept { return spin_ns_.load(std::memory_order_relaxed); }
-    /// True while rings come densely (the waiter spins max_spin_ns).
-    bool dense() const noexcept { return spin_ns() == max_spin_ns; }
+    /// True while rings come densely (the waiter spins wait_tuning::busy_spin).
+    bool dense() const noexcept { return park_policy::dense(dur_ns{spin_ns()}); }
 
     /// The device poll interval (zero is taken as 1 ns).
     void device_poll(dur_ns interval) noexcept {
@@ -158,10 +127,23 @@ public:
 
 private:
     const word_wait* ww_;
-    std::atomic<std::uint64_t> spin_ns_{doorbell::spin_ns};
+    std::atomic<std::uint64_t> spin_ns_{default_wait_tuning.spin.ns};
     std::atomic<std::uint64_t> device_poll_ns_{default_device_poll.ns};
     std::atomic<std::uint64_t> rate_t0_ns_{0};  // the ring-rate window's start
     std::atomic<std::uint64_t> rate_rings0_{0}; // the ring count then
+
+    // Ends the ring-rate window when it is over: the policy sets the spin from its rate.
+    void measure_rings(const doorbell& bell, mono_ns now) noexcept {
+        const park_policy::ring_window w{mono_ns{rate_t0_ns_.load(std::memory_order_relaxed)},
+                                         rate_rings0_.load(std::memory_order_relaxed)};
+        const std::uint64_t rings = bell.count();
+        const std::optional<dur_ns> spin =
+            park_policy::spin_for_rings(now, w, rings, dur_ns{spin_ns()});
+        if (!spin) return;
+        spin_ns_.store(spin->ns, std::memory_order_relaxed);
+        rate_t0_ns_.store(now.ns, std::memory_order_relaxed);
+        rate_rings0_.store(rings, std::memory_order_relaxed);
+    }
 };
 
 } // namespace detail
