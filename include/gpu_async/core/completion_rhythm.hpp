@@ -108,16 +108,16 @@ private:
 /// passes the times (the waiter's clock) and serializes the calls.
 class rhythm_learner {
 public:
-    /// A wait started at `started_ns` (0: started while nothing was predicted: not learnt) on
-    /// `d` was found complete by a look at `now_ns`. Never throws: without memory for the line's
+    /// A wait started at `started` (none: started while nothing was predicted: not learnt) on
+    /// `d` was found complete by a look at `now`. Never throws: without memory for the line's
     /// record the sample is dropped (the waiter steps for it).
-    void learn(const memory_descriptor& d, std::uint64_t started_ns, std::uint64_t now_ns,
+    void learn(const memory_descriptor& d, std::optional<mono_ns> started, mono_ns now,
                const deadline_plan& plan) noexcept {
-        if (started_ns == 0) return;
-        const std::uint64_t took = now_ns > started_ns ? now_ns - started_ns : 0;
+        if (!started) return;
+        const std::uint64_t took = now > *started ? now.since(*started).ns : 0;
         try {
-            if (late_ && started_ns < slept_from_ns_)
-                rhythm_.observe_between(d.line(), d.slot(), slept_from_ns_ - started_ns, took,
+            if (late_ && *started < slept_from_)
+                rhythm_.observe_between(d.line(), d.slot(), slept_from_.since(*started).ns, took,
                                         plan);
             else
                 rhythm_.observe(d.line(), d.slot(), took, plan);
@@ -126,17 +126,17 @@ public:
     }
     /// The wait's expected completion less the margin (plan), or none when its slot has no
     /// rhythm yet or it was not started predicted.
-    std::optional<mono_ns> expected(const memory_descriptor& d, std::uint64_t started_ns,
+    std::optional<mono_ns> expected(const memory_descriptor& d, std::optional<mono_ns> started,
                                     const deadline_plan& plan) const {
-        if (started_ns == 0) return std::nullopt;
+        if (!started) return std::nullopt;
         const std::optional<std::uint64_t> s = rhythm_.sleep_ns(d.line(), d.slot(), plan);
         if (!s) return std::nullopt;
-        return mono_ns{started_ns}.after(dur_ns{*s});
+        return started->after(dur_ns{*s});
     }
-    /// A predicted sleep that began at `from_ns` ended with a completion signalled during it.
-    void slept_late(std::uint64_t from_ns) noexcept {
+    /// A predicted sleep that began at `from` ended with a completion signalled during it.
+    void slept_late(mono_ns from) noexcept {
         late_ = true;
-        slept_from_ns_ = from_ns;
+        slept_from_ = from;
     }
     /// A scan ended: only the first after a late sleep learns "between".
     void scanned() noexcept { late_ = false; }
@@ -147,7 +147,7 @@ public:
 private:
     completion_rhythm rhythm_;
     bool late_ = false;
-    std::uint64_t slept_from_ns_ = 0;
+    mono_ns slept_from_;
 };
 
 } // namespace gpu_async

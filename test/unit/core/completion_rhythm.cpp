@@ -139,17 +139,21 @@ BOOST_AUTO_TEST_CASE(past_max_lines_it_starts_over) {
     BOOST_TEST(*r.sleep_ns(lines.back(), slot(0), plan) == 2 * ms - 20 * us);
 }
 
+constexpr mono_ns at(std::uint64_t ns) noexcept {
+    return mono_ns{ns};
+}
+
 BOOST_AUTO_TEST_CASE(a_learner_learns_from_predicted_waits_only) {
     rhythm_learner l;
     completion_line a;
     const memory_descriptor d(a, slot(1), 5);
-    l.learn(d, 0, 10 * ms, plan); // started while nothing was predicted: no sample
+    l.learn(d, std::nullopt, at(10 * ms), plan); // started while nothing was predicted
     BOOST_TEST(l.rhythm().lines() == 0u);
-    BOOST_TEST(!l.expected(d, 1 * ms, plan).has_value());
-    l.learn(d, 1 * ms, 3 * ms, plan); // took 2 ms
-    BOOST_REQUIRE(l.expected(d, 4 * ms, plan).has_value());
-    BOOST_TEST(l.expected(d, 4 * ms, plan)->ns == 6 * ms - 20 * us);
-    BOOST_TEST(!l.expected(d, 0, plan).has_value());
+    BOOST_TEST(!l.expected(d, at(1 * ms), plan).has_value());
+    l.learn(d, at(1 * ms), at(3 * ms), plan); // took 2 ms
+    BOOST_REQUIRE(l.expected(d, at(4 * ms), plan).has_value());
+    BOOST_TEST(l.expected(d, at(4 * ms), plan)->ns == 6 * ms - 20 * us);
+    BOOST_TEST(!l.expected(d, std::nullopt, plan).has_value());
     l.forget(a);
     BOOST_TEST(l.rhythm().lines() == 0u);
 }
@@ -158,15 +162,15 @@ BOOST_AUTO_TEST_CASE(after_a_late_sleep_the_first_scan_learns_between_the_two_lo
     rhythm_learner l;
     completion_line a;
     const memory_descriptor d(a, slot(0), 5);
-    l.learn(d, 1 * ms, 11 * ms, plan); // 10 ms
+    l.learn(d, at(1 * ms), at(11 * ms), plan); // 10 ms
     // Slept from 5 ms after its start; the device outran the sleep: the sample is the middle
     // of [4 ms, 10 ms] for a wait started at 1 ms and seen at 12 ms.
-    l.slept_late(5 * ms);
-    l.learn(d, 1 * ms, 12 * ms, plan);
+    l.slept_late(at(5 * ms));
+    l.learn(d, at(1 * ms), at(12 * ms), plan);
     BOOST_TEST(*l.rhythm().sleep_ns(a, slot(0), plan) == 7 * ms - 20 * us);
     // Only the first scan after the sleep: the next sample is a plain one.
     l.scanned();
-    l.learn(d, 1 * ms, 3 * ms, plan);
+    l.learn(d, at(1 * ms), at(3 * ms), plan);
     BOOST_TEST(*l.rhythm().sleep_ns(a, slot(0), plan) == 2 * ms - 20 * us);
 }
 

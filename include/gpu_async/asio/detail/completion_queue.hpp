@@ -16,6 +16,7 @@
 #include <gpu_async/core/completion_line.hpp>
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/detail/scan_engine.hpp>
+#include <gpu_async/core/time.hpp>
 #include <gpu_async/core/wait_end.hpp>
 #include <gpu_async/wait/detail/ranked_mutex.hpp>
 
@@ -29,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 namespace gpu_async::detail {
@@ -86,8 +88,11 @@ public:
     bool foreign_executor() const noexcept { return foreign_executor_; }
     /// When it was registered (the mono clock's ns), or 0: registered while nothing was
     /// predicted (no clock read). Set by the service at registration.
-    std::uint64_t started_ns() const noexcept { return started_ns_; }
-    void started_ns(std::uint64_t ns) noexcept { started_ns_ = ns; }
+    /// When it was registered, if it was predicted then (else none: not learnt from).
+    std::optional<mono_ns> started() const noexcept {
+        return started_ns_ != 0 ? std::optional<mono_ns>(mono_ns{started_ns_}) : std::nullopt;
+    }
+    void started(std::optional<mono_ns> at) noexcept { started_ns_ = at ? at->ns : 0; }
     /// With its address, the key a cancellation looks up (never wraps). Set by the service.
     std::uint64_t serial() const noexcept { return serial_; }
     void serial(std::uint64_t s) noexcept { serial_ = s; }

@@ -273,7 +273,7 @@ public:
     /// Whether waits are watched (under mutex()).
     bool watching_locked() const noexcept { return !engine_.empty(); }
     /// A park predicted at `from` ended late: the next samples are late (under mutex()).
-    void slept_late_locked(std::uint64_t from) noexcept { rhythm_.slept_late(from); }
+    void slept_late_locked(mono_ns from) noexcept { rhythm_.slept_late(from); }
 
     /// Starts the watcher thread (throws std::system_error when it cannot).
     void start_thread_locked() { watcher_.start_locked(); }
@@ -365,7 +365,7 @@ public:
     }
     /// park_policy::predicted_sleep for the pending waits, their expected completions from the
     /// learnt rhythms.
-    std::optional<park_policy::predicted_park> predicted_sleep_locked(std::uint64_t now_ns,
+    std::optional<park_policy::predicted_park> predicted_sleep_locked(mono_ns now,
                                                                       dur_ns bound) const;
     /// Parks as park_on_bell, or sleeps and polls as predicted (bell_waiter::park_predicted);
     /// returns whether the next scan's samples are late.

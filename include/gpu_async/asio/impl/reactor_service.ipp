@@ -90,7 +90,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::poll_ready() {
 
 GPU_ASYNC_DECL void reactor_service::park(std::uint64_t seen, dur_ns bound) {
     std::optional<park_policy::predicted_park> sleep;
-    const std::uint64_t from = detail::mono_now().ns; // the look before this park
+    const mono_ns from = detail::mono_now(); // the look before this park
     {
         std::lock_guard lk(mutex_);
         bound = bound_locked(detail::mono_now(), bound);
@@ -114,14 +114,13 @@ reactor_service::rhythm_sleep_ns(const completion_line& line, slot_id slot) cons
 }
 
 GPU_ASYNC_DECL std::optional<park_policy::predicted_park>
-reactor_service::predicted_sleep_locked(std::uint64_t now_ns, dur_ns bound) const {
+reactor_service::predicted_sleep_locked(mono_ns now, dur_ns bound) const {
     const deadline_plan plan = rhythm_plan();
     return park_policy::predicted_sleep(
-        mono_ns{now_ns}, bound, waiter_.device_poll(), engine_.size(), predicting(),
-        [&](auto&& each) {
+        now, bound, waiter_.device_poll(), engine_.size(), predicting(), [&](auto&& each) {
             engine_.for_each([&](const engine_wait& w) {
                 const auto& op = static_cast<const reactor_op&>(w);
-                each(rhythm_.expected(op.descriptor(), op.started_ns(), plan));
+                each(rhythm_.expected(op.descriptor(), op.started(), plan));
             });
         });
 }
@@ -246,8 +245,8 @@ GPU_ASYNC_DECL void reactor_service::take_in_settled_locked(engine_list& out) no
 }
 
 GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept {
-    if (op.started_ns() == 0) return; // started while nothing was predicted: no clock read
-    rhythm_.learn(op.descriptor(), op.started_ns(), detail::mono_now().ns, rhythm_plan());
+    if (!op.started()) return; // started while nothing was predicted: no clock read
+    rhythm_.learn(op.descriptor(), op.started(), detail::mono_now(), rhythm_plan());
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
@@ -268,7 +267,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         if (roster_.needs_watcher(true)) start_thread_locked();
     }
     op->group = &port.waits;
-    op->started_ns(predicting() ? detail::mono_now().ns : 0);
+    op->started(predicting() ? std::optional<mono_ns>(detail::mono_now()) : std::nullopt);
     op->bound_ns = bound.ns;
     op->has_deadline = deadline.has_value();
     op->deadline_ns = deadline ? deadline->ns : 0;

@@ -151,7 +151,7 @@ GPU_ASYNC_DECL void reactor_watcher::scan_step(std::unique_lock<ranked_mutex>& l
         break;
     }
     const dur_ns bound = svc_.bound_locked(now, svc_.park_bound());
-    const std::uint64_t from = detail::mono_now().ns; // this look
+    const mono_ns from = detail::mono_now(); // this look
     const std::optional<park_policy::predicted_park> sleep =
         svc_.predicted_sleep_locked(from, bound);
     lk.unlock();
