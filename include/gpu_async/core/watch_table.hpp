@@ -177,12 +177,19 @@ struct slot_tree;
 /// own); the table owns these fields from insert() until the wait leaves it.
 class watch_node {
 public:
-    watch_node() noexcept = default;
+    watch_node() noexcept
+        : kept_deadline_(0) {}
     watch_node(const watch_node&) = delete;
     watch_node& operator=(const watch_node&) = delete;
 
 protected:
     ~watch_node() = default;
+
+    /// A deadline (ns) its owner keeps in the node while it is in no table, for insert()'s
+    /// caller to pass on: in a table, the index holds it. A wait that leaves a table has it
+    /// back (0 when it was inserted with none).
+    std::uint64_t kept_deadline() const noexcept { return kept_deadline_; }
+    void keep_deadline(std::uint64_t ns) noexcept { kept_deadline_ = ns; }
 
 private:
     template <class>
@@ -191,7 +198,11 @@ private:
     watch_node* left_ = nullptr;
     watch_node* right_ = nullptr;
     watch_node* parent_ = nullptr;
-    detail::deadline_index::iterator deadline_{}; // the index's end(): none
+    // One word: the deadline is kept in the node or in the index, never in both.
+    union {
+        std::uint64_t kept_deadline_;               // in no table (kept_deadline())
+        detail::deadline_index::iterator deadline_; // in a table: its index node, or end()
+    };
 };
 
 namespace detail {
@@ -391,15 +402,16 @@ public:
                 scan_slot(lr, s, word, sink, /*keep_record=*/true);
             }
         }
-        w.deadline_ = deadlines_.end();
+        auto indexed = deadlines_.end();
         if (deadline) {
             try {
-                w.deadline_ = deadlines_.emplace(deadline->ns, &w);
+                indexed = deadlines_.emplace(deadline->ns, &w);
             } catch (...) {
                 if (lr.count == 0) drop_record(lr); // a record made for this wait alone
                 throw;
             }
         }
+        w.deadline_ = indexed; // in place of its kept deadline: the index holds it now
         detail::slot_tree::insert(sr.root, &w, d.target() - sr.anchor, distance{sr.anchor});
         lr.mask |= 1u << s;
         ++lr.count;
@@ -622,8 +634,14 @@ private:
         }
         return head;
     }
+    // Out of the index, and the node keeps its deadline again (watch_node::kept_deadline).
     void unindex(watch_node* w) noexcept {
-        if (w->deadline_ != deadlines_.end()) deadlines_.erase(w->deadline_);
+        std::uint64_t kept = 0;
+        if (w->deadline_ != deadlines_.end()) {
+            kept = w->deadline_->first;
+            deadlines_.erase(w->deadline_);
+        }
+        w->kept_deadline_ = kept;
     }
     // `n` waits left slot `s`: the counts follow (and the record goes, when it was the last).
     void settle(line_rec& lr, std::size_t s, std::size_t n, bool keep_record) noexcept {

@@ -167,10 +167,7 @@ public:
         const registration id = next_++;
         const auto it = descriptors_.try_emplace(id, d, id, &w).first;
         watched& x = it->second;
-        if (deadline) {
-            x.has_deadline = true;
-            x.deadline_ns = deadline->ns;
-        }
+        x.deadline(deadline);
         // Complete at this read (or completing others, on a far move of the word): it fires at
         // the next fire().
         detail::engine_list out;
@@ -348,7 +345,7 @@ public:
     alarm_awaiter alarm(mono_ns at) noexcept;
 
 private:
-    // A descriptor's registration; its deadline is the engine's (engine_wait::deadline_ns).
+    // A descriptor's registration; its deadline is the engine's (engine_wait::deadline()).
     struct watched : detail::engine_wait {
         watched(const memory_descriptor& d, registration i, reactor_waiter* w) noexcept
             : detail::engine_wait(d)

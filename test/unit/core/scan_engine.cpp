@@ -203,15 +203,15 @@ BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     test_epoch = 7;
     host h(&counting_status, &epoch_now);
     wait& a = h.queue(desc(line, 0, 1, 3));
-    a.judged_at = 7; // judged live by the host at epoch 7
+    a.judged_at(7); // judged live by the host at epoch 7
     wait& b = h.queue(desc(line, 1, 1, 3));
-    b.judged_at = 0; // never judged
+    b.judged_at(0); // never judged
     h.take_in();
     BOOST_TEST(judged == 1); // b only
     BOOST_TEST(h.kept.size() == 2u);
     // The epoch moved (a retirement): a wait judged before it is judged again, and found stale.
     wait& c = h.queue(desc(line, 2, 1, 2));
-    c.judged_at = 7;
+    c.judged_at(7);
     test_epoch = 8;
     h.take_in();
     BOOST_TEST(judged == 2);
@@ -220,6 +220,27 @@ BOOST_AUTO_TEST_CASE(a_take_in_judges_again_only_when_the_epoch_moved) {
     // registrations in as it passes: one found stale at a later take-in was queued after the
     // retirement had passed, so it was never watched, and the word is not read: stale.
     BOOST_TEST((h.ended[0].second == wait_end::stale));
+}
+
+// The epoch a host judged a wait at shares its word with the take-in's number: a wait taken in
+// again while pending (the FILL reactor's early waits) is judged whatever that word holds.
+BOOST_AUTO_TEST_CASE(a_take_in_while_pending_judges_again_whatever_the_wait_was_judged_at) {
+    completion_line line;
+    judged = 0;
+    test_epoch = 1; // the first take-in is numbered 1 as well
+    scan_engine engine(&counting_status, &epoch_now);
+    wait w(desc(line, 0, 5, 3), 0);
+    w.judged_at(1);
+    engine_list out;
+    engine.take_in_one(w, out);
+    BOOST_TEST(judged == 0); // judged by its host at this epoch
+    BOOST_REQUIRE(w.registered());
+    engine.remove(w, out);
+    BOOST_REQUIRE(out.pop() == &w);
+    engine.take_in_one(w, out, judgement::while_pending);
+    BOOST_TEST(judged == 1);
+    BOOST_TEST(w.registered());
+    engine.clear(out);
 }
 
 // A host's look before it registers a wait (the service's start, without its lock): judged,
@@ -238,14 +259,14 @@ BOOST_AUTO_TEST_CASE(the_look_before_registration_judges_reads_and_records_the_e
     BOOST_TEST((engine.end_before_registration(stale) == std::optional(wait_end::stale)));
     BOOST_TEST((engine.end_before_registration(faulted) == std::optional(wait_end::faulted)));
     for (const wait* w : {&done, &pending, &stale, &faulted})
-        BOOST_TEST(w->judged_at == 9u);
+        BOOST_TEST(w->judged_at() == 9u);
     // With no line life: every descriptor is live, and the read alone decides.
     const scan_engine bare;
     wait other(desc(line, 0, 5, 2), 4);
     BOOST_TEST(!bare.end_before_registration(other).has_value());
     line.words[0].store(5);
     BOOST_TEST((bare.end_before_registration(other) == std::optional(wait_end::reached)));
-    BOOST_TEST(other.judged_at == 0u);
+    BOOST_TEST(other.judged_at() == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_stale_descriptor_ends_stale_only_at_its_registration) {
@@ -442,8 +463,7 @@ BOOST_AUTO_TEST_CASE(deadlines_expire_at_the_hosts_now_and_bound_the_park) {
     completion_line line;
     host h;
     wait& w = h.queue(desc(line, 0, 1));
-    w.has_deadline = true;
-    w.deadline_ns = 1000;
+    w.deadline(mono_ns{1000});
     wait& b = h.queue(desc(line, 1, 1));
     b.bound_ns = 50;
     h.take_in();
@@ -460,6 +480,38 @@ BOOST_AUTO_TEST_CASE(deadlines_expire_at_the_hosts_now_and_bound_the_park) {
     h.record(out);
     BOOST_TEST(h.engine.bound(mono_ns{0}, dur_ns{100}).ns == 100u);
     BOOST_TEST((h.ended[1] == std::pair<int, wait_end>{1, wait_end::aborted}));
+}
+
+// The deadline shares its word with the wait's place in the deadline index: it is the wait's
+// again once it leaves, for a host that takes it in again (the FILL reactor's early waits).
+BOOST_AUTO_TEST_CASE(a_wait_keeps_its_deadline_across_its_time_in_the_table) {
+    completion_line line;
+    scan_engine engine;
+    wait w(desc(line, 0, 5), 0);
+    w.deadline(mono_ns{1000});
+    wait none(desc(line, 1, 5), 1);
+    engine_list out;
+    engine.take_in_one(w, out);
+    engine.take_in_one(none, out);
+    BOOST_REQUIRE(w.registered());
+    BOOST_TEST((engine.earliest_deadline() == std::optional(mono_ns{1000})));
+    line.words[0].store(5);
+    line.words[1].store(5);
+    engine.scan(mono_ns{0}, out);
+    BOOST_REQUIRE(out.count == 2u);
+    out = engine_list{};
+    BOOST_TEST((w.deadline() == std::optional(mono_ns{1000})));
+    BOOST_TEST(!none.deadline().has_value());
+    // Its word set back: taken in again, it waits, and expires at the same deadline.
+    line.words[0].store(3);
+    engine.take_in_one(w, out, judgement::while_pending);
+    BOOST_REQUIRE(w.registered());
+    engine.scan(mono_ns{999}, out);
+    BOOST_TEST(out.empty());
+    engine.scan(mono_ns{1000}, out);
+    BOOST_REQUIRE(out.count == 1u);
+    BOOST_TEST((out.pop()->end() == wait_end::expired));
+    BOOST_TEST((w.deadline() == std::optional(mono_ns{1000})));
 }
 
 BOOST_AUTO_TEST_CASE(status_is_asked_before_the_line_is_read) {

@@ -269,8 +269,7 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
     op->group = &port.waits;
     op->started(predicting() ? std::optional<mono_ns>(detail::mono_now()) : std::nullopt);
     op->bound_ns = bound.ns;
-    op->has_deadline = deadline.has_value();
-    op->deadline_ns = deadline ? deadline->ns : 0;
+    op->deadline(deadline);
     push_incoming(*op, bound, deadline, now);
     if (!roster_.present()) {
         // The last FILL driver ended between the look above and the push, finding no waits:

@@ -75,9 +75,19 @@ public:
     bool registered() const noexcept { return registered_; }
 
     /// Set by the host before it is taken in: a park bound while it is pending (0: none of its
-    /// own), and a deadline (on the host's clock) after which it leaves `expired`.
+    /// own).
     std::uint64_t bound_ns = 0;
-    std::uint64_t deadline_ns = 0;
+
+    /// Set by the host before it is taken in: a deadline (on the host's clock) after which it
+    /// leaves `expired` (none by default). Read while it is not registered; it stays set after
+    /// the wait leaves the table (a host may take it in again).
+    void deadline(std::optional<mono_ns> d) noexcept {
+        has_deadline_ = d.has_value();
+        keep_deadline(d ? d->ns : 0);
+    }
+    std::optional<mono_ns> deadline() const noexcept {
+        return has_deadline_ ? std::optional<mono_ns>(mono_ns{kept_deadline()}) : std::nullopt;
+    }
 
     /// The link of an engine_list and of an engine_batch's overflow stack: the host's to use
     /// while the wait is not in the engine (in it, the engine links its group through it).
@@ -87,26 +97,30 @@ public:
     /// (none: no group). The group must outlive the wait's time in the table.
     engine_group* group = nullptr;
 
+    /// The host judged the descriptor live (its status function) after reading this epoch (the
+    /// engine's epoch function); while the epoch has not moved, the take-in that registers it
+    /// does not judge it again. 0 (the default): not judged. Meaningful until that take-in
+    /// only: it shares its word with the take-in's number, and a take-in of a wait already
+    /// registered with its host (judgement::while_pending) judges it whatever this says.
+    std::uint64_t judged_at() const noexcept { return judged_at_; }
+    void judged_at(std::uint64_t epoch) noexcept { judged_at_ = epoch; }
+
 protected:
     ~engine_wait() = default;
 
 private:
     friend class scan_engine;
     memory_descriptor descriptor_;
-    std::uint64_t taken_in_ = 0;        // the take-in that took it (take-ins are numbered)
+    // One word for two values that are never needed at once: the epoch of the host's
+    // judgement is read by the take-in, which then writes its own number there.
+    union {
+        std::uint64_t judged_at_ = 0; // until its take-in (judged_at())
+        std::uint64_t taken_in_;      // from its take-in: the take-in that took it (numbered)
+    };
     engine_wait* group_prev_ = nullptr; // in its group (while in the table; next the other way)
 
-public:
     // (The small fields together: they share one word.)
-
-    /// The host judged the descriptor live (its status function) after reading this epoch (the
-    /// engine's epoch function); while the epoch has not moved, a take-in does not judge it
-    /// again. 0: not judged.
-    std::uint64_t judged_at = 0;
-    /// With deadline_ns: the wait has a deadline.
-    bool has_deadline = false;
-
-private:
+    bool has_deadline_ = false; // see deadline()
     wait_end end_ = wait_end::reached;
     bool registered_ = false;
     bool done_at_take_in_ = false; // its word had reached the target when it was taken in
@@ -410,12 +424,12 @@ public:
     /// life stood still; stale for a retired line's descriptor (its line is not read) and when
     /// a retirement overtook the read; aborted when its slot was given back before storing the
     /// target; faulted for a faulted slot whose word has not reached the target; none when it
-    /// may wait. Records the epoch it was judged at (`judged_at`, read first), so a take-in
+    /// may wait. Records the epoch it was judged at (judged_at(), read first), so a take-in
     /// judges it again only if a line's life moved since. Reads nothing of the engine but its
     /// line life, so a host may call it without its lock, from any thread, while it does not
     /// change that life (use_life).
     std::optional<wait_end> end_before_registration(engine_wait& w) const noexcept {
-        w.judged_at = life_epoch();
+        w.judged_at(life_epoch());
         return ending_of(read_checked(w.descriptor()), judgement::at_registration);
     }
 

@@ -112,10 +112,13 @@ inline void scan_engine::recollect(engine_list& out, engine_wait* before, std::s
 
 inline void scan_engine::take_one(engine_wait& w, engine_list& scanned, engine_list& out) noexcept {
     w.next = nullptr;
+    // Read before the take-in's number takes its word. A wait taken in again while pending is
+    // judged anew: its host's judgement was at registration.
+    const std::uint64_t judged = taking_ == judgement::at_registration ? w.judged_at_ : 0;
     w.taken_in_ = take_ins_;
     w.done_at_take_in_ = false;
     const memory_descriptor& d = w.descriptor();
-    if (status_now_ != nullptr && (w.judged_at == 0 || w.judged_at != epoch_now_)) {
+    if (status_now_ != nullptr && (judged == 0 || judged != epoch_now_)) {
         const line_status st = status_now_(d);
         if (st == line_status::retiring) {
             take_given_back(w, out);
@@ -135,9 +138,7 @@ inline void scan_engine::take_one(engine_wait& w, engine_list& scanned, engine_l
     try {
         // One read of the word decides both "complete now" and the wait's place in its slot
         // (and may complete other waits of the slot: the word moved far since the last scan).
-        const bool kept = table_.insert(
-            w, sink(scanned),
-            w.has_deadline ? std::optional<mono_ns>(mono_ns{w.deadline_ns}) : std::nullopt);
+        const bool kept = table_.insert(w, sink(scanned), w.deadline());
         if (!kept) {
             w.done_at_take_in_ = true;
             end_at_take_in(w, wait_end::reached, out);
