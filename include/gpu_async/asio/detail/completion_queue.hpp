@@ -59,15 +59,14 @@ inline const generic_codes<error_code>& asio_codes() noexcept {
 /// deadline, place in the table and in its port's group) is the scan engine's
 /// (<gpu_async/core/detail/scan_engine.hpp>); its link (engine_wait::next) is the incoming batch's,
 /// then the engine's (the port's group) while it is in the table, then the completion queue's.
+/// Its group (engine_wait::group, set here and never changed) is its completion queue's: the op
+/// finds its queue through it, with no pointer of its own.
 class reactor_op : public engine_wait {
 public:
     /// Completes (`invoke`) or destroys the op: one pointer for both.
     using func_type = void (*)(reactor_op*, bool invoke);
 
-    reactor_op(const memory_descriptor& d, completion_queue* queue, func_type f) noexcept
-        : engine_wait(d)
-        , func_(f)
-        , queue_(queue) {}
+    inline reactor_op(const memory_descriptor& d, completion_queue* queue, func_type f) noexcept;
 
     /// Set by the reactor before `complete`.
     void set_result(wait_end r) noexcept { result_ = r; }
@@ -82,7 +81,7 @@ public:
     /// The next op of the list it is on (incoming, ready, a completion queue).
     reactor_op* next_op() const noexcept { return static_cast<reactor_op*>(next); }
     /// The completion queue its completion is delivered from (its port's).
-    completion_queue* queue() const noexcept { return queue_; }
+    inline completion_queue* queue() const noexcept;
     /// Whether `complete` dispatches to an executor other than the drain's (see
     /// set_foreign_executor).
     bool foreign_executor() const noexcept { return foreign_executor_; }
@@ -114,7 +113,6 @@ private:
     bool counted_ = false;                // see counted()
     func_type func_;
     std::uint64_t started_ns_ = 0; // when it was registered (wordwait clock), 0: not predicted
-    completion_queue* queue_;      // where its completion is delivered from
     std::uint64_t serial_ = 0; // with the address, the key a cancellation looks up (never wraps)
 };
 
@@ -165,7 +163,10 @@ struct ready_list {
 ///
 /// Reference counted: the port's state holds one reference and a posted (or to-be-reposted)
 /// drain holds one, so a queue with waits in it outlives the port that filled it.
-class completion_queue {
+///
+/// It is also the group of its port's waits in the engine's table (waits()): the group an op
+/// is in names the queue it is delivered from.
+class completion_queue : private engine_group {
 public:
     completion_queue(const completion_queue&) = delete;
     completion_queue& operator=(const completion_queue&) = delete;
@@ -236,6 +237,15 @@ public:
     /// Destroys every queued op uninvoked; the queue becomes idle. Consumes a drain reference.
     void abandon() noexcept;
 
+    /// Its port's waits in the engine's table (under the service's lock): every op delivered
+    /// from this queue is in this group while it is in the table.
+    engine_group& waits() noexcept { return *this; }
+    const engine_group& waits() const noexcept { return *this; }
+    /// The queue whose waits() `g` is.
+    static completion_queue* of(engine_group* g) noexcept {
+        return static_cast<completion_queue*>(g);
+    }
+
 private:
     reactor_service* svc_;
     schedule_fn schedule_;
@@ -252,6 +262,17 @@ private:
     bool posted_ = false;                       // a drain is posted, running or awaiting a retry
     completion_queue* next_schedule_ = nullptr; // in a to-schedule or retry list
 };
+
+inline reactor_op::reactor_op(const memory_descriptor& d, completion_queue* queue,
+                              func_type f) noexcept
+    : engine_wait(d)
+    , func_(f) {
+    group = &queue->waits();
+}
+
+inline completion_queue* reactor_op::queue() const noexcept {
+    return completion_queue::of(group);
+}
 
 /// A counted reference to a completion_queue.
 class queue_ref {
@@ -289,10 +310,9 @@ struct reactor_key {
     std::uint64_t serial;
 };
 
-/// The per-port state the service keeps: a list of the port's pending waits, and the queue
-/// their completions are delivered from.
+/// The per-port state the service keeps: the queue its waits' completions are delivered from,
+/// which is also the group of its waits in the engine's table (completion_queue::waits).
 struct reactor_port {
-    engine_group waits; // its ops in the engine's table (under the service's lock)
     queue_ref queue;
 };
 

@@ -557,7 +557,7 @@ private:
         try {
             op->hold_work(ex);
             if (link) link->waiting_on(key);
-            started = svc.start(keep->reactor, op, bound, end);
+            started = svc.start(op, bound, end);
         } catch (...) {
             op->destroy();
             throw;

@@ -500,7 +500,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
         // may throw.)
         if (slot.is_connected())
             slot.template emplace<reactor_cancel_handler>(svc, svc.make_key(*op));
-        started = svc.start(port, op, bound, deadline);
+        started = svc.start(op, bound, deadline);
     } catch (...) {
         if (slot.is_connected()) slot.clear(); // a handler installed above points to op
         op->destroy();

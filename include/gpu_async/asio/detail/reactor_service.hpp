@@ -201,7 +201,8 @@ public:
     /// The key a cancellation handler for `op` holds (call before start()).
     GPU_ASYNC_DECL reactor_key make_key(reactor_op& op) noexcept;
 
-    /// Starts `op` for `port`: registers it, unless its descriptor is already complete or its
+    /// Starts `op` for its port (the one whose completion queue it was made with): registers
+    /// it, unless its descriptor is already complete or its
     /// deadline has passed (`finished`), or the service has shut down (`dropped`); in those cases
     /// the op stays the caller's, who then delivers or destroys it outside every lock. `bound`
     /// (zero: the service's) bounds the waiter's parks while it is pending; `deadline`, when
@@ -209,8 +210,7 @@ public:
     /// waits of the same slot (the word moved far since the last scan): they are queued for
     /// delivery before this returns. Throws std::system_error when the watcher thread cannot be
     /// started, std::bad_alloc (nothing registered; the op stays the caller's).
-    [[nodiscard]] GPU_ASYNC_DECL start_result start(reactor_port& port, reactor_op* op,
-                                                    dur_ns bound = {},
+    [[nodiscard]] GPU_ASYNC_DECL start_result start(reactor_op* op, dur_ns bound = {},
                                                     std::optional<mono_ns> deadline = std::nullopt);
 
     /// Delivers an op start() returned as `finished`: queued on its port's completion queue,

@@ -194,8 +194,9 @@ GPU_ASYNC_DECL std::size_t reactor_service::pending() const {
 
 GPU_ASYNC_DECL std::size_t reactor_service::pending(const reactor_port& port) const {
     std::lock_guard lk(mutex_);
-    std::size_t n = port.waits.size();
-    incoming_.for_each([&](const engine_wait* w) { n += w->group == &port.waits ? 1 : 0; });
+    const engine_group& waits = port.queue.get()->waits();
+    std::size_t n = waits.size();
+    incoming_.for_each([&](const engine_wait* w) { n += w->group == &waits ? 1 : 0; });
     return n;
 }
 
@@ -250,8 +251,7 @@ GPU_ASYNC_DECL void reactor_service::learn_locked(const reactor_op& op) noexcept
 }
 
 GPU_ASYNC_DECL reactor_service::start_result
-reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
-                       std::optional<mono_ns> deadline) {
+reactor_service::start(reactor_op* op, dur_ns bound, std::optional<mono_ns> deadline) {
     if (roster_.shut_down()) {
         // The context is being destroyed: nothing will run the handler. Destroy it (outside
         // every lock), never invoke it, as shutdown() does with pending waits.
@@ -266,7 +266,6 @@ reactor_service::start(reactor_port& port, reactor_op* op, dur_ns bound,
         std::lock_guard lk(mutex_);
         if (roster_.needs_watcher(true)) start_thread_locked();
     }
-    op->group = &port.waits;
     op->started(predicting() ? std::optional<mono_ns>(detail::mono_now()) : std::nullopt);
     op->bound_ns = bound.ns;
     op->deadline(deadline);
@@ -357,7 +356,7 @@ GPU_ASYNC_DECL std::size_t reactor_service::cancel(reactor_port& port) {
         finish_locked(out, list);
         // One at a time, each op finished while it is at hand: with many pending, a second walk
         // of the list would find them out of the cache.
-        while (engine_wait* w = port.waits.front()) {
+        while (engine_wait* w = port.queue.get()->waits().front()) {
             engine_list one;
             engine_.remove(*w, one);
             finish_locked(one, list);
