@@ -543,7 +543,16 @@ private:
     /// runs the step inline (one that ends at once is delivered through the port's queue).
     template <class Self>
     void start_reactor_step(Self& self, const memory_descriptor& desc, dur_ns bound, mono_ns end) {
-        using op_type = port_wait_op<std::decay_t<Self>, Executor>;
+        with_port_wait_op(self, impl_->ex, [&](auto op) {
+            start_reactor_step_as<typename decltype(op)::type>(self, desc, bound, end);
+        });
+    }
+
+    /// start_reactor_step with its op type chosen (with_port_wait_op).
+    template <class OpType, class Self>
+    void start_reactor_step_as(Self& self, const memory_descriptor& desc, dur_ns bound,
+                               mono_ns end) {
+        using op_type = OpType;
         impl& m = *impl_;
         // Taken before the op owns `self`, and this state with it: once registered, the wait may
         // end and its step run on another thread at once.

@@ -7,13 +7,13 @@
 // handler has no allocator of its own): the op holds the handler and the reactor's bookkeeping
 // (reactor_op, with the intrusive links of the table, the port and the completion queue). The
 // outstanding work of a handler that runs on the I/O executor is counted by the port's
-// completion queue, not held by the op; a handler with an executor of its own has that executor
-// and its work guards in a second allocation. Its completion is delivered by the port's completion
-// queue: one drain handler per batch, posted to the I/O executor, which invokes each handler there
-// (directly when the handler's executor is the I/O executor, else dispatched to it). The
-// plan-driven wait (asio/detail/plan_wait_op.hpp) is a composed operation instead, because it is a
-// multi-step state machine (query, arm, sleep, park); each of its parks is one of these ops. The
-// descriptor wait is the hot path and stays a single op.
+// completion queue, not held by the op; a handler with an executor of its own has an op type of
+// its own, which holds that executor and its work guards too. Its completion is delivered by the
+// port's completion queue: one drain handler per batch, posted to the I/O executor, which invokes
+// each handler there (directly when the handler's executor is the I/O executor, else dispatched to
+// it). The plan-driven wait (asio/detail/plan_wait_op.hpp) is a composed operation instead, because
+// it is a multi-step state machine (query, arm, sleep, park); each of its parks is one of these
+// ops. The descriptor wait is the hot path and stays a single op.
 //
 #ifndef GPU_ASYNC_ASIO_DETAIL_PORT_WAIT_OP_HPP
 #define GPU_ASYNC_ASIO_DETAIL_PORT_WAIT_OP_HPP
@@ -265,9 +265,10 @@ private:
 /// One async_wait: the handler, and what its completion needs besides. A handler whose
 /// associated executor is the port's I/O executor (the common case) runs in the port's
 /// completion queue's drain, and its outstanding work is counted by that queue
-/// (completion_queue::work_started): the op holds no executor and no work guard of its own.
-/// Any other handler has its executor and work on both executors in a part of its own (made
-/// with the op's allocator). Allocated with op_allocator_for(handler); freed before the upcall.
+/// (completion_queue::work_started): its op (`Foreign` false) holds no executor and no work
+/// guard of its own. Any other handler's op (`Foreign` true) also holds its executor and work on
+/// both executors (made by hold_work); which op a handler gets is decided at initiation
+/// (with_port_wait_op). Allocated with op_allocator_for(handler); freed before the upcall.
 ///
 /// Completion (`complete`, called by the port's completion queue's drain on the I/O executor):
 /// the final step runs at once when the handler's executor is the I/O executor, else it is
@@ -275,7 +276,7 @@ private:
 /// destroyed without running (its context shut down) destroys the op without invoking the
 /// handler. The cancellation slot is not the op's: its handler holds a key, not the op (see
 /// reactor_cancel_handler).
-template <class Handler, class IoExecutor>
+template <class Handler, class IoExecutor, bool Foreign>
 class port_wait_op final : public reactor_op {
 public:
     using handler_executor = asio::associated_executor_t<Handler, IoExecutor>;
@@ -297,27 +298,19 @@ public:
 
     /// Makes the op outstanding work until it goes: counted by its queue when its handler runs
     /// in the drain (the handler's executor is the I/O executor), else held, on both executors,
-    /// by a part of its own. Called once, before the op goes to the service or its queue; never
-    /// for a wait that completes at initiation on its immediate executor, which, as Asio's own
-    /// operations, leaves the context's work alone. When it throws nothing is held.
+    /// by the op's foreign part. Called once, before the op goes to the service or its queue;
+    /// never for a wait that completes at initiation on its immediate executor, which, as Asio's
+    /// own operations, leaves the context's work alone. When it throws nothing is held.
     void hold_work(const IoExecutor& io_ex) {
-        const handler_executor ex = asio::get_associated_executor(handler_, io_ex);
-        if (same_executor(ex, io_ex)) {
+        if constexpr (!Foreign) {
             queue()->work_started();
             set_counted();
-            return;
+        } else {
+            // Completed by a dispatch to the handler's executor, not inline in the drain: the
+            // drain then stops after it (see completion_queue::run).
+            part_.emplace(asio::get_associated_executor(handler_, io_ex), io_ex);
+            set_foreign_executor(true);
         }
-        // Completed by a dispatch to the handler's executor, not inline in the drain: the drain
-        // then stops after it (see completion_queue::run).
-        part_allocator alloc(op_allocator_for(handler_));
-        foreign_part* part = std::allocator_traits<part_allocator>::allocate(alloc, 1);
-        try {
-            part_ = ::new (static_cast<void*>(part)) foreign_part(ex, io_ex);
-        } catch (...) {
-            std::allocator_traits<part_allocator>::deallocate(alloc, part, 1);
-            throw;
-        }
-        set_foreign_executor(true);
     }
 
 private:
@@ -332,20 +325,14 @@ private:
         work_holder<IoExecutor> io_work;
         work_holder<handler_executor> handler_work;
     };
-    using part_allocator =
-        typename std::allocator_traits<op_allocator>::template rebind_alloc<foreign_part>;
+    struct no_part {};
+    // The foreign part, made by hold_work; nothing in an op whose handler runs in the drain.
+    using part_type = std::conditional_t<Foreign, std::optional<foreign_part>, no_part>;
 
     template <class H>
     port_wait_op(H&& handler, const memory_descriptor& d, completion_queue& queue)
         : reactor_op(d, &queue, &port_wait_op::do_func)
         , handler_(std::forward<H>(handler)) {}
-
-    static bool same_executor(const handler_executor& h, const IoExecutor& io) noexcept {
-        if constexpr (std::is_same_v<handler_executor, IoExecutor>)
-            return h == io;
-        else
-            return false;
-    }
 
     /// Owns the op until it runs; a step destroyed unrun destroys the op (no upcall).
     class final_step {
@@ -369,10 +356,15 @@ private:
         if (!invoke) return free(op);
         // Running in the drain on the I/O executor: when that is the handler's own executor
         // (decided at initiation), the handler runs here.
-        if (op->part_ == nullptr) return final_step(op)();
-        auto alloc = asio::get_associated_allocator(op->handler_);
-        const handler_executor ex = op->part_->ex;
-        asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
+        if constexpr (Foreign) {
+            if (op->part_) {
+                auto alloc = asio::get_associated_allocator(op->handler_);
+                const handler_executor ex = op->part_->ex;
+                asio::dispatch(ex, asio::bind_allocator(alloc, final_step(op)));
+                return;
+            }
+        }
+        return final_step(op)();
     }
 
     /// Ends the op's count on its queue when it goes (its handler returned, or never runs).
@@ -395,17 +387,8 @@ private:
     static void free(port_wait_op* op) noexcept {
         const queue_work work(op->counted() ? op->queue() : nullptr);
         op_allocator alloc(op_allocator_for(op->handler_));
-        op->free_part(alloc);
         op->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, op, 1);
-    }
-
-    // `op_alloc`: the op's allocator (made before the handler moved out).
-    void free_part(const op_allocator& op_alloc) noexcept {
-        if (part_ == nullptr) return;
-        part_allocator alloc(op_alloc);
-        part_->~foreign_part();
-        std::allocator_traits<part_allocator>::deallocate(alloc, std::exchange(part_, nullptr), 1);
     }
 
     void finish() {
@@ -416,12 +399,13 @@ private:
         // (The work is declared first: as in Asio's operations, it ends after the handler is
         // destroyed.)
         const queue_work work(counted() ? queue() : nullptr);
-        std::optional<foreign_part> guards;
-        if (part_ != nullptr) guards.emplace(std::move(*part_));
+        part_type guards;
+        if constexpr (Foreign) {
+            if (part_) guards.emplace(std::move(*part_));
+        }
         Handler handler(std::move(handler_));
         const error_code result = ec();
         op_allocator alloc(op_allocator_for(handler));
-        free_part(alloc);
         this->~port_wait_op();
         std::allocator_traits<op_allocator>::deallocate(alloc, this, 1);
         std::move(handler)(result);
@@ -445,8 +429,20 @@ private:
 #endif
 
     Handler handler_;
-    foreign_part* part_ = nullptr; // a handler with an executor of its own (hold_work)
+    [[no_unique_address]] part_type part_;
 };
+
+/// Calls `f` with std::type_identity of the op type for `handler` on `io_ex`: the op of a
+/// handler whose associated executor is the I/O executor holds no executor of its own; any
+/// other's does (port_wait_op's `Foreign`).
+template <class Handler, class IoExecutor, class F>
+void with_port_wait_op(const Handler& handler, const IoExecutor& io_ex, F&& f) {
+    if constexpr (std::is_same_v<asio::associated_executor_t<Handler, IoExecutor>, IoExecutor>) {
+        if (asio::get_associated_executor(handler, io_ex) == io_ex)
+            return f(std::type_identity<port_wait_op<Handler, IoExecutor, false>>{});
+    }
+    f(std::type_identity<port_wait_op<Handler, IoExecutor, true>>{});
+}
 
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
 /// A handler with no associations: what Asio gives a handler that has no immediate executor.
@@ -463,17 +459,12 @@ inline constexpr bool has_own_immediate_executor =
                     asio::associated_immediate_executor_t<plain_handler, IoExecutor>>;
 #endif
 
-/// Starts one reactor wait for `handler`: allocates the op, makes it outstanding work, installs
-/// the cancellation handler (the slot is read before the handler moves), registers it. Never
-/// invokes the handler inline, unless it finished at once and the handler's own immediate
-/// executor runs it inline; such a wait never counts as outstanding work. When this throws, the
-/// op (and the handler moved into it) has been destroyed exactly once and the slot cleared.
-template <class IoExecutor, class Handler>
-void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
-                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
-                        std::optional<mono_ns> deadline = {}) {
-    using handler_type = std::decay_t<Handler>;
-    using op_type = port_wait_op<handler_type, IoExecutor>;
+/// start_reactor_wait with its op type chosen (with_port_wait_op).
+template <class OpType, class IoExecutor, class Handler>
+void start_reactor_wait_as(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
+                           Handler&& handler, const memory_descriptor& desc, dur_ns bound,
+                           std::optional<mono_ns> deadline) {
+    using op_type = OpType;
     auto slot = asio::get_associated_cancellation_slot(handler);
     op_type* op = op_type::create(std::forward<Handler>(handler), desc, *port.queue.get());
 #if GPU_ASYNC_HAS_IMMEDIATE_EXECUTOR
@@ -481,7 +472,7 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
     // when the wait finishes at once. Looked at before the op takes any work: taken and let go
     // here, outside run(), the context's count of outstanding work could drop to zero, which
     // stops an io_context. No cancellation handler is installed for it.
-    if constexpr (has_own_immediate_executor<handler_type, IoExecutor>) {
+    if constexpr (has_own_immediate_executor<std::decay_t<Handler>, IoExecutor>) {
         if (const std::optional<reactor_service::start_result> ended =
                 svc.ends_before_start(*op, deadline)) {
             if (*ended == reactor_service::start_result::dropped) {
@@ -518,6 +509,21 @@ void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecut
     // Through the port's queue, never inline: also a wait with an immediate executor that
     // finished between the look above and start() (it holds work now).
     svc.deliver(op);
+}
+
+/// Starts one reactor wait for `handler`: allocates the op, makes it outstanding work, installs
+/// the cancellation handler (the slot is read before the handler moves), registers it. Never
+/// invokes the handler inline, unless it finished at once and the handler's own immediate
+/// executor runs it inline; such a wait never counts as outstanding work. When this throws, the
+/// op (and the handler moved into it) has been destroyed exactly once and the slot cleared.
+template <class IoExecutor, class Handler>
+void start_reactor_wait(reactor_service& svc, reactor_port& port, const IoExecutor& io_ex,
+                        Handler&& handler, const memory_descriptor& desc, dur_ns bound = {},
+                        std::optional<mono_ns> deadline = {}) {
+    with_port_wait_op(handler, io_ex, [&](auto op) {
+        start_reactor_wait_as<typename decltype(op)::type>(
+            svc, port, io_ex, std::forward<Handler>(handler), desc, bound, deadline);
+    });
 }
 
 GPU_ASYNC_ASIO_NAMESPACE_END
