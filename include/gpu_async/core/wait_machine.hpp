@@ -94,6 +94,9 @@ struct wait_event {
         slept,   ///< answers `sleep_until`: `word_seen` when a host that watched the word during
                  ///< the sleep saw it reach its target (the sleep then ends early)
         parked,  ///< answers `park`: `word_seen` when the park saw the word reach its target
+        /// answers any action: the host ends the wait before the action's answer (its
+        /// cancellation, or its source went away); the machine calls the source no more
+        cancelled,
     };
 
     type kind = type::queried;
@@ -120,6 +123,9 @@ struct wait_event {
     static wait_event parked(bool word_seen, mono_ns now) noexcept {
         return {type::parked, now, {}, {}, word_seen};
     }
+    static wait_event cancelled(mono_ns now) noexcept {
+        return {type::cancelled, now, {}, {}, false};
+    }
 };
 
 /// The next thing the host must do.
@@ -133,8 +139,10 @@ struct wait_action {
         /// the word continuously (a reactor that scans it), until `at` in one piece: the
         /// backstop query's due time. Answer with parked.
         park,
-        done,   ///< the wait succeeded: `report` says how
-        failed, ///< the wait failed: `error` says why
+        done,      ///< the wait succeeded: `report` says how
+        failed,    ///< the wait failed: `error` says why
+        cancelled, ///< the host cancelled the wait (wait_event::cancelled): it reports its own
+                   ///< cancellation (the Asio host: operation_aborted)
     };
 
     type kind = type::query;
@@ -156,9 +164,12 @@ struct wait_action {
     static wait_action failed(std::error_code ec) noexcept {
         return {type::failed, {}, {}, {}, ec};
     }
+    static wait_action cancelled() noexcept { return {type::cancelled, {}, {}, {}, {}}; }
 
-    /// True for done and failed: the machine takes no further events.
-    bool is_terminal() const noexcept { return kind == type::done || kind == type::failed; }
+    /// True for done, failed and cancelled: the machine takes no further events.
+    bool is_terminal() const noexcept {
+        return kind == type::done || kind == type::failed || kind == type::cancelled;
+    }
 };
 
 /// Text of an action type: "query", "block", "arm", "sleep_until", "park", "done", "failed".
@@ -178,6 +189,8 @@ constexpr std::string_view to_string(wait_action::type t) noexcept {
         return "done";
     case wait_action::type::failed:
         return "failed";
+    case wait_action::type::cancelled:
+        return "cancelled";
     }
     return "unknown";
 }
@@ -190,7 +203,9 @@ constexpr std::string_view to_string(wait_action::type t) noexcept {
 ///
 /// Protocol: each event must answer the action last returned. An event of another type (a host
 /// bug) ends the wait with `std::errc::protocol_error`; it never produces success. Once the
-/// machine returned done or failed, it answers every further event with that same action.
+/// machine returned done, failed or cancelled, it answers every further event with that same
+/// action. `wait_event::cancelled` answers any action: the host ends the wait (its
+/// cancellation, or its source went away), and the machine ends it with `cancelled`.
 ///
 /// A query that says failed with an empty error code ends the wait with errc::backend (an
 /// empty code cannot say "failed"); any other source error is passed on unchanged.
@@ -224,6 +239,9 @@ public:
         if (state_ == state::finished) return last_;
         if (state_ == state::idle) return finish_failed(make_error_code(std::errc::protocol_error));
         if (ev.now > now_) now_ = ev.now;
+        // Whatever it was asked, the host may end the wait instead of answering.
+        if (ev.kind == wait_event::type::cancelled)
+            return emit(state::finished, wait_action::cancelled());
         // The backstop counts from the last status query the source answered.
         if (ev.kind == wait_event::type::queried) last_query_ = now_;
         switch (state_) {
@@ -271,7 +289,7 @@ public:
         return protocol_error();
     }
 
-    /// True once the machine returned done or failed.
+    /// True once the machine returned done, failed or cancelled.
     bool finished() const noexcept { return state_ == state::finished; }
 
     /// The end of the predicted sleep, when this wait sleeps at all.
@@ -450,6 +468,7 @@ wait_event execute_wait_action(const wait_action& a, Source& source, const Clock
     }
     case wait_action::type::done:
     case wait_action::type::failed:
+    case wait_action::type::cancelled:
         break;
     }
     return wait_event::slept(clk.now()); // not reached for non-terminal actions
@@ -457,6 +476,8 @@ wait_event execute_wait_action(const wait_action& a, Source& source, const Clock
 
 inline wait_result wait_action_result(const wait_action& a) {
     if (a.kind == wait_action::type::done) return wait_result(a.report);
+    if (a.kind == wait_action::type::cancelled)
+        return wait_result(make_error_code(std::errc::operation_canceled));
     return wait_result(a.error);
 }
 

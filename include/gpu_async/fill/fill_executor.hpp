@@ -29,9 +29,9 @@
 #include <gpu_async/core/park_fallback.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/wait_machine.hpp>
 #include <gpu_async/core/wait_plan.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/fill/reactor.hpp>
 
 #include <concepts>
@@ -375,6 +375,7 @@ fill_task<wait_result> fill_wait(reactor& r, Source& source, wait_plan requested
         }
         case wait_action::type::done:
         case wait_action::type::failed:
+        case wait_action::type::cancelled:
             break;
         }
         a = m.on_event(ev);

@@ -466,6 +466,52 @@ BOOST_AUTO_TEST_CASE(to_string_names) {
     BOOST_TEST(to_string(act::sleep_until) == "sleep_until");
     BOOST_TEST(to_string(act::park) == "park");
     BOOST_TEST(to_string(act::failed) == "failed");
+    BOOST_TEST(to_string(act::cancelled) == "cancelled");
+}
+
+BOOST_AUTO_TEST_CASE(a_cancellation_answers_any_action_and_ends_the_wait) {
+    // Each plan driven to each of its actions, then cancelled instead of answered.
+    const auto cancelled_at = [](const wait_plan& plan, auto&& drive) {
+        wait_machine m;
+        wait_action a = m.start(plan, 2'000'000, at_us(0));
+        a = drive(m, a);
+        const act asked = a.kind;
+        const wait_action end = m.on_event(wait_event::cancelled(at_us(50)));
+        BOOST_TEST((end.kind == act::cancelled));
+        BOOST_TEST(end.is_terminal());
+        BOOST_TEST(!end.error);
+        // Finished: every later event, an answer included, repeats it; no success after it.
+        BOOST_TEST((m.on_event(query_done(at_us(60))).kind == act::cancelled));
+        BOOST_TEST(m.finished());
+        return asked;
+    };
+    const auto none = [](wait_machine&, wait_action a) { return a; };
+    BOOST_TEST((cancelled_at(wait_plan::block(), none) == act::block));
+    BOOST_TEST((cancelled_at(poll_plan(), none) == act::query));
+    BOOST_TEST((cancelled_at(flag_plan(), [](wait_machine& m, wait_action) {
+                    return m.on_event(query_pending(at_us(1)));
+                }) == act::arm));
+    BOOST_TEST((cancelled_at(flag_plan(), [](wait_machine& m, wait_action) {
+                    m.on_event(query_pending(at_us(1)));
+                    return m.on_event(wait_event::armed({}, at_us(2)));
+                }) == act::park));
+    BOOST_TEST((cancelled_at(flag_predict(), [](wait_machine& m, wait_action) {
+                    m.on_event(query_pending(at_us(1)));
+                    return m.on_event(wait_event::armed({}, at_us(2)));
+                }) == act::sleep_until));
+}
+
+BOOST_AUTO_TEST_CASE(a_cancellation_after_the_end_leaves_the_end_as_it_was) {
+    wait_machine m;
+    m.start(poll_plan(), std::nullopt, at_us(0));
+    const wait_action done = m.on_event(query_done(at_us(3)));
+    const wait_action after = m.on_event(wait_event::cancelled(at_us(9)));
+    BOOST_TEST((after.kind == act::done));
+    BOOST_TEST((after.report == done.report));
+    wait_machine f;
+    f.start(poll_plan(), std::nullopt, at_us(0));
+    f.on_event(query_failed(device_error, at_us(1)));
+    BOOST_TEST((f.on_event(wait_event::cancelled(at_us(2))).error == device_error));
 }
 
 // --- randomized property test ----------------------------------------------------------------

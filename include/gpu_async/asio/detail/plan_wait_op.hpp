@@ -411,10 +411,14 @@ private:
         std::uint64_t retirements_seen = 0;
     };
 
+    // The wait ends without the source's answer: cancelled, or its source went away. The
+    // machine takes that as its event and ends the wait (cancelled: operation_aborted), unless
+    // it had ended already (a result it reached stands).
     template <class Self>
     void abort(Self& self) {
-        impl_.reset(); // the state (timer included) is freed before the upcall
-        self.complete(asio::error::operation_aborted, wait_report{});
+        impl& m = *impl_;
+        m.action = m.machine.on_event(wait_event::cancelled(mono_now()));
+        finish(self);
     }
 
     template <class Self>
@@ -438,6 +442,7 @@ private:
                 return start_park(self);
             case wait_action::type::done:
             case wait_action::type::failed:
+            case wait_action::type::cancelled:
                 return finish(self);
             }
         }
@@ -500,10 +505,16 @@ private:
         on_word(self, m.action.bound, m.action.at);
     }
 
-    /// The machine's end: done (its report, fed to the point's estimator) or failed.
+    /// The machine's end: done (its report, fed to the point's estimator), failed or cancelled.
+    /// The state (timer included) is freed before the upcall.
     template <class Self>
     void finish(Self& self) {
         impl& m = *impl_;
+        if (m.action.kind == wait_action::type::cancelled) {
+            impl_.reset();
+            self.complete(asio::error::operation_aborted, wait_report{});
+            return;
+        }
         if (m.action.kind == wait_action::type::failed) {
             const error_code ec = detail::to_asio_error_code(m.action.error);
             impl_.reset();
