@@ -114,9 +114,9 @@
 #include <gpu_async/core/completion_source.hpp>
 #include <gpu_async/core/detail/config.hpp>
 #include <gpu_async/core/error.hpp>
-#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/result.hpp>
 #include <gpu_async/core/time.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/device/vulkan_api.hpp>
 #include <gpu_async/wait/detail/ranked_mutex.hpp>
 #include <gpu_async/wait/doorbell.hpp>

@@ -20,8 +20,8 @@
 #include <gpu_async/core/error.hpp>
 #include <gpu_async/core/park_policy.hpp>
 #include <gpu_async/core/time.hpp>
-#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/wait_end.hpp>
+#include <gpu_async/core/wait_tuning.hpp>
 #include <gpu_async/core/watch_table.hpp>
 #include <gpu_async/line/detail/line_watchers.hpp>
 #include <gpu_async/line/line_health.hpp>
