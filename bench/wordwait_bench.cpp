@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
             "ldxr+wfe loop", cfg, line,
             [&](const ga::completion_line& l, const std::function<bool()>& p, ga::dur_ns b) {
                 auto pred = p;
-                return ga::detail::arm::park_wfe(l, pred, ga::detail::mono_now().ns + b.count());
+                return ga::detail::arm::park_wfe(l, pred, ga::detail::mono_now().after(b));
             },
             nothing));
     }

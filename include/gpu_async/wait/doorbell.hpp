@@ -143,9 +143,9 @@ public:
     /// before it sleeps.
     template <class Pred>
     bool wait(Pred&& done, dur_ns bound, dur_ns spin) const {
-        const std::uint64_t deadline = detail::mono_now().after(bound).ns;
-        return detail::spin_then_sleep(done, spin.count(), deadline, max_sleep_ns,
-                                       [&](std::uint64_t left) {
+        const mono_ns deadline = detail::mono_now().after(bound);
+        return detail::spin_then_sleep(done, spin, deadline, default_wait_tuning.longest_sleep,
+                                       [&](dur_ns left) {
                                            const auto seen = static_cast<std::uint32_t>(count());
                                            return sleepers_.sleep(futex_word(), seen, done, left);
                                        });

@@ -101,45 +101,44 @@ struct word_wait_path_report {
 namespace detail {
 
 /// The portable park: pause-spin for up to wait_tuning::spin, then yield, until `done()` or
-/// `deadline_ns`. Returns `done()`.
+/// `deadline`. Returns `done()`.
 template <class Pred>
-bool fallback_park(Pred& done, std::uint64_t deadline_ns) {
-    return spin_then_sleep(done, default_wait_tuning.spin.ns, deadline_ns, ~std::uint64_t{0},
-                           [&](std::uint64_t) {
-                               std::this_thread::yield();
-                               return static_cast<bool>(done());
-                           });
+bool fallback_park(Pred& done, mono_ns deadline) {
+    return spin_then_sleep(done, default_wait_tuning.spin, deadline, dur_ns::max(), [&](dur_ns) {
+        std::this_thread::yield();
+        return static_cast<bool>(done());
+    });
 }
 
-// The hardware park loops: arm, re-check, wait, until `done()` or `deadline_ns` (steady-clock
-// nanoseconds). Each executes an instruction only the probe may vouch for: word_wait::park calls
-// them only on the path its probe confirmed. (The aarch64 test calls park_wfe directly under
-// qemu-user, where WFE always exists and returns at once.)
+// The hardware park loops: arm, re-check, wait, until `done()` or `deadline` (the mono clock). Each
+// executes an instruction only the probe may vouch for: word_wait::park calls them only on the path
+// its probe confirmed. (The aarch64 test calls park_wfe directly under qemu-user, where WFE always
+// exists and returns at once.)
 
 #if GPU_ASYNC_WORDWAIT_X86
 namespace x86 {
 
 template <class Pred>
-bool park_umwait(const completion_line& line, Pred& done, std::uint64_t deadline_ns,
+bool park_umwait(const completion_line& line, Pred& done, mono_ns deadline,
                  std::uint64_t max_ticks) {
     for (;;) {
         umonitor(&line);
         if (done()) return true;
-        const std::uint64_t now = mono_now().ns;
-        if (now >= deadline_ns) return static_cast<bool>(done());
-        const std::uint64_t left = deadline_ns - now;
+        const mono_ns now = mono_now();
+        if (now >= deadline) return static_cast<bool>(done());
+        const std::uint64_t left = deadline.since(now).ns;
         umwait(rdtsc() + (left < max_ticks ? left : max_ticks));
     }
 }
 
 template <class Pred>
-bool park_monitorx(const completion_line& line, Pred& done, std::uint64_t deadline_ns) {
+bool park_monitorx(const completion_line& line, Pred& done, mono_ns deadline) {
     for (;;) {
         monitorx(&line);
         if (done()) return true;
-        const std::uint64_t now = mono_now().ns;
-        if (now >= deadline_ns) return static_cast<bool>(done());
-        const std::uint64_t left = deadline_ns - now;
+        const mono_ns now = mono_now();
+        if (now >= deadline) return static_cast<bool>(done());
+        const std::uint64_t left = deadline.since(now).ns;
         constexpr std::uint64_t max_timer = std::numeric_limits<std::uint32_t>::max();
         mwaitx(static_cast<std::uint32_t>(left < max_timer ? left : max_timer));
     }
@@ -152,14 +151,14 @@ bool park_monitorx(const completion_line& line, Pred& done, std::uint64_t deadli
 namespace arm {
 
 template <class Pred>
-bool park_wfe(const completion_line& line, Pred& done, std::uint64_t deadline_ns) {
+bool park_wfe(const completion_line& line, Pred& done, mono_ns deadline) {
     for (;;) {
         ldxr(&line.words[0]);
         if (done()) {
             clrex();
             return true;
         }
-        if (mono_now().ns >= deadline_ns) {
+        if (mono_now() >= deadline) {
             clrex();
             return static_cast<bool>(done());
         }
@@ -168,22 +167,20 @@ bool park_wfe(const completion_line& line, Pred& done, std::uint64_t deadline_ns
 }
 
 template <class Pred>
-bool park_wfet(const completion_line& line, Pred& done, std::uint64_t deadline_ns,
-               std::uint64_t cntfrq) {
+bool park_wfet(const completion_line& line, Pred& done, mono_ns deadline, std::uint64_t cntfrq) {
     for (;;) {
         ldxr(&line.words[0]);
         if (done()) {
             clrex();
             return true;
         }
-        const std::uint64_t now = mono_now().ns;
-        if (now >= deadline_ns) {
+        const mono_ns now = mono_now();
+        if (now >= deadline) {
             clrex();
             return static_cast<bool>(done());
         }
         // At most one second per wait keeps left * cntfrq within 64 bits.
-        const std::uint64_t left =
-            deadline_ns - now < 1000000000u ? deadline_ns - now : 1000000000u;
+        const std::uint64_t left = min(deadline.since(now), dur_ns::from_ms(1000)).ns;
         wfet(read_cntvct() + left * cntfrq / 1000000000u + 1);
     }
 }
@@ -237,8 +234,7 @@ public:
     template <class Pred>
     bool park(const completion_line& line, Pred&& done, dur_ns bound) const {
         if (done()) return true;
-        const std::uint64_t start = detail::mono_now().ns;
-        const std::uint64_t deadline = mono_ns{start}.after(bound).ns;
+        const mono_ns deadline = detail::mono_now().after(bound);
         switch (path_) {
 #if GPU_ASYNC_WORDWAIT_X86
         case word_wait_path::umwait:

@@ -248,18 +248,18 @@ BOOST_AUTO_TEST_CASE(a_watcher_is_needed_only_while_nobody_waits_or_stops) {
 
 BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
     waiter_roster r;
-    BOOST_TEST(r.fill_bound_ns() == 0u);
+    BOOST_TEST(r.fill_bound().ns == 0u);
     r.fill_begun(dur_ns::from_us(50));
     r.fill_begun(dur_ns::from_us(200));
     r.fill_begun(dur_ns::from_us(200));
     BOOST_TEST(r.fill_active());
     BOOST_TEST(r.present());
     BOOST_TEST(!r.needs_watcher(true));
-    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns);
+    BOOST_TEST(r.fill_bound().ns == dur_ns::from_us(200).ns);
     r.fill_ended(dur_ns::from_us(200));
-    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(200).ns); // the other 200 us driver runs
+    BOOST_TEST(r.fill_bound().ns == dur_ns::from_us(200).ns); // the other 200 us driver runs
     r.fill_ended(dur_ns::from_us(200));
-    BOOST_TEST(r.fill_bound_ns() == dur_ns::from_us(50).ns);
+    BOOST_TEST(r.fill_bound().ns == dur_ns::from_us(50).ns);
     // A watcher stopped while a driver runs leaves the driver present.
     r.watcher_started();
     r.watcher_stopping();
@@ -267,7 +267,7 @@ BOOST_AUTO_TEST_CASE(fill_drivers_wait_with_the_longest_of_their_bounds) {
     r.watcher_joined();
     r.fill_ended(dur_ns::from_us(50));
     BOOST_TEST(!r.present());
-    BOOST_TEST(r.fill_bound_ns() == 0u);
+    BOOST_TEST(r.fill_bound().ns == 0u);
     BOOST_TEST(r.needs_watcher(true));
 }
 

@@ -465,7 +465,7 @@ BOOST_AUTO_TEST_CASE(deadlines_expire_at_the_hosts_now_and_bound_the_park) {
     wait& w = h.queue(desc(line, 0, 1));
     w.deadline(mono_ns{1000});
     wait& b = h.queue(desc(line, 1, 1));
-    b.bound_ns = 50;
+    b.park_bound = dur_ns{50};
     h.take_in();
     BOOST_TEST(h.engine.bound(mono_ns{900}, dur_ns{100}).ns == 50u);
     BOOST_TEST(h.engine.bound(mono_ns{980}, dur_ns{100}).ns == 20u);

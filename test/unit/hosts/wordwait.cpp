@@ -258,8 +258,8 @@ BOOST_AUTO_TEST_CASE(lost_wake_torture_probed_path) {
 // tests call the loop directly there. A store from another thread clears the reservation and
 // wakes the WFE; the bound-only case needs the event stream (or qemu: GPU_ASYNC_QEMU=1).
 namespace {
-std::uint64_t deadline_after(std::chrono::nanoseconds d) {
-    return detail::mono_now().ns + static_cast<std::uint64_t>(d.count());
+mono_ns deadline_after(std::chrono::nanoseconds d) {
+    return detail::mono_now().after(dur_ns::from(d));
 }
 bool wfe_bound_is_safe() {
 #if defined(__linux__)
@@ -305,7 +305,7 @@ BOOST_AUTO_TEST_CASE(wfe_loop_lost_wake_torture) {
     const auto r = test::lost_wake_torture(
         line, test::torture_rounds(), test::torture_budget(), dur_ns::from_ms(1000),
         [&](const completion_line& l, auto pred, dur_ns bound) {
-            return detail::arm::park_wfe(l, pred, detail::mono_now().ns + bound.count());
+            return detail::arm::park_wfe(l, pred, detail::mono_now().after(bound));
         },
         [] {});
     BOOST_TEST_MESSAGE("wfe torture: " << r.rounds << " rounds");

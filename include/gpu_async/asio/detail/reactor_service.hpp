@@ -347,8 +347,8 @@ public:
     /// The park bound of the thread that waits for the table: the longest of the FILL drivers'
     /// own while any runs, else the watcher's, park_bound().
     dur_ns waiter_bound() const noexcept {
-        const std::uint64_t fill = roster_.fill_bound_ns();
-        return dur_ns{fill != 0 ? fill : park_bound_ns_.load(std::memory_order_relaxed)};
+        const dur_ns fill = roster_.fill_bound();
+        return fill.ns != 0 ? fill : park_bound();
     }
     /// The estimator's plan for the rhythm: the margin is one device poll interval.
     deadline_plan rhythm_plan() const noexcept;

@@ -57,15 +57,14 @@ public:
               Over&& over) noexcept {
         if (over() || bound.ns == 0) return;
         const park_policy::stand_back_wait round = park_policy::stand_back_round(
-            spin_first, dur_ns{waiter.spin_ns()},
-            bell.device_producers() != 0 && !waiter.has_monitor(), waiter.device_poll());
-        const std::uint64_t deadline = mono_now().after(bound).ns;
+            spin_first, waiter.spin(), bell.device_producers() != 0 && !waiter.has_monitor(),
+            waiter.device_poll());
+        const mono_ns deadline = mono_now().after(bound);
         if (!round.sleep) {
-            if (round.spin.ns != 0)
-                spin_until(over, spin_end(mono_now().ns, round.spin.ns, deadline));
+            if (round.spin.ns != 0) spin_until(over, spin_end(mono_now(), round.spin, deadline));
             return;
         }
-        spin_then_sleep(over, round.spin.ns, deadline, round.round.ns, [&](std::uint64_t left) {
+        spin_then_sleep(over, round.spin, deadline, round.round, [&](dur_ns left) {
             const std::uint32_t epoch = epoch_.load(std::memory_order_seq_cst);
             return sleepers_.sleep(epoch_word(), epoch, over, left);
         });

@@ -85,8 +85,8 @@ public:
         return (word_.load(std::memory_order_seq_cst) & shut_down_bit) != 0;
     }
     /// The longest FILL driver's park bound; 0 when none runs.
-    std::uint64_t fill_bound_ns() const noexcept {
-        return fill_bound_ns_.load(std::memory_order_relaxed);
+    dur_ns fill_bound() const noexcept {
+        return dur_ns{fill_bound_ns_.load(std::memory_order_relaxed)};
     }
 
 private:

@@ -267,7 +267,7 @@ reactor_service::start(reactor_op* op, dur_ns bound, std::optional<mono_ns> dead
         if (roster_.needs_watcher(true)) start_thread_locked();
     }
     op->started(predicting() ? std::optional<mono_ns>(detail::mono_now()) : std::nullopt);
-    op->bound_ns = bound.ns;
+    op->park_bound = bound;
     op->deadline(deadline);
     push_incoming(*op, bound, deadline, now);
     if (!roster_.present()) {

@@ -103,7 +103,7 @@ GPU_ASYNC_DECL void reactor_watcher::stand_back_step(std::unique_lock<ranked_mut
     lk.unlock();
     std::uint64_t progress = svc_.deliveries().progress();
     for (bool first = true;; first = false) {
-        const mono_ns t{detail::mono_now().ns};
+        const mono_ns t = detail::mono_now();
         if (t >= window.until) break;
         svc_.deliveries().gate().wait(svc_.bell(), svc_.waiter(),
                                       min(window.round, window.until.since(t)), first,

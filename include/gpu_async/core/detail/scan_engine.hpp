@@ -74,9 +74,9 @@ public:
     /// Whether it is in the engine's table (between a take-in that kept it and its leaving).
     bool registered() const noexcept { return registered_; }
 
-    /// Set by the host before it is taken in: a park bound while it is pending (0: none of its
-    /// own).
-    std::uint64_t bound_ns = 0;
+    /// Set by the host before it is taken in: a park bound while it is pending (zero: none of
+    /// its own).
+    dur_ns park_bound;
 
     /// Set by the host before it is taken in: a deadline (on the host's clock) after which it
     /// leaves `expired` (none by default). Read while it is not registered; it stays set after

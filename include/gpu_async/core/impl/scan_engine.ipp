@@ -26,8 +26,8 @@ inline void scan_engine::left(engine_wait& w, wait_end why) noexcept {
         w.group_prev_ = w.next = nullptr;
         --g->count_;
     }
-    if (w.bound_ns != 0) {
-        const auto b = bounds_.find(w.bound_ns);
+    if (w.park_bound.ns != 0) {
+        const auto b = bounds_.find(w.park_bound.ns);
         if (--b->second == 0) bounds_.erase(b);
     }
     left_unregistered(w, why);
@@ -144,9 +144,9 @@ inline void scan_engine::take_one(engine_wait& w, engine_list& scanned, engine_l
             end_at_take_in(w, wait_end::reached, out);
             return;
         }
-        if (w.bound_ns != 0) {
+        if (w.park_bound.ns != 0) {
             try {
-                ++bounds_[w.bound_ns];
+                ++bounds_[w.park_bound.ns];
             } catch (...) {
                 table_.erase(w); // not left in the table to be completed a second time
                 throw;

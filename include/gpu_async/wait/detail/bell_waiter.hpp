@@ -72,9 +72,8 @@ public:
         const bool monitor = has_monitor();
         const mono_ns now = monitor || bound.ns == 0 ? mono_ns{} : mono_now();
         if (!monitor && bound.ns != 0) measure_rings(bell, now);
-        const park_policy::park_shape shape =
-            park_policy::park(bound, monitor, watching, bell.device_producers() != 0,
-                              dur_ns{spin_ns()}, device_poll());
+        const park_policy::park_shape shape = park_policy::park(
+            bound, monitor, watching, bell.device_producers() != 0, spin(), device_poll());
         switch (shape.kind) {
         case park_policy::park_kind::none:
             return;
@@ -87,11 +86,11 @@ public:
         case park_policy::park_kind::steps:
             break;
         }
-        const std::uint64_t end = now.after(bound).ns;
+        const mono_ns end = now.after(bound);
         for (dur_ns s = shape.spin;; s = dur_ns{}) {
-            const std::uint64_t t = mono_now().ns;
+            const mono_ns t = mono_now();
             if (t >= end) return;
-            if (bell.wait(rang, min(shape.step, dur_ns{end - t}), s)) return;
+            if (bell.wait(rang, min(shape.step, end.since(t)), s)) return;
         }
     }
 
@@ -108,14 +107,14 @@ public:
         if (bell.wait([&bell, seen] { return bell.count() != seen; }, sleep, dur_ns{}))
             return false;
         if (bell.device_signaled()) return true;
-        spin_until(rang, mono_now().after(budget).ns);
+        spin_until(rang, mono_now().after(budget));
         return false;
     }
 
     /// The spin before a futex sleep now: wait_tuning::spin, or busy_spin while dense.
-    std::uint64_t spin_ns() const noexcept { return spin_ns_.load(std::memory_order_relaxed); }
+    dur_ns spin() const noexcept { return dur_ns{spin_ns_.load(std::memory_order_relaxed)}; }
     /// True while rings come densely (the waiter spins wait_tuning::busy_spin).
-    bool dense() const noexcept { return park_policy::dense(dur_ns{spin_ns()}); }
+    bool dense() const noexcept { return park_policy::dense(spin()); }
 
     /// The device poll interval (zero is taken as 1 ns).
     void device_poll(dur_ns interval) noexcept {
@@ -137,10 +136,9 @@ private:
         const park_policy::ring_window w{mono_ns{rate_t0_ns_.load(std::memory_order_relaxed)},
                                          rate_rings0_.load(std::memory_order_relaxed)};
         const std::uint64_t rings = bell.count();
-        const std::optional<dur_ns> spin =
-            park_policy::spin_for_rings(now, w, rings, dur_ns{spin_ns()});
-        if (!spin) return;
-        spin_ns_.store(spin->ns, std::memory_order_relaxed);
+        const std::optional<dur_ns> next = park_policy::spin_for_rings(now, w, rings, spin());
+        if (!next) return;
+        spin_ns_.store(next->ns, std::memory_order_relaxed);
         rate_t0_ns_.store(now.ns, std::memory_order_relaxed);
         rate_rings0_.store(rings, std::memory_order_relaxed);
     }

@@ -7,6 +7,8 @@
 #ifndef GPU_ASYNC_WAIT_DETAIL_FUTEX_HPP
 #define GPU_ASYNC_WAIT_DETAIL_FUTEX_HPP
 
+#include <gpu_async/core/time.hpp>
+
 #include <atomic>
 #include <cstdint>
 #include <limits>
@@ -62,23 +64,22 @@ public:
     void remove() const noexcept { n_.fetch_sub(1, std::memory_order_relaxed); }
     std::uint32_t count() const noexcept { return n_.load(std::memory_order_relaxed); }
 
-    /// Sleeps on `word` for at most `timeout_ns` while it holds `seen` (read before `done()` was
+    /// Sleeps on `word` for at most `timeout` while it holds `seen` (read before `done()` was
     /// last false), unless `done()` holds once this thread counts as asleep: then returns true
     /// without sleeping. Returns false after a sleep (a wake, a changed word or the timeout).
     template <class Pred>
-    bool sleep(const std::uint32_t* word, std::uint32_t seen, Pred&& done,
-               std::uint64_t timeout_ns) const {
+    bool sleep(const std::uint32_t* word, std::uint32_t seen, Pred&& done, dur_ns timeout) const {
         add();
         if (done()) {
             remove();
             return true;
         }
 #if GPU_ASYNC_HAS_FUTEX
-        futex_wait(word, seen, timeout_ns);
+        futex_wait(word, seen, timeout.ns);
 #else
         (void)word;
         (void)seen;
-        (void)timeout_ns;
+        (void)timeout;
         std::this_thread::yield();
 #endif
         remove();

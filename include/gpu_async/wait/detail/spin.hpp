@@ -26,39 +26,35 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-/// The end of a spin of `spin_ns` begun at `start_ns`: that, or `deadline_ns` when it comes
-/// first (mono clock ns).
-constexpr std::uint64_t spin_end(std::uint64_t start_ns, std::uint64_t spin_ns,
-                                 std::uint64_t deadline_ns) noexcept {
-    return deadline_ns - start_ns < spin_ns ? deadline_ns : start_ns + spin_ns;
+/// The end of a spin of `spin` begun at `start`: that, or `deadline` when it comes first.
+constexpr mono_ns spin_end(mono_ns start, dur_ns spin, mono_ns deadline) noexcept {
+    return deadline.ns - start.ns < spin.ns ? deadline : mono_ns{start.ns + spin.ns};
 }
 
-/// Pause-spins until `done()` is true (returns true) or the process clock reaches `end_ns`
-/// (returns false). `done()` is asked at least once, also when `end_ns` has passed.
+/// Pause-spins until `done()` is true (returns true) or the process clock reaches `end`
+/// (returns false). `done()` is asked at least once, also when `end` has passed.
 template <class Pred>
-bool spin_until(Pred&& done, std::uint64_t end_ns) {
+bool spin_until(Pred&& done, mono_ns end) {
     for (unsigned i = 1;; ++i) {
         if (done()) return true;
         cpu_relax();
-        if ((i & 15u) == 0 && mono_now().ns >= end_ns) return false;
+        if ((i & 15u) == 0 && mono_now() >= end) return false;
     }
 }
 
 /// The one spin-then-sleep of the waiting path (the doorbell's wait, the word wait's portable
-/// park, the stand-back gate): spins up to `spin_ns`, then sleeps in rounds of at most
-/// `longest_ns` until `done()` or the clock reaches `deadline_ns`, and returns `done()`.
-/// `sleep(left_ns)` is one round (a futex sleep on an eventcount, a yield): it returns true when
-/// it saw `done()`. The spin and the rounds' length are the park policy's (wait_tuning).
+/// park, the stand-back gate): spins up to `spin`, then sleeps in rounds of at most `longest`
+/// until `done()` or the clock reaches `deadline`, and returns `done()`. `sleep(left)` (a
+/// dur_ns) is one round (a futex sleep on an eventcount, a yield): it returns true when it saw
+/// `done()`. The spin and the rounds' length are the park policy's (wait_tuning).
 template <class Pred, class Sleep>
-bool spin_then_sleep(Pred&& done, std::uint64_t spin_ns, std::uint64_t deadline_ns,
-                     std::uint64_t longest_ns, Sleep&& sleep) {
+bool spin_then_sleep(Pred&& done, dur_ns spin, mono_ns deadline, dur_ns longest, Sleep&& sleep) {
     if (done()) return true;
-    if (spin_ns != 0 && spin_until(done, spin_end(mono_now().ns, spin_ns, deadline_ns)))
-        return true;
+    if (spin.ns != 0 && spin_until(done, spin_end(mono_now(), spin, deadline))) return true;
     for (;;) {
-        const std::uint64_t now = mono_now().ns;
-        if (now >= deadline_ns) return static_cast<bool>(done());
-        if (sleep(deadline_ns - now < longest_ns ? deadline_ns - now : longest_ns)) return true;
+        const mono_ns now = mono_now();
+        if (now >= deadline) return static_cast<bool>(done());
+        if (sleep(min(deadline.since(now), longest))) return true;
     }
 }
 
