@@ -105,10 +105,7 @@ struct park_policy {
     template <class Bound>
     static stand_back_window stand_back(mono_ns now, dur_ns park_bound, Bound&& bound,
                                         const wait_tuning& t = default_wait_tuning) {
-        const std::uint64_t pb = park_bound.ns;
-        const std::uint64_t n = t.stand_back_bounds;
-        const dur_ns most{n != 0 && pb > ~std::uint64_t{0} / n ? ~std::uint64_t{0} : pb * n};
-        return {bound(park_bound), now.after(bound(most))};
+        return {bound(park_bound), now.after(bound(park_bound * t.stand_back_bounds))};
     }
 
     /// One round of a stand-back's wait: spin first (the first round only, at most
@@ -230,10 +227,7 @@ struct park_policy {
 
     /// Twice the device poll interval (saturating): the shortest predicted sleep worth taking and
     /// the longest poll after one.
-    static constexpr dur_ns two_polls(dur_ns device_poll) noexcept {
-        const std::uint64_t p = device_poll.ns;
-        return dur_ns{p > ~std::uint64_t{0} / 2 ? ~std::uint64_t{0} : 2 * p};
-    }
+    static constexpr dur_ns two_polls(dur_ns device_poll) noexcept { return device_poll * 2; }
 
     /// Whether a park of `bound` can step: a device poll interval shorter than it. Otherwise a
     /// park sleeps the whole bound, with or without a prediction.

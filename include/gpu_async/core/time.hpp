@@ -24,21 +24,16 @@
 
 namespace gpu_async {
 
-/// A duration in nanoseconds. Addition saturates at the maximum.
+/// A duration in nanoseconds. Addition and multiplication saturate at the maximum.
 struct dur_ns {
     std::uint64_t ns = 0;
 
     static constexpr dur_ns zero() noexcept { return {0}; }
     static constexpr dur_ns max() noexcept { return {std::numeric_limits<std::uint64_t>::max()}; }
     /// `us` microseconds, saturating at max() on overflow.
-    static constexpr dur_ns from_us(std::uint64_t us) noexcept {
-        return us > std::numeric_limits<std::uint64_t>::max() / 1000 ? max() : dur_ns{us * 1000};
-    }
+    static constexpr dur_ns from_us(std::uint64_t us) noexcept { return dur_ns{us} * 1000; }
     /// `ms` milliseconds, saturating at max() on overflow.
-    static constexpr dur_ns from_ms(std::uint64_t ms) noexcept {
-        return ms > std::numeric_limits<std::uint64_t>::max() / 1000000 ? max()
-                                                                        : dur_ns{ms * 1000000};
-    }
+    static constexpr dur_ns from_ms(std::uint64_t ms) noexcept { return dur_ns{ms} * 1000000; }
 
     constexpr std::uint64_t count() const noexcept { return ns; }
 
@@ -73,6 +68,12 @@ struct dur_ns {
         return {a.ns > std::numeric_limits<std::uint64_t>::max() - b.ns
                     ? std::numeric_limits<std::uint64_t>::max()
                     : a.ns + b.ns};
+    }
+    /// `n` times `d`, saturating at max().
+    friend constexpr dur_ns operator*(dur_ns d, std::uint64_t n) noexcept {
+        return {n != 0 && d.ns > std::numeric_limits<std::uint64_t>::max() / n
+                    ? std::numeric_limits<std::uint64_t>::max()
+                    : d.ns * n};
     }
     /// Saturates at zero.
     friend constexpr dur_ns operator-(dur_ns a, dur_ns b) noexcept {

@@ -26,6 +26,11 @@ BOOST_AUTO_TEST_CASE(saturating_arithmetic) {
     static_assert(dur_ns::from_us(max64) == dur_ns::max());
     static_assert(dur_ns::from_ms(2) == dur_ns{2000000});
     static_assert(dur_ns::from_ms(max64 / 1000) == dur_ns::max());
+    static_assert(dur_ns{7} * 3 == dur_ns{21});
+    static_assert(dur_ns{5} * 0 == dur_ns{0});
+    static_assert(dur_ns{max64 / 1000} * 1000 == dur_ns{max64 / 1000 * 1000});
+    static_assert(dur_ns{max64 / 1000 + 1} * 1000 == dur_ns::max());
+    static_assert(dur_ns::max() * 2 == dur_ns::max());
     BOOST_TEST(min(dur_ns{3}, dur_ns{4}).count() == 3u);
     BOOST_TEST(max(mono_ns{3}, mono_ns{4}).count() == 4u);
 }
