@@ -50,6 +50,14 @@ wait_event query_failed(std::error_code ec, mono_ns now) {
     return wait_event::queried(query_result::failed(ec), now);
 }
 
+// A flag plan without prediction started at 0, its first query pending and its word armed:
+// the action after the arm (a park).
+wait_action start_armed_flag(wait_machine& m) {
+    m.start(flag_plan(), std::nullopt, at_us(0));
+    m.on_event(query_pending(at_us(0)));
+    return m.on_event(wait_event::armed({}, at_us(0)));
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(wait_machine_suite)
@@ -213,9 +221,7 @@ BOOST_AUTO_TEST_CASE(arm_error_ends_the_wait_unchanged) {
 
 BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_comes) {
     wait_machine m;
-    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(query_pending(at_us(0)));
-    a = m.on_event(wait_event::armed({}, at_us(0)));
+    wait_action a = start_armed_flag(m);
     std::uint64_t now_us = 0;
     std::uint64_t last_query_us = 0;
     std::uint32_t backstops = 0;
@@ -251,9 +257,7 @@ BOOST_AUTO_TEST_CASE(backstop_query_at_least_every_backstop_when_the_word_never_
 
 BOOST_AUTO_TEST_CASE(a_host_that_watches_the_word_parks_until_the_backstop_in_one_piece) {
     wait_machine m;
-    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(query_pending(at_us(0)));
-    a = m.on_event(wait_event::armed({}, at_us(0)));
+    wait_action a = start_armed_flag(m);
     std::uint32_t parks = 0;
     for (std::uint64_t due_us = 1000; due_us <= 5000; due_us += 1000) {
         BOOST_REQUIRE((a.kind == act::park));
@@ -275,9 +279,7 @@ BOOST_AUTO_TEST_CASE(a_host_that_watches_the_word_parks_until_the_backstop_in_on
 
 BOOST_AUTO_TEST_CASE(a_late_park_is_followed_by_a_backstop_query_at_once) {
     wait_machine m;
-    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(query_pending(at_us(0)));
-    a = m.on_event(wait_event::armed({}, at_us(0)));
+    wait_action a = start_armed_flag(m);
     // The host overslept its park by far: the backstop is overdue.
     a = m.on_event(wait_event::parked(false, at_us(5000)));
     BOOST_TEST((a.kind == act::query));
@@ -287,9 +289,7 @@ BOOST_AUTO_TEST_CASE(a_late_park_is_followed_by_a_backstop_query_at_once) {
 
 BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_says_pending_keeps_waiting) {
     wait_machine m;
-    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(query_pending(at_us(0)));
-    a = m.on_event(wait_event::armed({}, at_us(0)));
+    wait_action a = start_armed_flag(m);
     a = m.on_event(wait_event::parked(true, at_us(10)));
     BOOST_TEST((a.kind == act::query));
     a = m.on_event(query_pending(at_us(11)));
@@ -304,9 +304,7 @@ BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_says_pending_keeps_waiting) {
 
 BOOST_AUTO_TEST_CASE(word_seen_but_the_authority_reports_an_error) {
     wait_machine m;
-    wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-    a = m.on_event(query_pending(at_us(0)));
-    a = m.on_event(wait_event::armed({}, at_us(0)));
+    wait_action a = start_armed_flag(m);
     a = m.on_event(wait_event::parked(true, at_us(10)));
     a = m.on_event(query_failed(device_error, at_us(11)));
     BOOST_TEST((a.kind == act::failed));
@@ -341,9 +339,7 @@ BOOST_AUTO_TEST_CASE(query_errors_end_the_wait_unchanged_at_every_step) {
     // Backstop query.
     {
         wait_machine m;
-        wait_action a = m.start(flag_plan(), std::nullopt, at_us(0));
-        a = m.on_event(query_pending(at_us(0)));
-        a = m.on_event(wait_event::armed({}, at_us(0)));
+        wait_action a = start_armed_flag(m);
         a = m.on_event(wait_event::parked(false, at_us(1000)));
         BOOST_TEST((a.kind == act::query));
         a = m.on_event(query_failed(device_error, at_us(1000)));
