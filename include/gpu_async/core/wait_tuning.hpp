@@ -50,8 +50,12 @@ struct wait_tuning {
 
     /// The longest spin of the first round of a stand-back.
     dur_ns stand_back_spin = dur_ns::from_us(20);
-    /// The longest stand-back, in park bounds (a drain scans only when the bell rang).
-    std::uint64_t stand_back_bounds = 10;
+    /// The longest stand-back, in park bounds (a drain scans only when the bell rang), while
+    /// the drains keep making progress: long enough that a drain of a large batch (65,536
+    /// handlers take a few milliseconds) ends and scans before the watcher scans beside it,
+    /// which would split the batch and trade the table between two threads. A registration
+    /// with a tighter bound or an earlier deadline still shortens it.
+    std::uint64_t stand_back_bounds = 100;
 
     /// At most this many pending waits are looked through for the earliest expected completion;
     /// with more the waiter steps (a look per park would cost more than the steps it saves).
